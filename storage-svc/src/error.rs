@@ -1,0 +1,181 @@
+//! The one error type of storage-svc and its one mapping to gRPC statuses.
+//!
+//! Every status carries a `google.rpc.ErrorInfo` (domain [`DOMAIN`]) whose reason is one of
+//! upstream's storage/API reasons, and whose metadata names the key, so that registry-svc (and any
+//! other client) can act on the reason without parsing messages. Codes are chosen for what the
+//! caller should do next:
+//! - ABORTED: redo the read-modify-write (conflicts, failed preconditions);
+//! - UNAVAILABLE: retry the same call later (etcd unreachable, too slow, or not yet at the
+//!   requested revision);
+//! - INVALID_ARGUMENT: the request itself is wrong; retrying cannot help.
+
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+
+/// `ErrorInfo.domain` of every storage-svc error.
+pub const DOMAIN: &str = "storage.kubestore.io";
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The key does not exist.
+    #[error("key {key:?} not found")]
+    NotFound {
+        /// The caller's key.
+        key: String,
+    },
+    /// Create found the key already present.
+    #[error("key {key:?} already exists")]
+    AlreadyExists {
+        /// The caller's key.
+        key: String,
+    },
+    /// A precondition failed, or the update loop ran out of attempts.
+    #[error("conflict on key {key:?}: {message}")]
+    Conflict {
+        /// The caller's key.
+        key: String,
+        /// What did not match.
+        message: String,
+    },
+    /// Bad input: key, object bytes, resource version, size, TTL, stream protocol.
+    #[error("invalid request for key {key:?}: {message}")]
+    Invalid {
+        /// The caller's key ("" when the key itself could not be read).
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// etcd could not be reached or failed.
+    #[error("etcd is unavailable (key {key:?}): {message}")]
+    Unavailable {
+        /// The caller's key.
+        key: String,
+        /// The client error.
+        message: String,
+    },
+    /// etcd did not answer within the request's deadline, or the requested minimum resource
+    /// version is ahead of etcd (upstream's TooLargeResourceVersion, a 504 Timeout).
+    #[error("timeout on key {key:?}: {message}")]
+    Timeout {
+        /// The caller's key.
+        key: String,
+        /// What timed out.
+        message: String,
+    },
+    /// A bug or corrupt data: stored bytes that do not decode, an etcd answer that breaks
+    /// etcd's own contract.
+    #[error("internal error on key {key:?}: {message}")]
+    Internal {
+        /// The caller's key.
+        key: String,
+        /// What happened.
+        message: String,
+    },
+}
+
+impl StorageError {
+    /// The `ErrorInfo.reason`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::NotFound { .. } => "NotFound",
+            Self::AlreadyExists { .. } => "AlreadyExists",
+            Self::Conflict { .. } => "Conflict",
+            Self::Invalid { .. } => "Invalid",
+            Self::Unavailable { .. } => "ServiceUnavailable",
+            Self::Timeout { .. } => "Timeout",
+            Self::Internal { .. } => "InternalError",
+        }
+    }
+
+    /// The gRPC code; see the module docs for why each was chosen.
+    pub fn code(&self) -> Code {
+        match self {
+            Self::NotFound { .. } => Code::NotFound,
+            Self::AlreadyExists { .. } => Code::AlreadyExists,
+            Self::Conflict { .. } => Code::Aborted,
+            Self::Invalid { .. } => Code::InvalidArgument,
+            Self::Unavailable { .. } | Self::Timeout { .. } => Code::Unavailable,
+            Self::Internal { .. } => Code::Internal,
+        }
+    }
+
+    fn key(&self) -> &str {
+        match self {
+            Self::NotFound { key }
+            | Self::AlreadyExists { key }
+            | Self::Conflict { key, .. }
+            | Self::Invalid { key, .. }
+            | Self::Unavailable { key, .. }
+            | Self::Timeout { key, .. }
+            | Self::Internal { key, .. } => key,
+        }
+    }
+
+    /// Shorthand for [`StorageError::Invalid`].
+    pub fn invalid(key: &str, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// Shorthand for [`StorageError::Conflict`].
+    pub fn conflict(key: &str, message: impl Into<String>) -> Self {
+        Self::Conflict {
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// Shorthand for [`StorageError::Internal`].
+    pub fn internal(key: &str, message: impl Into<String>) -> Self {
+        Self::Internal {
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<StorageError> for Status {
+    fn from(e: StorageError) -> Self {
+        let details = ErrorDetails::with_error_info(
+            e.reason(),
+            DOMAIN,
+            [("key".to_string(), e.key().to_string())],
+        );
+        Status::with_error_details(e.code(), e.to_string(), details)
+    }
+}
+
+/// The `ErrorInfo.reason` carried by a status, if any.
+pub fn reason_of(status: &Status) -> Option<String> {
+    status.get_details_error_info().map(|i| i.reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_maps_to_its_code_with_reason_and_key() {
+        let cases = [
+            (StorageError::NotFound { key: "/a".into() }, Code::NotFound, "NotFound"),
+            (StorageError::AlreadyExists { key: "/a".into() }, Code::AlreadyExists, "AlreadyExists"),
+            (StorageError::conflict("/a", "x"), Code::Aborted, "Conflict"),
+            (StorageError::invalid("/a", "x"), Code::InvalidArgument, "Invalid"),
+            (StorageError::Unavailable { key: "/a".into(), message: "x".into() }, Code::Unavailable, "ServiceUnavailable"),
+            (StorageError::Timeout { key: "/a".into(), message: "x".into() }, Code::Unavailable, "Timeout"),
+            (StorageError::internal("/a", "x"), Code::Internal, "InternalError"),
+        ];
+        for (err, code, reason) in cases {
+            let status = Status::from(err);
+            assert_eq!(status.code(), code);
+            assert!(status.message().contains("\"/a\""), "{}", status.message());
+            let info = status.get_details_error_info().expect("ErrorInfo attached");
+            assert_eq!(info.reason, reason);
+            assert_eq!(info.domain, DOMAIN);
+            assert_eq!(info.metadata.get("key").map(String::as_str), Some("/a"));
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The etcd client as storage-svc uses it: every call gets a CLIENT span (`db.system=etcd`,
+//! `db.operation`), a latency sample, the request's deadline, and one error mapping.
+//!
+//! Only three etcd operations are used: Range (Get), Txn (every write, see `store`), and
+//! LeaseGrant (TTLs, see `lease`).
+
+use std::{future::Future, time::Duration};
+
+use etcd_client::{Client, ConnectOptions, GetOptions, KeyValue, Txn, TxnOpResponse, TxnResponse};
+use kubestore_telemetry::{
+    Deadline, Metrics,
+    metrics::{LatencyFamily, latency_family},
+};
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, histogram::Histogram},
+};
+use tracing::Instrument;
+
+use crate::error::StorageError;
+
+/// Labels of an etcd request.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OpLabels {
+    /// `Range`, `Txn` or `LeaseGrant`.
+    pub operation: &'static str,
+}
+
+/// storage-svc's own metrics.
+#[derive(Clone)]
+pub struct StorageMetrics {
+    /// `etcd_request_duration_seconds{operation}`.
+    pub etcd_duration: LatencyFamily<OpLabels>,
+    /// `storage_guaranteed_update_attempts`: attempts per GuaranteedUpdate.
+    pub update_attempts: Histogram,
+    /// `storage_etcd_conflicts_total`: txns that lost a compare.
+    pub conflicts: Counter,
+    /// `storage_lease_grants_total`: etcd leases granted.
+    pub lease_grants: Counter,
+    /// `storage_lease_attachments_total`: objects written with a lease.
+    pub lease_attachments: Counter,
+}
+
+impl StorageMetrics {
+    /// Creates the metrics and registers them in `metrics`.
+    pub fn register(metrics: &Metrics) -> Self {
+        let me = Self {
+            etcd_duration: latency_family(),
+            update_attempts: Histogram::new([1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0, 55.0, 89.0].into_iter()),
+            conflicts: Counter::default(),
+            lease_grants: Counter::default(),
+            lease_attachments: Counter::default(),
+        };
+        metrics.register(
+            "etcd_request_duration_seconds",
+            "etcd request latency in seconds, by operation",
+            me.etcd_duration.clone(),
+        );
+        metrics.register(
+            "storage_guaranteed_update_attempts",
+            "Attempts (update function calls) per GuaranteedUpdate",
+            me.update_attempts.clone(),
+        );
+        metrics.register(
+            "storage_etcd_conflicts",
+            "etcd transactions whose compare failed because another writer got there first",
+            me.conflicts.clone(),
+        );
+        metrics.register("storage_lease_grants", "etcd leases granted for TTLs", me.lease_grants.clone());
+        metrics.register(
+            "storage_lease_attachments",
+            "Objects written with an etcd lease (TTL)",
+            me.lease_attachments.clone(),
+        );
+        me
+    }
+}
+
+/// Context of one etcd call: the caller's key (for errors) and the deadline.
+#[derive(Clone, Copy, Debug)]
+pub struct EtcdCall<'a> {
+    /// The caller's key, named in errors.
+    pub key: &'a str,
+    /// The request's deadline.
+    pub deadline: Deadline,
+}
+
+/// An etcd connection.
+#[derive(Clone)]
+pub struct Etcd {
+    client: Client,
+    /// Metrics of this storage instance.
+    pub metrics: StorageMetrics,
+}
+
+impl Etcd {
+    /// Connects lazily: an etcd that is down at start-up is not an error; requests fail with
+    /// UNAVAILABLE until it answers, and the channel reconnects by itself.
+    pub async fn connect(endpoints: &[String], metrics: StorageMetrics) -> Result<Self, etcd_client::Error> {
+        let options = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
+            .with_keep_alive_while_idle(true);
+        let client = Client::connect(endpoints, Some(options)).await?;
+        Ok(Self { client, metrics })
+    }
+
+    async fn call<T>(
+        &self,
+        call: &EtcdCall<'_>,
+        operation: &'static str,
+        fut: impl Future<Output = Result<T, etcd_client::Error>>,
+    ) -> Result<T, StorageError> {
+        let span = tracing::info_span!(
+            "etcd",
+            otel.name = %format_args!("etcd {operation}"),
+            otel.kind = "client",
+            db.system = "etcd",
+            db.operation = operation,
+        );
+        let start = std::time::Instant::now();
+        let result = tokio::time::timeout_at(call.deadline.instant(), fut).instrument(span).await;
+        self.metrics
+            .etcd_duration
+            .get_or_create(&OpLabels { operation })
+            .observe(start.elapsed().as_secs_f64());
+        match result {
+            Err(_) => Err(StorageError::Timeout {
+                key: call.key.to_string(),
+                message: format!("etcd {operation} did not answer within the request deadline"),
+            }),
+            Ok(Err(e)) => Err(map_error(call.key, operation, e)),
+            Ok(Ok(v)) => Ok(v),
+        }
+    }
+
+    /// Linearizable read of one key: its KeyValue (None if absent) and the header revision.
+    pub async fn range(&self, call: &EtcdCall<'_>, etcd_key: &str) -> Result<(Option<KeyValue>, i64), StorageError> {
+        let mut kv = self.client.kv_client();
+        let mut resp = self.call(call, "Range", kv.get(etcd_key, None)).await?;
+        let rev = resp.header().map_or(0, |h| h.revision());
+        Ok((resp.take_kvs().into_iter().next(), rev))
+    }
+
+    /// Runs a transaction.
+    pub async fn txn(&self, call: &EtcdCall<'_>, txn: Txn) -> Result<TxnResponse, StorageError> {
+        let mut kv = self.client.kv_client();
+        self.call(call, "Txn", kv.txn(txn)).await
+    }
+
+    /// Grants a lease of `ttl` seconds.
+    pub async fn lease_grant(&self, call: &EtcdCall<'_>, ttl: i64) -> Result<i64, StorageError> {
+        let mut lease = self.client.lease_client();
+        let resp = self.call(call, "LeaseGrant", lease.grant(ttl, None)).await?;
+        self.metrics.lease_grants.inc();
+        Ok(resp.id())
+    }
+
+    /// Whether etcd answers a linearizable read within `timeout` (which needs a leader and a
+    /// quorum).
+    pub async fn healthy(&self, probe_key: &str, timeout: Duration) -> bool {
+        let mut kv = self.client.kv_client();
+        matches!(
+            tokio::time::timeout(timeout, kv.get(probe_key, Some(GetOptions::new().with_count_only()))).await,
+            Ok(Ok(_))
+        )
+    }
+}
+
+/// The header revision and, for a failed compare whose Else branch was a Get, the key's
+/// current KeyValue (None if it no longer exists).
+pub fn txn_outcome(resp: &TxnResponse) -> (i64, Option<KeyValue>) {
+    let rev = resp.header().map_or(0, |h| h.revision());
+    let kv = resp.op_responses().into_iter().find_map(|r| match r {
+        TxnOpResponse::Get(mut g) => g.take_kvs().into_iter().next(),
+        _ => None,
+    });
+    (rev, kv)
+}
+
+fn map_error(key: &str, operation: &str, e: etcd_client::Error) -> StorageError {
+    use tonic::Code;
+    match e {
+        etcd_client::Error::GRpcStatus(s)
+            if matches!(s.code(), Code::InvalidArgument | Code::ResourceExhausted | Code::OutOfRange) =>
+        {
+            // e.g. "etcdserver: request is too large": the request, not etcd, is at fault.
+            StorageError::invalid(key, format!("etcd rejected the {operation}: {}", s.message()))
+        }
+        etcd_client::Error::GRpcStatus(s) if s.code() == Code::DeadlineExceeded => StorageError::Timeout {
+            key: key.to_string(),
+            message: format!("etcd {operation}: {}", s.message()),
+        },
+        other => StorageError::Unavailable {
+            key: key.to_string(),
+            message: format!("etcd {operation} failed: {other}"),
+        },
+    }
+}

@@ -1,0 +1,105 @@
+//! Key preparation: the caller's key (e.g. `/pods/default/nginx`) becomes the etcd key under the
+//! configured prefix (`/registry/pods/default/nginx`).
+//!
+//! Follows upstream's `storage.PrepareKey` + `store.prepareKey`, slightly stricter because we have
+//! no per-resource prefix to check against: every key must be absolute, with non-empty segments,
+//! none of them `.` or `..` (which could name a key outside the prefix once a client or tool
+//! normalises the path), no trailing `/`, and no NUL or control characters. All of this is
+//! checked before etcd is touched.
+
+use crate::error::StorageError;
+
+/// Longest key accepted (etcd has no key limit of its own besides the request size).
+pub const MAX_KEY_LEN: usize = 1024;
+
+/// The storage prefix, normalised as upstream's `path.Join("/", prefix) + "/"`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyPrefix(String);
+
+impl KeyPrefix {
+    /// Normalises `prefix`: `"registry"`, `"/registry"` and `"/registry//"` all give
+    /// `"/registry/"`; `""` and `"/"` give `"/"`.
+    pub fn new(prefix: &str) -> Self {
+        let segments: Vec<&str> = prefix.split('/').filter(|s| !s.is_empty()).collect();
+        if segments.is_empty() {
+            Self("/".to_string())
+        } else {
+            Self(format!("/{}/", segments.join("/")))
+        }
+    }
+
+    /// The normalised prefix.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Validates `key` and returns the etcd key.
+    pub fn etcd_key(&self, key: &str) -> Result<String, StorageError> {
+        validate(key)?;
+        Ok(format!("{}{}", self.0, &key[1..]))
+    }
+}
+
+fn validate(key: &str) -> Result<(), StorageError> {
+    let bad = |why: &str| Err(StorageError::invalid(key, format!("invalid key {key:?}: {why}")));
+    if key.is_empty() || key == "/" {
+        return bad("empty key");
+    }
+    if key.len() > MAX_KEY_LEN {
+        return bad(&format!("longer than {MAX_KEY_LEN} bytes"));
+    }
+    if !key.starts_with('/') {
+        return bad("must start with '/'");
+    }
+    if key.ends_with('/') {
+        return bad("must not end with '/'");
+    }
+    if key.chars().any(char::is_control) {
+        return bad("contains control characters");
+    }
+    for segment in key[1..].split('/') {
+        match segment {
+            "" => return bad("empty path segment"),
+            "." | ".." => return bad("'.' and '..' segments would escape the prefix"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_is_normalised_like_upstream() {
+        assert_eq!(KeyPrefix::new("/registry").as_str(), "/registry/");
+        assert_eq!(KeyPrefix::new("custom/prefix").as_str(), "/custom/prefix/");
+        assert_eq!(KeyPrefix::new("/custom//prefix//").as_str(), "/custom/prefix/");
+        assert_eq!(KeyPrefix::new("").as_str(), "/");
+        assert_eq!(KeyPrefix::new("/").as_str(), "/");
+    }
+
+    #[test]
+    fn keys_map_under_the_prefix() {
+        let p = KeyPrefix::new("/registry");
+        assert_eq!(p.etcd_key("/pods/default/nginx").ok().as_deref(), Some("/registry/pods/default/nginx"));
+        assert_eq!(KeyPrefix::new("").etcd_key("/a").ok().as_deref(), Some("/a"));
+    }
+
+    #[test]
+    fn escaping_and_empty_keys_are_rejected() {
+        let p = KeyPrefix::new("/registry");
+        for key in [
+            "", "/", "pods/a", "/pods/", "/pods//a", "/..", "/../x", "/pods/../../etc", "/pods/..",
+            "/.", "/./a", "/pods/./a", "/pods/.", "/pods/a\0b", "/pods/a\nb",
+        ] {
+            let err = p.etcd_key(key).expect_err(key);
+            assert!(matches!(err, StorageError::Invalid { .. }), "{key:?}: {err}");
+        }
+        assert!(p.etcd_key(&format!("/{}", "a".repeat(MAX_KEY_LEN))).is_err());
+        // Dots inside a segment are fine.
+        assert!(p.etcd_key("/configmaps/default/a..b").is_ok());
+        assert!(p.etcd_key("/configmaps/default/.hidden").is_ok());
+    }
+}

@@ -1,0 +1,257 @@
+//! Encoded objects, handled without knowing their kind.
+//!
+//! storage-svc stores whatever protobuf message it is given and reads only field 1
+//! (`meta.v1.ObjectMeta metadata`). It works on the wire format rather than decoding and
+//! re-encoding a message type, because a decode/encode round trip through a type that does not
+//! know the other fields would drop them. Two transformations:
+//!
+//! - [`StoredObject::parse`]: the caller's bytes -> the stored form, with
+//!   `metadata.resource_version` (field 5 of ObjectMeta) removed, as upstream's
+//!   `PrepareObjectForStorage` does. For a message encoded by prost (fields in order, metadata
+//!   once) every other byte is unchanged, so two equal objects give equal stored bytes and
+//!   GuaranteedUpdate can skip writes that change nothing.
+//! - [`with_resource_version`]: the stored form -> what callers receive, with
+//!   `metadata.resource_version` set to an etcd revision (upstream's `Versioner.UpdateObject`).
+
+use bytes_ops::{Field, fields, put_len_delimited};
+use kubestore_proto::meta::v1::ObjectMeta;
+use prost::Message;
+
+/// ObjectMeta's field number in every resource message.
+const METADATA_FIELD: u32 = 1;
+/// `resource_version`'s field number in ObjectMeta.
+const RESOURCE_VERSION_FIELD: u32 = 5;
+
+/// An object in its stored form, with its decoded metadata.
+#[derive(Debug, Clone)]
+pub struct StoredObject {
+    /// Stored bytes: the object without `metadata.resource_version`.
+    pub data: Vec<u8>,
+    /// The decoded metadata (as sent, resource_version included).
+    pub meta: ObjectMeta,
+}
+
+impl StoredObject {
+    /// Validates `object` as a protobuf message whose field 1 is an ObjectMeta, and computes its
+    /// stored form. Errors describe what is malformed.
+    pub fn parse(object: &[u8]) -> Result<Self, String> {
+        let mut meta_payload = Vec::new();
+        let mut saw_meta = false;
+        let mut rest = Vec::with_capacity(object.len());
+        for field in fields(object) {
+            let field = field?;
+            if field.number == METADATA_FIELD {
+                let Some(payload) = field.payload else {
+                    return Err("field 1 (metadata) must be a length-delimited message".into());
+                };
+                // Repeated occurrences of a message field merge: concatenation is exactly that.
+                meta_payload.extend_from_slice(payload);
+                saw_meta = true;
+            } else {
+                rest.extend_from_slice(field.raw);
+            }
+        }
+        let meta = ObjectMeta::decode(meta_payload.as_slice())
+            .map_err(|e| format!("metadata (field 1) is not a valid meta.v1.ObjectMeta: {e}"))?;
+        let mut data = Vec::with_capacity(object.len());
+        if saw_meta {
+            let stripped = strip_field(&meta_payload, RESOURCE_VERSION_FIELD)?;
+            put_len_delimited(&mut data, METADATA_FIELD, &stripped);
+        }
+        data.extend_from_slice(&rest);
+        Ok(Self { data, meta })
+    }
+}
+
+/// `data` (stored form) with `metadata.resource_version` set to `rev` (left unset for 0).
+pub fn with_resource_version(data: &[u8], rev: i64) -> Result<Vec<u8>, String> {
+    if rev == 0 {
+        return Ok(data.to_vec());
+    }
+    let rv = rev.to_string();
+    let mut out = Vec::with_capacity(data.len() + rv.len() + 4);
+    let mut meta_payload = Vec::new();
+    let mut rest = Vec::with_capacity(data.len());
+    for field in fields(data) {
+        let field = field?;
+        match (field.number, field.payload) {
+            (METADATA_FIELD, Some(p)) => meta_payload.extend_from_slice(p),
+            (METADATA_FIELD, None) => return Err("stored metadata is not a message".into()),
+            _ => rest.extend_from_slice(field.raw),
+        }
+    }
+    let mut meta = strip_field(&meta_payload, RESOURCE_VERSION_FIELD)?;
+    put_len_delimited(&mut meta, RESOURCE_VERSION_FIELD, rv.as_bytes());
+    put_len_delimited(&mut out, METADATA_FIELD, &meta);
+    out.extend_from_slice(&rest);
+    Ok(out)
+}
+
+/// `message` without any occurrence of field `number`.
+fn strip_field(message: &[u8], number: u32) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(message.len());
+    for field in fields(message) {
+        let field: Field<'_> = field?;
+        if field.number != number {
+            out.extend_from_slice(field.raw);
+        }
+    }
+    Ok(out)
+}
+
+/// Minimal protobuf wire-format walking.
+mod bytes_ops {
+    use prost::encoding::{WireType, decode_varint, encode_key, encode_varint};
+
+    /// One top-level field of a message.
+    pub(super) struct Field<'a> {
+        pub(super) number: u32,
+        /// The whole field: key, length prefix and value.
+        pub(super) raw: &'a [u8],
+        /// The value of a length-delimited field.
+        pub(super) payload: Option<&'a [u8]>,
+    }
+
+    /// Iterates the top-level fields of `message`.
+    pub(super) fn fields(message: &[u8]) -> impl Iterator<Item = Result<Field<'_>, String>> {
+        let mut pos = 0usize;
+        let mut failed = false;
+        std::iter::from_fn(move || {
+            if failed || pos >= message.len() {
+                return None;
+            }
+            let r = next_field(message, pos);
+            match &r {
+                Ok((_, end)) => pos = *end,
+                Err(_) => failed = true,
+            }
+            Some(r.map(|(f, _)| f))
+        })
+    }
+
+    fn next_field(message: &[u8], start: usize) -> Result<(Field<'_>, usize), String> {
+        let truncated = || format!("truncated field at byte {start}");
+        let mut buf = &message[start..];
+        let before = buf.len();
+        let key = decode_varint(&mut buf).map_err(|_| truncated())?;
+        let number = u32::try_from(key >> 3).map_err(|_| format!("bad field number at byte {start}"))?;
+        if number == 0 {
+            return Err(format!("field number 0 at byte {start}"));
+        }
+        let wire = WireType::try_from(key & 7).map_err(|_| format!("bad wire type at byte {start}"))?;
+        let mut payload = None;
+        let value_len = match wire {
+            WireType::Varint => {
+                decode_varint(&mut buf).map_err(|_| truncated())?;
+                0
+            }
+            WireType::SixtyFourBit => 8,
+            WireType::ThirtyTwoBit => 4,
+            WireType::LengthDelimited => {
+                let len = decode_varint(&mut buf).map_err(|_| truncated())?;
+                usize::try_from(len).map_err(|_| truncated())?
+            }
+            WireType::StartGroup | WireType::EndGroup => {
+                return Err(format!("groups are not supported (field {number})"));
+            }
+        };
+        if buf.len() < value_len {
+            return Err(truncated());
+        }
+        let value_start = start + (before - buf.len());
+        let end = value_start + value_len;
+        if wire == WireType::LengthDelimited {
+            payload = Some(&message[value_start..end]);
+        }
+        Ok((
+            Field {
+                number,
+                raw: &message[start..end],
+                payload,
+            },
+            end,
+        ))
+    }
+
+    /// Appends a length-delimited field.
+    pub(super) fn put_len_delimited(out: &mut Vec<u8>, number: u32, value: &[u8]) {
+        encode_key(number, WireType::LengthDelimited, out);
+        encode_varint(value.len() as u64, out);
+        out.extend_from_slice(value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubestore_proto::core::v1::{ConfigMap, Pod, PodSpec};
+
+    fn cm(rv: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: Some(ObjectMeta {
+                name: "a".into(),
+                namespace: "default".into(),
+                uid: "u1".into(),
+                resource_version: rv.into(),
+                labels: [("k".to_string(), "v".to_string())].into(),
+                ..Default::default()
+            }),
+            data: [("x".to_string(), "1".to_string()), ("y".to_string(), "2".to_string())].into(),
+            immutable: Some(true),
+        }
+    }
+
+    #[test]
+    fn stored_form_has_no_resource_version_and_keeps_every_other_byte() {
+        let with_rv = StoredObject::parse(&cm("42").encode_to_vec()).expect("valid");
+        let without = StoredObject::parse(&cm("").encode_to_vec()).expect("valid");
+        assert_eq!(with_rv.data, without.data);
+        assert_eq!(without.data, cm("").encode_to_vec(), "prost encoding is already canonical");
+        assert_eq!(with_rv.meta.resource_version, "42");
+        assert_eq!(with_rv.meta.uid, "u1");
+        let back = ConfigMap::decode(with_rv.data.as_slice()).expect("decodes");
+        assert_eq!(back, cm(""));
+    }
+
+    #[test]
+    fn resource_version_is_stamped_on_the_way_out() {
+        let stored = StoredObject::parse(&cm("").encode_to_vec()).expect("valid");
+        let out = with_resource_version(&stored.data, 1234).expect("valid");
+        assert_eq!(ConfigMap::decode(out.as_slice()).expect("decodes"), cm("1234"));
+        // Restamping replaces, never duplicates.
+        let again = with_resource_version(&out, 99).expect("valid");
+        assert_eq!(ConfigMap::decode(again.as_slice()).expect("decodes"), cm("99"));
+        assert_eq!(with_resource_version(&stored.data, 0).expect("valid"), stored.data);
+    }
+
+    #[test]
+    fn unknown_kinds_and_fields_survive() {
+        // A Pod parsed by a store that only knows field 1 keeps its spec byte for byte.
+        let pod = Pod {
+            metadata: Some(ObjectMeta { name: "p".into(), resource_version: "7".into(), ..Default::default() }),
+            spec: Some(PodSpec { node_name: "n1".into(), ..Default::default() }),
+            status: None,
+        };
+        let stored = StoredObject::parse(&pod.encode_to_vec()).expect("valid");
+        let out = with_resource_version(&stored.data, 8).expect("valid");
+        let back = Pod::decode(out.as_slice()).expect("decodes");
+        assert_eq!(back.spec, pod.spec);
+        assert_eq!(back.metadata.map(|m| m.resource_version).as_deref(), Some("8"));
+    }
+
+    #[test]
+    fn malformed_messages_are_rejected() {
+        for bad in [
+            vec![0x0a, 0x05, 0x01],   // metadata claims 5 bytes, has 1
+            vec![0x08],                // varint key without value
+            vec![0x08, 0x01],          // field 1 as a varint
+            vec![0x0b],                // start group
+            vec![0x00, 0x01],          // field number 0
+            vec![0x0a, 0x02, 0x2a, 0x05], // metadata whose resource_version is truncated
+        ] {
+            assert!(StoredObject::parse(&bad).is_err(), "{bad:?}");
+        }
+        // An empty message is a valid object with empty metadata.
+        assert!(StoredObject::parse(&[]).is_ok());
+    }
+}

@@ -1,0 +1,315 @@
+//! GuaranteedUpdate: the optimistic-concurrency loop of upstream's `etcd3.store.GuaranteedUpdate`,
+//! with the update function on the other end of a gRPC stream.
+//!
+//! ```text
+//! state, current = cached ? (cached, false) : (read, true)
+//! loop:
+//!   A. preconditions fail:  current ? error : re-read, continue
+//!   B. ask the caller for a proposal on `state` (for a cached object the caller sent it unasked)
+//!      abort:               current ? aborted : re-read; same revision ? aborted : continue
+//!   C. encode (strip resource_version), check size
+//!   D. byte-identical:      current ? done, nothing written : re-read; differs ? continue : done
+//!   E. dry run:             current ? done, nothing written : re-read, continue
+//!   F. Txn(If(mod_revision == state.rev) Then(Put [lease]) Else(Get))
+//!      lost the compare:    state = the Else(Get) result, current = true, continue
+//!   G. done, resource_version = the txn's header revision
+//! ```
+//!
+//! Differences from upstream, on purpose: attempts are bounded (`max_attempts`, then ABORTED)
+//! and reported; updates to one key take turns inside this process (see `keylock`), starting
+//! from the state the previous turn wrote.
+
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use kubestore_proto::meta::v1::Preconditions;
+use kubestore_telemetry::Deadline;
+use tracing::Instrument;
+
+use crate::{
+    error::StorageError,
+    etcd::{EtcdCall, txn_outcome},
+    object::StoredObject,
+    preconditions,
+    state::ObjState,
+    store::{Store, Versioned, op_span},
+};
+
+/// What the caller answered for a state.
+#[derive(Debug)]
+pub enum Answer {
+    /// The new object, and its TTL (0: no lease).
+    Proposal {
+        /// resource_version of the state it was computed from.
+        based_on: String,
+        /// The encoded object.
+        object: Vec<u8>,
+        /// TTL in seconds.
+        ttl: i64,
+    },
+    /// The caller's update function failed.
+    Abort {
+        /// resource_version of the state it failed on.
+        based_on: String,
+        /// The caller's gRPC code.
+        code: i32,
+        /// The caller's message.
+        message: String,
+    },
+}
+
+impl Answer {
+    fn based_on(&self) -> &str {
+        match self {
+            Self::Proposal { based_on, .. } | Self::Abort { based_on, .. } => based_on,
+        }
+    }
+}
+
+/// The caller's side of the loop (a gRPC stream in production).
+#[allow(async_fn_in_trait)]
+pub trait UpdatePeer {
+    /// Sends `state` (the object with its resource version, or a missing key) and waits for
+    /// the answer.
+    async fn ask(&mut self, state: &ObjState, object: Vec<u8>, attempt: u32) -> Result<Answer, StorageError>;
+    /// Waits for the answer the caller sent without being asked (for its cached object).
+    async fn unasked(&mut self) -> Result<Answer, StorageError>;
+}
+
+/// The parameters of one GuaranteedUpdate.
+#[derive(Debug, Default)]
+pub struct UpdateRequest<'a> {
+    /// Caller's key.
+    pub key: &'a str,
+    /// Checked on every attempt.
+    pub preconditions: Option<&'a Preconditions>,
+    /// A missing key is an empty object whose write is a create.
+    pub ignore_not_found: bool,
+    /// Check everything, write nothing.
+    pub dry_run: bool,
+    /// The caller's cached copy.
+    pub cached: Option<&'a [u8]>,
+}
+
+/// How a GuaranteedUpdate ended.
+#[derive(Debug)]
+pub enum UpdateOutcome {
+    /// Committed (or nothing to write).
+    Done {
+        /// The resulting object.
+        result: Versioned,
+        /// Attempts used.
+        attempts: u32,
+        /// Whether etcd was written.
+        written: bool,
+    },
+    /// The caller aborted on a current state.
+    Aborted {
+        /// Attempts used.
+        attempts: u32,
+    },
+}
+
+fn same_version(based_on: &str, state: &ObjState) -> bool {
+    let based = if based_on == "0" { "" } else { based_on };
+    based == state.resource_version()
+}
+
+impl Store {
+    /// Runs the loop described in the module docs.
+    pub async fn guaranteed_update(
+        &self,
+        req: UpdateRequest<'_>,
+        peer: &mut impl UpdatePeer,
+        deadline: Deadline,
+    ) -> Result<UpdateOutcome, StorageError> {
+        let span = op_span("GuaranteedUpdate", req.key);
+        let result = self.update_loop(&req, peer, deadline).instrument(span.clone()).await;
+        let attempts = match &result {
+            Ok(UpdateOutcome::Done { attempts, .. } | UpdateOutcome::Aborted { attempts }) => *attempts,
+            Err(_) => {
+                span.record("otel.status_code", "ERROR");
+                0
+            }
+        };
+        if attempts > 0 {
+            self.etcd.metrics.update_attempts.observe(attempts as f64);
+        }
+        result
+    }
+
+    async fn update_loop(
+        &self,
+        req: &UpdateRequest<'_>,
+        peer: &mut impl UpdatePeer,
+        deadline: Deadline,
+    ) -> Result<UpdateOutcome, StorageError> {
+        let key = req.key;
+        let etcd_key = self.prefix.etcd_key(key)?;
+        let call = EtcdCall { key, deadline };
+        let mut cached_state = match req.cached {
+            Some(c) => Some(ObjState::from_cached(key, c)?),
+            None => None,
+        };
+        // A caller that sent a cached object already sent its proposal for it.
+        let mut unasked_pending = cached_state.is_some();
+
+        // Take this key's turn (not for dry runs: they write nothing). Our own last write is a
+        // better suggestion than none, but a caller's cached copy comes first.
+        let mut turn = if req.dry_run {
+            None
+        } else {
+            match tokio::time::timeout_at(deadline.instant(), self.locks.turn(&etcd_key)).await {
+                Ok(t) => Some(t),
+                Err(_) => {
+                    return Err(StorageError::Timeout {
+                        key: key.to_string(),
+                        message: "timed out waiting behind other updates of this key".into(),
+                    });
+                }
+            }
+        };
+        if cached_state.is_none() {
+            cached_state = turn.as_ref().and_then(|t| (**t).clone());
+        }
+        let (mut state, mut current) = match cached_state {
+            Some(s) => (s, false),
+            None => (self.current(&call, &etcd_key, req.ignore_not_found).await?, true),
+        };
+        let remember = |turn: &mut Option<crate::keylock::KeyTurn>, s: &ObjState| {
+            if let Some(t) = turn.as_mut() {
+                **t = s.exists().then(|| s.clone());
+            }
+        };
+
+        let mut attempts = 0u32;
+        loop {
+            let unasked = if unasked_pending {
+                unasked_pending = false;
+                Some(peer.unasked().await?)
+            } else {
+                None
+            };
+            // A. preconditions
+            if let Err(e) = preconditions::check(key, req.preconditions, &state.meta) {
+                if current {
+                    return Err(e);
+                }
+                state = self.refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember).await?;
+                current = true;
+                continue;
+            }
+            attempts += 1;
+            tracing::Span::current().record("attempts", attempts);
+            if attempts > self.config.max_attempts {
+                return Err(StorageError::conflict(
+                    key,
+                    format!("gave up after {} attempts: the key kept changing", self.config.max_attempts),
+                ));
+            }
+            // B. the caller's update function
+            let answer = match unasked {
+                Some(a) => a,
+                None => {
+                    let object = state.object_at(key, state.rev)?;
+                    peer.ask(&state, object, attempts).await?
+                }
+            };
+            if !same_version(answer.based_on(), &state) {
+                return Err(StorageError::invalid(
+                    key,
+                    format!(
+                        "answer is based on resource_version {:?} but the state sent was {:?}",
+                        answer.based_on(),
+                        state.resource_version()
+                    ),
+                ));
+            }
+            let (object, ttl) = match answer {
+                Answer::Abort { code, message, .. } => {
+                    tracing::debug!(code, message = %message, "Update function aborted");
+                    if current {
+                        return Ok(UpdateOutcome::Aborted { attempts });
+                    }
+                    let cached_rev = state.rev;
+                    state = self.refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember).await?;
+                    current = true;
+                    if state.rev == cached_rev {
+                        return Ok(UpdateOutcome::Aborted { attempts });
+                    }
+                    continue;
+                }
+                Answer::Proposal { object, ttl, .. } => (object, ttl),
+            };
+            // C. encode
+            let parsed = StoredObject::parse(&object)
+                .map_err(|e| StorageError::invalid(key, format!("proposed object is not a valid message: {e}")))?;
+            if ttl < 0 {
+                return Err(StorageError::invalid(key, format!("ttl_seconds must not be negative, got {ttl}")));
+            }
+            self.check_size(key, &etcd_key, &parsed.data)?;
+            tracing::debug!("Encode succeeded");
+            let data = parsed.data;
+            // D. nothing changed: nothing to write
+            if state.data.as_deref() == Some(data.as_slice()) {
+                if !current {
+                    state = self.refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember).await?;
+                    current = true;
+                    if state.data.as_deref() != Some(data.as_slice()) {
+                        continue;
+                    }
+                }
+                tracing::debug!("No change: write skipped");
+                let result = Versioned { object: state.object_at(key, state.rev)?, rev: state.rev };
+                return Ok(UpdateOutcome::Done { result, attempts, written: false });
+            }
+            // E. dry run: every check ran, on the current state
+            if req.dry_run {
+                if !current {
+                    state = self.current(&call, &etcd_key, req.ignore_not_found).await?;
+                    current = true;
+                    continue;
+                }
+                let proposed = ObjState { rev: state.rev, data: Some(data), meta: Default::default() };
+                let result = Versioned { object: proposed.object_at(key, state.rev)?, rev: state.rev };
+                return Ok(UpdateOutcome::Done { result, attempts, written: false });
+            }
+            // F. compare-and-swap; a lost compare returns the fresh state in the same round trip
+            let lease = self.lease(&call, ttl).await?;
+            let txn = Txn::new()
+                .when([Compare::mod_revision(etcd_key.clone(), CompareOp::Equal, state.rev)])
+                .and_then([TxnOp::put(etcd_key.clone(), data.clone(), Some(PutOptions::new().with_lease(lease)))])
+                .or_else([TxnOp::get(etcd_key.clone(), None)]);
+            let resp = self.etcd.txn(&call, txn).await?;
+            let (rev, kv) = txn_outcome(&resp);
+            if !resp.succeeded() {
+                self.etcd.metrics.conflicts.inc();
+                tracing::debug!("Txn call failed: conflict");
+                state = ObjState::from_kv(key, kv, req.ignore_not_found)?;
+                remember(&mut turn, &state);
+                current = true;
+                tracing::debug!("Retry with fresh state");
+                continue;
+            }
+            tracing::debug!("Txn call succeeded");
+            // G. committed
+            let mut meta = parsed.meta;
+            meta.resource_version = rev.to_string();
+            let written = ObjState { rev, data: Some(data), meta };
+            remember(&mut turn, &written);
+            let result = Versioned { object: written.object_at(key, rev)?, rev };
+            return Ok(UpdateOutcome::Done { result, attempts, written: true });
+        }
+    }
+
+    async fn refresh(
+        &self,
+        call: &EtcdCall<'_>,
+        etcd_key: &str,
+        ignore_not_found: bool,
+        turn: &mut Option<crate::keylock::KeyTurn>,
+        remember: impl Fn(&mut Option<crate::keylock::KeyTurn>, &ObjState),
+    ) -> Result<ObjState, StorageError> {
+        let s = self.current(call, etcd_key, ignore_not_found).await?;
+        remember(turn, &s);
+        Ok(s)
+    }
+}

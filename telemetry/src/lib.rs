@@ -1,0 +1,24 @@
+//! Plumbing shared by storage-svc and registry-svc: everything that is about *running* a gRPC
+//! service rather than about objects.
+//!
+//! - [`tracing_setup`]: one `init` that wires `tracing` to logs (text or JSON) and, when the
+//!   standard `OTEL_*` variables ask for it, to an OTLP/gRPC exporter; returns a guard that
+//!   flushes spans on shutdown.
+//! - [`grpc_trace`]: one tower layer for servers and one for clients: a span per RPC, W3C
+//!   `traceparent` extracted or injected, status codes and Prometheus RPC metrics recorded.
+//! - [`metrics`]: the Prometheus registry and the `/metrics` admin endpoint.
+//! - [`deadline`]: the caller's `grpc-timeout`, so work below us ends inside it.
+//! - [`health`]: the `healthcheck` subcommand's client (docker-compose healthchecks).
+//! - [`shutdown`]: SIGTERM and SIGINT.
+
+pub mod deadline;
+pub mod grpc_trace;
+pub mod health;
+pub mod metrics;
+pub mod shutdown;
+pub mod tracing_setup;
+
+pub use deadline::Deadline;
+pub use grpc_trace::{GrpcTraceLayer, GrpcTraceService};
+pub use metrics::{Metrics, RpcMetrics};
+pub use tracing_setup::{LogFormat, TelemetryConfig, TelemetryGuard};
