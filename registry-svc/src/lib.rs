@@ -1,1 +1,202 @@
-//! placeholder
+//! registry-svc: typed Kubernetes-style resources on storage-svc.
+//!
+//! The gRPC form of upstream's generic registry `Store` (`pkg/registry/generic/registry`) and
+//! `pkg/registry/rest`, with per-kind strategies. It calls storage-svc for every read and write
+//! and uses storage's GuaranteedUpdate stream for every read-modify-write.
+//!
+//! Modules:
+//! - [`resource`], [`strategy`]: what a kind is and how it behaves; [`kinds`]: Pod, ConfigMap, Event;
+//! - [`store`] (Create, Get, Update) and [`delete`]; [`graceful`] (BeforeDelete) and
+//!   [`finalizers`] (GC finalizers, markAsDeleting, delete-during-update);
+//! - [`validation`], [`quantity`]: ObjectMeta rules and Kubernetes quantities;
+//! - [`storage`]: the storage-svc client; [`error`]: API errors and their gRPC mapping;
+//! - [`service`]: the gRPC glue.
+
+pub mod delete;
+pub mod error;
+pub mod finalizers;
+pub mod graceful;
+pub mod kinds;
+pub mod quantity;
+pub mod resource;
+pub mod service;
+pub mod storage;
+pub mod store;
+pub mod strategy;
+pub mod validation;
+
+use std::{future::Future, net::SocketAddr, time::Duration};
+
+use kubestore_proto::core::v1::{
+    ConfigMap, CreateConfigMapRequest, CreateEventRequest, CreatePodRequest, DeleteConfigMapRequest,
+    DeleteConfigMapResponse, DeleteEventRequest, DeleteEventResponse, DeletePodRequest, DeletePodResponse, Event,
+    GetConfigMapRequest, GetEventRequest, GetPodRequest, Pod, UpdateConfigMapRequest, UpdateEventRequest,
+    UpdatePodRequest, config_maps_server::ConfigMapsServer, events_server::EventsServer, pods_server::PodsServer,
+};
+use kubestore_telemetry::{GrpcTraceLayer, LogFormat, Metrics, deadline::parse_duration};
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic_health::{
+    ServingStatus,
+    pb::{HealthCheckRequest, health_client::HealthClient},
+};
+
+use crate::{
+    kinds::{configmap::ConfigMapStrategy, event::EventStrategy, pod::PodStrategy},
+    service::ResourceService,
+    storage::StorageClient,
+    store::Store,
+};
+
+grpc_service!(kubestore_proto::core::v1::pods_server::Pods, Pod, pod, CreatePodRequest, GetPodRequest, UpdatePodRequest, DeletePodRequest, DeletePodResponse);
+grpc_service!(kubestore_proto::core::v1::config_maps_server::ConfigMaps, ConfigMap, config_map, CreateConfigMapRequest, GetConfigMapRequest, UpdateConfigMapRequest, DeleteConfigMapRequest, DeleteConfigMapResponse);
+grpc_service!(kubestore_proto::core::v1::events_server::Events, Event, event, CreateEventRequest, GetEventRequest, UpdateEventRequest, DeleteEventRequest, DeleteEventResponse);
+
+/// Command-line and environment configuration (CLI > env > defaults).
+#[derive(clap::Args, Clone, Debug)]
+pub struct Config {
+    /// Address of the gRPC server.
+    #[arg(long, env = "REGISTRY_LISTEN_ADDR", default_value = "127.0.0.1:50052")]
+    pub listen_addr: SocketAddr,
+    /// URL of storage-svc.
+    #[arg(long, env = "STORAGE_ADDR", default_value = "http://127.0.0.1:50051")]
+    pub storage_addr: String,
+    /// How long Events live before etcd expires them (e.g. 1h, 90m, 30s).
+    #[arg(long, env = "EVENT_TTL", default_value = "1h", value_parser = parse_duration)]
+    pub event_ttl: Duration,
+    /// Address of the Prometheus `/metrics` endpoint; unset: no endpoint.
+    #[arg(long, env = "REGISTRY_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+    /// Log line format.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen_addr: ([127, 0, 0, 1], 50052).into(),
+            storage_addr: "http://127.0.0.1:50051".into(),
+            event_ttl: Duration::from_secs(3600),
+            metrics_addr: None,
+            log_format: LogFormat::Text,
+        }
+    }
+}
+
+/// Errors that stop the service.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The storage address is not a valid URL.
+    #[error("invalid --storage-addr: {0}")]
+    StorageAddr(tonic::transport::Error),
+    /// The reflection service could not be built.
+    #[error("cannot build gRPC reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    /// The gRPC server failed.
+    #[error("gRPC server failed: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    /// A listener could not be bound.
+    #[error("cannot bind: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs registry-svc on `listener` until `shutdown` resolves.
+pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), RunError> {
+    let metrics_listener = match config.metrics_addr {
+        Some(addr) => Some(TcpListener::bind(addr).await?),
+        None => None,
+    };
+    run_with_metrics(listener, metrics_listener, config, shutdown).await
+}
+
+/// [`run`], with the metrics endpoint on an already bound listener.
+pub async fn run_with_metrics(
+    listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let metrics = Metrics::new();
+    let storage = StorageClient::connect_lazy(&config.storage_addr).map_err(RunError::StorageAddr)?;
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    if let Some(l) = metrics_listener {
+        let m = metrics.clone();
+        let stop = stopped(stop_rx.clone());
+        tokio::spawn(async move {
+            if let Err(e) = m.serve(l, stop).await {
+                tracing::warn!(error = %e, "metrics endpoint stopped");
+            }
+        });
+    }
+
+    let services = ["", "core.v1.Pods", "core.v1.ConfigMaps", "core.v1.Events"];
+    let (health, health_service) = tonic_health::server::health_reporter();
+    for s in services {
+        health.set_service_status(s, ServingStatus::NotServing).await;
+    }
+    // SERVING only while storage-svc says it is.
+    let poller = {
+        let health = health.clone();
+        let mut client = HealthClient::new(storage.channel());
+        tokio::spawn(async move {
+            let mut last = None;
+            loop {
+                let mut req = tonic::Request::new(HealthCheckRequest { service: String::new() });
+                req.set_timeout(Duration::from_secs(2));
+                let ok = matches!(client.check(req).await, Ok(r) if r.get_ref().status() == ServingStatus::Serving.into());
+                if last != Some(ok) {
+                    let status = if ok { ServingStatus::Serving } else { ServingStatus::NotServing };
+                    for s in services {
+                        health.set_service_status(s, status).await;
+                    }
+                    if ok {
+                        tracing::info!("storage-svc is serving: SERVING");
+                    } else {
+                        tracing::warn!("storage-svc is not serving: NOT_SERVING");
+                    }
+                    last = Some(ok);
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        })
+    };
+
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(kubestore_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+
+    tracing::info!(addr = ?listener.local_addr().ok(), storage = %config.storage_addr, "registry-svc serving");
+    let drain = {
+        let health = health.clone();
+        let rx = stop_rx.clone();
+        async move {
+            stopped(rx).await;
+            for s in services {
+                health.set_service_status(s, ServingStatus::NotServing).await;
+            }
+        }
+    };
+    // One registration line per kind.
+    let result = tonic::transport::Server::builder()
+        .layer(GrpcTraceLayer::server(metrics.rpc.clone()))
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(PodsServer::new(ResourceService::new(Store::new(storage.clone(), PodStrategy))))
+        .add_service(ConfigMapsServer::new(ResourceService::new(Store::new(storage.clone(), ConfigMapStrategy))))
+        .add_service(EventsServer::new(ResourceService::new(Store::new(storage.clone(), EventStrategy { ttl: config.event_ttl }))))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), drain)
+        .await;
+    poller.abort();
+    tracing::info!("registry-svc stopped");
+    Ok(result?)
+}

@@ -1,1 +1,18 @@
-//! placeholder
+//! Test harness for kubestore: a real etcd process, storage-svc and registry-svc, each started
+//! on free loopback ports and stopped when the test's handles drop.
+//!
+//! - [`etcd::EtcdProcess`]: Debian's `etcd` with a temp data dir. If the binary is missing the
+//!   test fails with a message saying how to install it; it never skips.
+//! - [`services`]: each service runs on its own tokio runtime and threads, optionally with its
+//!   own `tracing` dispatcher, so one test process can hold several services whose spans are
+//!   exported under different service names, as separate processes would.
+//! - [`otlp`]: an in-process OTLP/gRPC trace receiver (a real `TraceService/Export` server).
+//! - [`update`]: drives a storage GuaranteedUpdate stream from a closure.
+
+pub mod etcd;
+pub mod otlp;
+pub mod services;
+pub mod update;
+
+pub use etcd::EtcdProcess;
+pub use services::{Cluster, ClusterOptions};

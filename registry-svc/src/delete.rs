@@ -1,0 +1,219 @@
+//! Delete (upstream's `Store.Delete` + `updateForGracefulDeletionAndFinalizers`): graceful
+//! deletion, finalizers, propagation policy and preconditions.
+//!
+//! ```text
+//! existing = Get
+//! BeforeDelete(existing)            -> pending?  return (existing, deleted=false), no hooks
+//! graceful || finalizers || GC finalizers change:
+//!     GuaranteedUpdate(cached = existing): on each state, BeforeDelete again, then
+//!         pending          -> abort "already deleting"     -> (existing, false), AfterDelete
+//!         set GC finalizers; finalizers left -> markAsDeleting (if not graceful), write
+//!         graceful         -> write the stamped object
+//!         else             -> abort "delete now"
+//!     finalizers left, or grace > 0  -> (updated, false)
+//!     grace 0                        -> delete now (a missing object is fine)
+//! delete now: storage Delete with the preconditions     -> (last state, true), AfterDelete
+//! ```
+//!
+//! The whole decision is one span, `DeletionDecision`, with `graceful`, `grace_period_seconds`,
+//! `pending`, `finalizers` and `deleted` attributes.
+
+use kubestore_proto::{meta::v1::DeleteOptions, storage::v1::UpdateStart};
+use tracing::{Instrument, field::Empty};
+
+use crate::{
+    error::ApiError,
+    finalizers::{gc_finalizers, mark_as_deleting},
+    graceful::{before_delete, now, validate_options},
+    resource::Resource,
+    storage::UpdateEnd,
+    store::{Ctx, Store},
+};
+
+/// Why the deletion update stopped without writing.
+enum Stop {
+    Api(ApiError),
+    /// Another delete got there first: a graceful deletion is already running.
+    AlreadyDeleting,
+    /// Nothing to write: delete the object now.
+    DeleteNow,
+}
+
+/// What the deletion update left behind.
+struct Marked<R> {
+    /// The object as written.
+    out: R,
+    /// Its resource version.
+    rv: String,
+    /// The grace period of the last graceful attempt.
+    last_graceful: Option<i64>,
+    /// Finalizers remain.
+    pending_finalizers: bool,
+}
+
+impl<R: Resource> Store<R> {
+    /// Deletes `namespace`/`name`; returns the object's last state and whether it is gone.
+    pub async fn delete(&self, ctx: Ctx, namespace: &str, name: &str, options: Option<DeleteOptions>) -> Result<(R, bool), ApiError> {
+        let span = tracing::info_span!(
+            "DeletionDecision",
+            kind = R::KIND,
+            graceful = Empty,
+            grace_period_seconds = Empty,
+            pending = Empty,
+            finalizers = Empty,
+            deleted = Empty,
+        );
+        self.delete_inner(ctx, namespace, name, options.unwrap_or_default()).instrument(span).await
+    }
+
+    async fn delete_inner(&self, ctx: Ctx, namespace: &str, name: &str, mut options: DeleteOptions) -> Result<(R, bool), ApiError> {
+        let span = tracing::Span::current();
+        let ns = self.request_namespace(namespace, "")?;
+        let key = self.key(ns, name)?;
+        validate_options(R::KIND, name, &options)?;
+        let dry_run = options.dry_run;
+        let existing_bytes = self
+            .storage
+            .get(ctx.deadline, key.clone(), false)
+            .await
+            .map_err(|s| self.storage_error(&s, name))?
+            .ok_or_else(|| ApiError::NotFound { resource: R::RESOURCE.into(), name: name.into() })?;
+        let mut existing = self.decode(&existing_bytes)?;
+        let original = existing.clone();
+        let mut preconditions = options.preconditions.clone();
+
+        let decision = {
+            let _s = tracing::info_span!("BeforeDelete", kind = R::KIND).entered();
+            before_delete(self.strategy.as_ref(), &mut existing, &mut options, now())?
+        };
+        span.record("graceful", decision.graceful);
+        span.record("pending", decision.pending);
+        if let Some(g) = options.grace_period_seconds {
+            span.record("grace_period_seconds", g);
+        }
+        if decision.pending {
+            // A graceful deletion already runs and this request would not shorten it.
+            span.record("deleted", false);
+            let mut out = original;
+            self.strategy.decorate(&mut out);
+            return Ok((out, false));
+        }
+        let meta = existing.meta().cloned().unwrap_or_default();
+        let pending_finalizers = !meta.finalizers.is_empty();
+        let gc_change = gc_finalizers(self.strategy.gc_policy(), &meta, &options).is_some();
+
+        let mut ignore_not_found = false;
+        let mut last_existing = None;
+        let mut cached = Some(existing_bytes);
+        if decision.graceful || pending_finalizers || gc_change {
+            match self.mark_for_deletion(ctx, &key, name, &options, cached.take()).await? {
+                Err(Stop::Api(e)) => return Err(e),
+                Err(Stop::AlreadyDeleting) => {
+                    span.record("pending", true);
+                    span.record("deleted", false);
+                    self.strategy.after_delete(&original, dry_run);
+                    let mut out = original;
+                    self.strategy.decorate(&mut out);
+                    return Ok((out, false));
+                }
+                Err(Stop::DeleteNow) => {}
+                Ok(marked) => {
+                    span.record("finalizers", format!("{:?}", marked.out.meta().map(|m| m.finalizers.clone()).unwrap_or_default()).as_str());
+                    if marked.pending_finalizers || marked.last_graceful.unwrap_or(0) > 0 {
+                        span.record("deleted", false);
+                        let mut out = marked.out;
+                        self.strategy.decorate(&mut out);
+                        return Ok((out, false));
+                    }
+                    // Graceful with grace 0: the update stamped it; now delete it.
+                    if dry_run {
+                        span.record("deleted", true);
+                        return Ok((marked.out, true));
+                    }
+                    ignore_not_found = true;
+                    if let Some(p) = preconditions.as_mut() {
+                        if p.resource_version.is_some() {
+                            p.resource_version = Some(marked.rv.clone());
+                        }
+                    }
+                    cached = Some(marked.out.encode_to_vec());
+                    last_existing = Some(marked.out);
+                }
+            }
+        }
+        let result = self.storage.delete(ctx.deadline, key, preconditions, dry_run, cached).await;
+        let mut out = match result {
+            Ok(bytes) => self.decode(&bytes)?,
+            Err(s) => match (self.storage_error(&s, name), last_existing) {
+                (ApiError::NotFound { .. }, Some(last)) if ignore_not_found => last,
+                (e, _) => return Err(e),
+            },
+        };
+        span.record("deleted", true);
+        self.strategy.after_delete(&out, dry_run);
+        self.strategy.decorate(&mut out);
+        Ok((out, true))
+    }
+
+    /// One GuaranteedUpdate that stamps deletion fields and GC finalizers (upstream's
+    /// `updateForGracefulDeletionAndFinalizers`). The outer `Result` is a storage/transport
+    /// error; the inner one says why nothing was written.
+    async fn mark_for_deletion(
+        &self,
+        ctx: Ctx,
+        key: &str,
+        name: &str,
+        options: &DeleteOptions,
+        cached: Option<Vec<u8>>,
+    ) -> Result<Result<Marked<R>, Stop>, ApiError> {
+        let start = UpdateStart {
+            key: key.to_string(),
+            preconditions: options.preconditions.clone(),
+            ignore_not_found: false,
+            dry_run: options.dry_run,
+            cached_object: cached,
+        };
+        let mut last_graceful = None;
+        let mut pending_finalizers = false;
+        let end = self
+            .storage
+            .guaranteed_update(ctx.deadline, start, |state| {
+                let bytes = state.object.ok_or(Stop::Api(ApiError::NotFound { resource: R::RESOURCE.into(), name: name.into() }))?;
+                let mut existing = self.decode(bytes).map_err(Stop::Api)?;
+                // Each attempt starts from the caller's options, as a retry of the request would.
+                let mut opts = options.clone();
+                let decision = {
+                    let _s = tracing::info_span!("BeforeDelete", kind = R::KIND).entered();
+                    before_delete(self.strategy.as_ref(), &mut existing, &mut opts, now()).map_err(Stop::Api)?
+                };
+                if decision.pending {
+                    return Err(Stop::AlreadyDeleting);
+                }
+                let meta = existing.meta_mut();
+                if let Some(f) = gc_finalizers(self.strategy.gc_policy(), meta, &opts) {
+                    meta.finalizers = f;
+                }
+                pending_finalizers = !meta.finalizers.is_empty();
+                if decision.graceful {
+                    last_graceful = opts.grace_period_seconds;
+                } else if pending_finalizers {
+                    mark_as_deleting(meta, now());
+                } else {
+                    return Err(Stop::DeleteNow);
+                }
+                let ttl = self.strategy.ttl_seconds(&existing).unwrap_or(0);
+                Ok((existing.encode_to_vec(), ttl))
+            })
+            .await
+            .map_err(|s| self.storage_error(&s, name))?;
+        Ok(match end {
+            UpdateEnd::Aborted(stop) => Err(stop),
+            UpdateEnd::Done(result) => Ok(Marked {
+                out: self.decode(&result.object)?,
+                rv: result.resource_version,
+                last_graceful,
+                pending_finalizers,
+            }),
+        })
+    }
+}

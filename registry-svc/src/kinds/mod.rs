@@ -1,0 +1,7 @@
+//! One strategy per resource kind. Adding a kind: a proto message and service in
+//! `proto/core/v1`, a `resource!` line in `resource`, a strategy here, and one registration
+//! line in `lib.rs`.
+
+pub mod configmap;
+pub mod event;
+pub mod pod;

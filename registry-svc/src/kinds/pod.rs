@@ -1,0 +1,278 @@
+//! The Pod strategy (upstream's `pkg/registry/core/pod/strategy.go`): status owned by the
+//! server (Pending + QoS class on create, never writable through Update), a spec that is
+//! immutable except container images, and graceful deletion.
+//!
+//! Deliberate differences: a client-supplied `status.qos_class` is ignored on create (upstream
+//! keeps it, a quirk of evaluating QoS before resetting status; a client could then forge its
+//! QoS). v1 defaulting that matters here is applied by the strategy: `restart_policy` ""
+//! becomes "Always", and container limits without requests are copied to requests.
+
+use kubestore_proto::{
+    core::v1::{Pod, PodSpec, PodStatus},
+    meta::v1::DeleteOptions,
+};
+
+use crate::{
+    quantity::Quantity,
+    strategy::Strategy,
+    validation::{Violations, dns1123_label, dns1123_subdomain},
+};
+
+/// Grace period of a pod delete when neither the request nor the pod gives one.
+pub const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
+
+/// The Pod strategy.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PodStrategy;
+
+/// QoS classes.
+pub mod qos {
+    /// Every container has equal cpu and memory requests and limits.
+    pub const GUARANTEED: &str = "Guaranteed";
+    /// Some requests or limits, not Guaranteed.
+    pub const BURSTABLE: &str = "Burstable";
+    /// No cpu or memory requests or limits at all.
+    pub const BEST_EFFORT: &str = "BestEffort";
+}
+
+/// Upstream's `ComputePodQOS` over containers, for cpu and memory, counting quantities > 0.
+/// Unparsable quantities count as absent (validation rejects them before this matters).
+pub fn compute_qos(spec: &PodSpec) -> &'static str {
+    use std::collections::BTreeMap;
+    let mut requests: BTreeMap<&str, Quantity> = BTreeMap::new();
+    let mut limits: BTreeMap<&str, Quantity> = BTreeMap::new();
+    let mut guaranteed = true;
+    for c in &spec.containers {
+        let res = c.resources.clone().unwrap_or_default();
+        for (name, map) in [("requests", &res.requests), ("limits", &res.limits)] {
+            let mut found = Vec::new();
+            for r in ["cpu", "memory"] {
+                if let Some(q) = map.get(r).and_then(|s| Quantity::parse(s).ok()).filter(Quantity::is_positive) {
+                    let sum = if name == "requests" { &mut requests } else { &mut limits };
+                    let e = sum.entry(r).or_insert(Quantity::ZERO);
+                    *e = e.add(q);
+                    found.push(r);
+                }
+            }
+            if name == "limits" && found.len() < 2 {
+                guaranteed = false;
+            }
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
+        return qos::BEST_EFFORT;
+    }
+    if guaranteed && requests.len() == limits.len() && requests.iter().all(|(r, q)| limits.get(r) == Some(q)) {
+        return qos::GUARANTEED;
+    }
+    qos::BURSTABLE
+}
+
+/// The v1 defaulting this strategy relies on.
+fn default_spec(spec: &mut PodSpec) {
+    if spec.restart_policy.is_empty() {
+        spec.restart_policy = "Always".into();
+    }
+    for c in &mut spec.containers {
+        if let Some(res) = c.resources.as_mut() {
+            for (k, v) in res.limits.clone() {
+                res.requests.entry(k).or_insert(v);
+            }
+        }
+    }
+}
+
+fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
+    let Some(spec) = spec else {
+        v.push(("spec".into(), "Required value".into()));
+        return;
+    };
+    if spec.containers.is_empty() {
+        v.push(("spec.containers".into(), "Required value".into()));
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for (i, c) in spec.containers.iter().enumerate() {
+        let f = |s: &str| format!("spec.containers[{i}].{s}");
+        if c.name.is_empty() {
+            v.push((f("name"), "Required value".into()));
+        } else if let Some(e) = dns1123_label(&c.name) {
+            v.push((f("name"), format!("Invalid value: {:?}: {e}", c.name)));
+        } else if !names.insert(c.name.as_str()) {
+            v.push((f("name"), format!("Duplicate value: {:?}", c.name)));
+        }
+        if c.image.trim().is_empty() {
+            v.push((f("image"), "Required value".into()));
+        }
+        let res = c.resources.clone().unwrap_or_default();
+        let mut parsed = std::collections::BTreeMap::new();
+        for (kind, map) in [("requests", &res.requests), ("limits", &res.limits)] {
+            for (r, q) in map {
+                match Quantity::parse(q) {
+                    Err(e) => v.push((f(&format!("resources.{kind}[{r}]")), format!("Invalid value: {q:?}: {e}"))),
+                    Ok(n) if n < Quantity::ZERO => {
+                        v.push((f(&format!("resources.{kind}[{r}]")), format!("Invalid value: {q:?}: must be greater than or equal to 0")))
+                    }
+                    Ok(n) => {
+                        parsed.insert((kind, r.as_str()), n);
+                    }
+                }
+            }
+        }
+        for ((kind, r), req) in &parsed {
+            if *kind == "requests" {
+                if let Some(lim) = parsed.get(&("limits", r)) {
+                    if req > lim {
+                        v.push((
+                            f(&format!("resources.requests[{r}]")),
+                            format!("Invalid value: {:?}: must be less than or equal to {r} limit of {:?}", res.requests[*r], res.limits[*r]),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if !spec.node_name.is_empty() {
+        if let Some(e) = dns1123_subdomain(&spec.node_name) {
+            v.push(("spec.nodeName".into(), format!("Invalid value: {:?}: {e}", spec.node_name)));
+        }
+    }
+    if !["Always", "OnFailure", "Never"].contains(&spec.restart_policy.as_str()) {
+        v.push((
+            "spec.restartPolicy".into(),
+            format!("Unsupported value: {:?}: supported values: \"Always\", \"OnFailure\", \"Never\"", spec.restart_policy),
+        ));
+    }
+    if spec.termination_grace_period_seconds.is_some_and(|g| g < 0) {
+        v.push(("spec.terminationGracePeriodSeconds".into(), "Invalid value: must be greater than or equal to 0".into()));
+    }
+}
+
+impl Strategy<Pod> for PodStrategy {
+    fn prepare_for_create(&self, pod: &mut Pod) {
+        let spec = pod.spec.get_or_insert_with(Default::default);
+        default_spec(spec);
+        pod.metadata.get_or_insert_with(Default::default).generation = 1;
+        let qos = compute_qos(spec).to_string();
+        pod.status = Some(PodStatus { phase: "Pending".into(), qos_class: qos });
+    }
+
+    fn validate(&self, pod: &Pod) -> Violations {
+        let mut v = Vec::new();
+        validate_spec(pod.spec.as_ref(), &mut v);
+        v
+    }
+
+    fn prepare_for_update(&self, new: &mut Pod, old: &Pod) {
+        new.status = old.status.clone();
+        if let Some(spec) = new.spec.as_mut() {
+            default_spec(spec);
+        }
+        if new.spec != old.spec {
+            let m = new.metadata.get_or_insert_with(Default::default);
+            m.generation += 1;
+        }
+    }
+
+    fn validate_update(&self, new: &Pod, old: &Pod) -> Violations {
+        let mut v = Vec::new();
+        validate_spec(new.spec.as_ref(), &mut v);
+        // Everything but container images is immutable: compare with the images put back.
+        let (Some(new_spec), Some(old_spec)) = (new.spec.as_ref(), old.spec.as_ref()) else {
+            return v;
+        };
+        let mut candidate = new_spec.clone();
+        if candidate.containers.len() == old_spec.containers.len() {
+            for (c, o) in candidate.containers.iter_mut().zip(&old_spec.containers) {
+                c.image = o.image.clone();
+            }
+        }
+        if candidate != *old_spec {
+            v.push((
+                "spec".into(),
+                "Forbidden: pod updates may not change fields other than `spec.containers[*].image`".into(),
+            ));
+        }
+        v
+    }
+
+    fn supports_graceful_delete(&self) -> bool {
+        true
+    }
+
+    /// The request's grace period, else the pod's `termination_grace_period_seconds`, else 30;
+    /// 0 for a pod that was never scheduled or has finished (nothing to terminate).
+    fn check_graceful_delete(&self, pod: &Pod, options: &mut DeleteOptions) -> bool {
+        let spec = pod.spec.clone().unwrap_or_default();
+        let mut period = options
+            .grace_period_seconds
+            .or(spec.termination_grace_period_seconds)
+            .unwrap_or(DEFAULT_TERMINATION_GRACE_SECONDS);
+        let phase = pod.status.as_ref().map_or("", |s| s.phase.as_str());
+        if spec.node_name.is_empty() || phase == "Succeeded" || phase == "Failed" {
+            period = 0;
+        }
+        if period < 0 {
+            period = 1;
+        }
+        options.grace_period_seconds = Some(period);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubestore_proto::core::v1::{Container, ResourceRequirements};
+
+    fn container(req: &[(&str, &str)], lim: &[(&str, &str)]) -> Container {
+        let m = |p: &[(&str, &str)]| p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Container {
+            name: "c".into(),
+            image: "nginx".into(),
+            resources: Some(ResourceRequirements { requests: m(req), limits: m(lim) }),
+        }
+    }
+    fn spec(cs: Vec<Container>) -> PodSpec {
+        let mut s = PodSpec { containers: cs, ..Default::default() };
+        default_spec(&mut s);
+        s
+    }
+
+    #[test]
+    fn qos_classes_follow_upstream() {
+        assert_eq!(compute_qos(&spec(vec![container(&[], &[])])), qos::BEST_EFFORT);
+        let g = container(&[("cpu", "500m"), ("memory", "128Mi")], &[("cpu", "0.5"), ("memory", "134217728")]);
+        assert_eq!(compute_qos(&spec(vec![g.clone()])), qos::GUARANTEED);
+        // Limits only: defaulting copies them to requests.
+        assert_eq!(compute_qos(&spec(vec![container(&[], &[("cpu", "1"), ("memory", "1Gi")])])), qos::GUARANTEED);
+        assert_eq!(compute_qos(&spec(vec![container(&[("cpu", "100m")], &[])])), qos::BURSTABLE);
+        assert_eq!(compute_qos(&spec(vec![container(&[("cpu", "100m")], &[("cpu", "200m"), ("memory", "1Gi")])])), qos::BURSTABLE);
+        // One guaranteed and one best-effort container: burstable.
+        assert_eq!(compute_qos(&spec(vec![g, container(&[], &[])])), qos::BURSTABLE);
+        // Zero quantities do not count; other resources are ignored.
+        assert_eq!(compute_qos(&spec(vec![container(&[("cpu", "0")], &[("nvidia.com/gpu", "1")])])), qos::BEST_EFFORT);
+    }
+
+    #[test]
+    fn grace_period_comes_from_request_then_pod_then_default() {
+        let mut pod = Pod { spec: Some(PodSpec { node_name: "n".into(), ..Default::default() }), ..Default::default() };
+        let mut o = DeleteOptions::default();
+        assert!(PodStrategy.check_graceful_delete(&pod, &mut o));
+        assert_eq!(o.grace_period_seconds, Some(30));
+        pod.spec.as_mut().map(|s| s.termination_grace_period_seconds = Some(10));
+        let mut o = DeleteOptions::default();
+        PodStrategy.check_graceful_delete(&pod, &mut o);
+        assert_eq!(o.grace_period_seconds, Some(10));
+        let mut o = DeleteOptions { grace_period_seconds: Some(3), ..Default::default() };
+        PodStrategy.check_graceful_delete(&pod, &mut o);
+        assert_eq!(o.grace_period_seconds, Some(3));
+        pod.status = Some(PodStatus { phase: "Succeeded".into(), qos_class: String::new() });
+        let mut o = DeleteOptions::default();
+        PodStrategy.check_graceful_delete(&pod, &mut o);
+        assert_eq!(o.grace_period_seconds, Some(0));
+        let unscheduled = Pod { spec: Some(PodSpec::default()), ..Default::default() };
+        let mut o = DeleteOptions::default();
+        PodStrategy.check_graceful_delete(&unscheduled, &mut o);
+        assert_eq!(o.grace_period_seconds, Some(0));
+    }
+}

@@ -1,0 +1,52 @@
+//! What the generic Store needs to know about a resource kind: its names and where its
+//! metadata is. Implemented for each proto message by one `resource!` line.
+
+use kubestore_proto::{
+    core::v1::{ConfigMap, Event, Pod},
+    meta::v1::ObjectMeta,
+};
+
+/// A resource kind stored by the registry.
+pub trait Resource: prost::Message + Default + Clone + PartialEq + Send + Sync + 'static {
+    /// Kind, e.g. `Pod` (used in Invalid errors).
+    const KIND: &'static str;
+    /// Plural resource, e.g. `pods` (used in keys and NotFound/Conflict errors).
+    const RESOURCE: &'static str;
+    /// The metadata (field 1), if present.
+    fn meta(&self) -> Option<&ObjectMeta>;
+    /// The metadata, created empty if absent.
+    fn meta_mut(&mut self) -> &mut ObjectMeta;
+}
+
+/// Implements [`Resource`] for a message whose field 1 is `metadata`.
+#[macro_export]
+macro_rules! resource {
+    ($ty:ty, $kind:literal, $plural:literal) => {
+        impl $crate::resource::Resource for $ty {
+            const KIND: &'static str = $kind;
+            const RESOURCE: &'static str = $plural;
+            fn meta(&self) -> Option<&kubestore_proto::meta::v1::ObjectMeta> {
+                self.metadata.as_ref()
+            }
+            fn meta_mut(&mut self) -> &mut kubestore_proto::meta::v1::ObjectMeta {
+                self.metadata.get_or_insert_with(Default::default)
+            }
+        }
+    };
+}
+
+resource!(Pod, "Pod", "pods");
+resource!(ConfigMap, "ConfigMap", "configmaps");
+resource!(Event, "Event", "events");
+
+/// Shorthand accessors over [`Resource::meta`].
+pub trait MetaExt {
+    /// `metadata.name` or "".
+    fn name(&self) -> &str;
+}
+
+impl<R: Resource> MetaExt for R {
+    fn name(&self) -> &str {
+        self.meta().map_or("", |m| m.name.as_str())
+    }
+}

@@ -1,0 +1,108 @@
+//! Per-kind behaviour, upstream's RESTCreateStrategy + RESTUpdateStrategy +
+//! RESTDeleteStrategy (+ RESTGracefulDeleteStrategy) and the Store's per-kind hooks, as one
+//! trait with upstream's defaults. A kind overrides only what differs.
+//!
+//! Hooks run in upstream's order (see `store`): create: `begin_create` -> ... ->
+//! `finish_create(true)` -> `after_create` -> `decorate`; update: `begin_update` ->
+//! `finish_update(true)` -> `after_update` -> `decorate`; delete: `after_delete` when the object
+//! is gone (or found already terminating inside the update), never on the early "pending" path.
+//! A failed step after `begin_*` calls `finish_*(false)`. Update hooks may run once per storage
+//! retry, as upstream's do.
+
+use kubestore_proto::meta::v1::DeleteOptions;
+
+use crate::{error::ApiError, resource::Resource, validation::Violations};
+
+/// Default garbage-collection policy of a kind (upstream's
+/// `GarbageCollectionDeleteStrategy.DefaultGarbageCollectionPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcPolicy {
+    /// Dependents are deleted in the background (no finalizer added by default).
+    DeleteDependents,
+    /// Dependents are orphaned by default (the `orphan` finalizer is added).
+    OrphanDependents,
+    /// No garbage-collection finalizers are ever added or removed.
+    Unsupported,
+}
+
+/// The strategy of one kind.
+pub trait Strategy<R: Resource>: Send + Sync + 'static {
+    /// Whether objects live in a namespace.
+    fn namespace_scoped(&self) -> bool {
+        true
+    }
+
+    /// Clears or sets fields the server owns before create (status, generation).
+    fn prepare_for_create(&self, _obj: &mut R) {}
+
+    /// Kind-specific validation on create.
+    fn validate(&self, _obj: &R) -> Violations {
+        Vec::new()
+    }
+
+    /// Normalises the object after validation.
+    fn canonicalize(&self, _obj: &mut R) {}
+
+    /// Whether Update may create a missing object.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
+    /// Whether an Update without resourceVersion overwrites whatever is stored.
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
+    /// Copies server-owned fields from `old` into `new` before validation.
+    fn prepare_for_update(&self, _new: &mut R, _old: &R) {}
+
+    /// Kind-specific validation on update.
+    fn validate_update(&self, _new: &R, _old: &R) -> Violations {
+        Vec::new()
+    }
+
+    /// Whether the kind implements graceful deletion at all (upstream: the strategy implements
+    /// `RESTGracefulDeleteStrategy`). Without it, a delete is immediate unless finalizers remain,
+    /// whatever deletionTimestamp the object has.
+    fn supports_graceful_delete(&self) -> bool {
+        false
+    }
+
+    /// Decides the grace period of a first delete: sets `options.grace_period_seconds` and
+    /// returns whether the delete is graceful. Only called when `supports_graceful_delete`.
+    fn check_graceful_delete(&self, _obj: &R, _options: &mut DeleteOptions) -> bool {
+        false
+    }
+
+    /// TTL in seconds for the stored object (upstream's TTLFunc), on create and every update
+    /// (etcd drops the lease of a key written without one).
+    fn ttl_seconds(&self, _obj: &R) -> Option<i64> {
+        None
+    }
+
+    /// Default garbage-collection policy.
+    fn gc_policy(&self) -> GcPolicy {
+        GcPolicy::DeleteDependents
+    }
+
+    /// Hook before create; an error aborts the create (and `finish_create` is not called).
+    fn begin_create(&self, _obj: &R, _dry_run: bool) -> Result<(), ApiError> {
+        Ok(())
+    }
+    /// Hook after the create attempt, with its success.
+    fn finish_create(&self, _obj: &R, _success: bool) {}
+    /// Hook after a successful create.
+    fn after_create(&self, _obj: &R, _dry_run: bool) {}
+    /// Hook before update; an error aborts the update.
+    fn begin_update(&self, _new: &R, _old: &R, _dry_run: bool) -> Result<(), ApiError> {
+        Ok(())
+    }
+    /// Hook after the update attempt, with its success.
+    fn finish_update(&self, _obj: &R, _success: bool) {}
+    /// Hook after a successful update.
+    fn after_update(&self, _obj: &R, _dry_run: bool) {}
+    /// Hook after a delete removed the object (runs in dry run too, as upstream).
+    fn after_delete(&self, _obj: &R, _dry_run: bool) {}
+    /// Last touch on every object returned to a client.
+    fn decorate(&self, _obj: &mut R) {}
+}

@@ -1,0 +1,116 @@
+//! A real etcd server for one test.
+
+use std::{
+    net::TcpListener,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+/// A running `etcd` on loopback ports with its own data dir; killed on drop.
+pub struct EtcdProcess {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    client_port: u16,
+    peer_port: u16,
+}
+
+/// A free loopback port (bound then released; the kernel does not hand it out again at once).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("cannot bind a loopback port")
+}
+
+fn etcd_binary() -> PathBuf {
+    let path = std::env::var_os("ETCD_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("etcd"));
+    match Command::new(&path).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+        Ok(s) if s.success() => path,
+        _ => panic!(
+            "etcd is required by this test and was not found ({}). Install it with \
+             `apt-get install -y etcd-server` or set ETCD_BIN; tests never skip.",
+            path.display()
+        ),
+    }
+}
+
+impl EtcdProcess {
+    /// Starts etcd and waits until it answers.
+    pub async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir for etcd");
+        let mut me = Self {
+            child: None,
+            dir,
+            client_port: free_port(),
+            peer_port: free_port(),
+        };
+        me.spawn().await;
+        me
+    }
+
+    async fn spawn(&mut self) {
+        let bin = etcd_binary();
+        let client = format!("http://127.0.0.1:{}", self.client_port);
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let child = Command::new(bin)
+            .args(["--name", "test", "--data-dir"])
+            .arg(self.dir.path().join("data"))
+            .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &format!("test={peer}")])
+            .args(["--logger", "zap", "--log-level", "error", "--log-outputs", "stderr"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot spawn etcd");
+        self.child = Some(child);
+        self.wait_ready().await;
+    }
+
+    async fn wait_ready(&mut self) {
+        let start = Instant::now();
+        loop {
+            if let Ok(mut c) = etcd_client::Client::connect([self.endpoint()], None).await {
+                if c.get("ready-probe", None).await.is_ok() {
+                    return;
+                }
+            }
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                panic!("etcd exited during start-up: {status}");
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "etcd did not become ready in 20 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    /// A raw etcd client, to check what storage wrote.
+    pub async fn client(&self) -> etcd_client::Client {
+        etcd_client::Client::connect([self.endpoint()], None).await.expect("etcd client")
+    }
+
+    /// Kills etcd (data is kept).
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts etcd again on the same ports and data.
+    pub async fn restart(&mut self) {
+        self.kill();
+        self.spawn().await;
+    }
+}
+
+impl Drop for EtcdProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,218 @@
+//! storage-svc and registry-svc, each on its own runtime (two worker threads, like a small
+//! container) and, optionally, its own `tracing` dispatcher.
+
+use std::{future::Future, net::SocketAddr, thread::JoinHandle, time::Duration};
+
+use kubestore_proto::{
+    core::v1::{config_maps_client::ConfigMapsClient, events_client::EventsClient, pods_client::PodsClient},
+    storage::v1::storage_client::StorageClient,
+};
+use tokio::sync::oneshot;
+use tonic::transport::Channel;
+
+use crate::etcd::EtcdProcess;
+
+/// A service running on its own threads; stopped (drained) on drop.
+pub struct ServiceHandle {
+    /// gRPC address.
+    pub addr: SocketAddr,
+    /// Prometheus `/metrics` address.
+    pub metrics_addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ServiceHandle {
+    /// Starts `run(listener, metrics_listener, shutdown)` on a fresh runtime whose threads use
+    /// `dispatch` (if any) as their default subscriber.
+    pub fn spawn<F, Fut>(name: &str, dispatch: Option<tracing::Dispatch>, run: F) -> Self
+    where
+        F: FnOnce(tokio::net::TcpListener, tokio::net::TcpListener, oneshot::Receiver<()>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), String>> + 'static,
+    {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind gRPC port");
+        let std_metrics = std::net::TcpListener::bind("127.0.0.1:0").expect("bind metrics port");
+        let addr = std_listener.local_addr().expect("local addr");
+        let metrics_addr = std_metrics.local_addr().expect("local addr");
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        std_metrics.set_nonblocking(true).expect("nonblocking");
+        let (stop, stopped) = oneshot::channel();
+        let thread_name = name.to_string();
+        let thread = std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                let _guard = dispatch.as_ref().map(tracing::dispatcher::set_default);
+                let d = dispatch.clone();
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name(thread_name.clone())
+                    .enable_all()
+                    .on_thread_start(move || {
+                        if let Some(d) = &d {
+                            // Lives as long as the thread.
+                            std::mem::forget(tracing::dispatcher::set_default(d));
+                        }
+                    })
+                    .build()
+                    .expect("service runtime");
+                let result = runtime.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(std_listener).map_err(|e| e.to_string())?;
+                    let metrics = tokio::net::TcpListener::from_std(std_metrics).map_err(|e| e.to_string())?;
+                    run(listener, metrics, stopped).await
+                });
+                if let Err(e) = result {
+                    eprintln!("{thread_name} failed: {e}");
+                }
+                runtime.shutdown_timeout(Duration::from_secs(2));
+            })
+            .expect("spawn service thread");
+        Self {
+            addr,
+            metrics_addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://<addr>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops the service and waits until it has drained.
+    pub fn stop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ServiceHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Knobs of a test cluster.
+#[derive(Default)]
+pub struct ClusterOptions {
+    /// storage-svc configuration (endpoints are filled in).
+    pub storage: Option<storage_svc::Config>,
+    /// registry-svc configuration (storage address is filled in).
+    pub registry: Option<registry_svc::Config>,
+    /// Subscriber of storage-svc's threads.
+    pub storage_dispatch: Option<tracing::Dispatch>,
+    /// Subscriber of registry-svc's threads.
+    pub registry_dispatch: Option<tracing::Dispatch>,
+    /// Start registry-svc too.
+    pub with_registry: bool,
+}
+
+/// etcd + storage-svc (+ registry-svc).
+pub struct Cluster {
+    /// Declared first so services stop before etcd.
+    pub registry: Option<ServiceHandle>,
+    /// storage-svc.
+    pub storage: ServiceHandle,
+    /// etcd.
+    pub etcd: EtcdProcess,
+}
+
+/// Starts storage-svc against `etcd_endpoint`.
+pub fn spawn_storage(mut config: storage_svc::Config, etcd_endpoint: String, dispatch: Option<tracing::Dispatch>) -> ServiceHandle {
+    config.etcd_endpoints = vec![etcd_endpoint];
+    ServiceHandle::spawn("storage-svc", dispatch, move |l, m, stop| async move {
+        storage_svc::run_with_metrics(l, Some(m), config, async {
+            let _ = stop.await;
+        })
+        .await
+        .map_err(|e| e.to_string())
+    })
+}
+
+/// Starts registry-svc against `storage_url`.
+pub fn spawn_registry(mut config: registry_svc::Config, storage_url: String, dispatch: Option<tracing::Dispatch>) -> ServiceHandle {
+    config.storage_addr = storage_url;
+    ServiceHandle::spawn("registry-svc", dispatch, move |l, m, stop| async move {
+        registry_svc::run_with_metrics(l, Some(m), config, async {
+            let _ = stop.await;
+        })
+        .await
+        .map_err(|e| e.to_string())
+    })
+}
+
+impl Cluster {
+    /// etcd and storage-svc with default settings.
+    pub async fn storage_only() -> Self {
+        Self::start(ClusterOptions::default()).await
+    }
+
+    /// etcd, storage-svc and registry-svc with default settings.
+    pub async fn full() -> Self {
+        Self::start(ClusterOptions { with_registry: true, ..Default::default() }).await
+    }
+
+    /// Starts what `options` asks for and waits until it serves.
+    pub async fn start(options: ClusterOptions) -> Self {
+        let etcd = EtcdProcess::start().await;
+        let storage = spawn_storage(options.storage.unwrap_or_default(), etcd.endpoint(), options.storage_dispatch);
+        wait_serving(&storage.url()).await;
+        let registry = if options.with_registry || options.registry.is_some() {
+            let r = spawn_registry(options.registry.unwrap_or_default(), storage.url(), options.registry_dispatch);
+            wait_serving(&r.url()).await;
+            Some(r)
+        } else {
+            None
+        };
+        Self { registry, storage, etcd }
+    }
+
+    /// A storage-svc client.
+    pub async fn storage_client(&self) -> StorageClient<Channel> {
+        StorageClient::new(channel(&self.storage.url()).await)
+    }
+
+    fn registry_url(&self) -> String {
+        self.registry.as_ref().expect("cluster started without registry-svc").url()
+    }
+
+    /// A Pods client.
+    pub async fn pods(&self) -> PodsClient<Channel> {
+        PodsClient::new(channel(&self.registry_url()).await)
+    }
+
+    /// A ConfigMaps client.
+    pub async fn config_maps(&self) -> ConfigMapsClient<Channel> {
+        ConfigMapsClient::new(channel(&self.registry_url()).await)
+    }
+
+    /// An Events client.
+    pub async fn events(&self) -> EventsClient<Channel> {
+        EventsClient::new(channel(&self.registry_url()).await)
+    }
+}
+
+/// A connected channel to `url`.
+pub async fn channel(url: &str) -> Channel {
+    tonic::transport::Endpoint::from_shared(url.to_string())
+        .expect("valid url")
+        .connect()
+        .await
+        .expect("connect")
+}
+
+/// Waits until `url` reports SERVING (at most 20 s).
+pub async fn wait_serving(url: &str) {
+    let start = std::time::Instant::now();
+    loop {
+        if kubestore_telemetry::health::check(url, "", Duration::from_secs(1)).await.is_ok() {
+            return;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{url} did not become SERVING in 20 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
