@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs the stack on this machine: etcd, storage-svc and registry-svc, then the demo client
+# against it. The stack keeps running until Ctrl-C (or exits after the demo with --demo-only).
+#
+# Ports: etcd 2379 (peer 2380), storage-svc 50051, registry-svc 50052, metrics 9091/9092.
+# Set OTEL_EXPORTER_OTLP_ENDPOINT to export traces (e.g. to a local Jaeger on :4317).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+demo_only=0
+[ "${1:-}" = "--demo-only" ] && demo_only=1
+
+scripts/deps.sh
+cargo build --quiet --bins
+bin=target/debug
+data=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$data"
+}
+trap cleanup EXIT INT TERM
+
+for port in 2379 2380 50051 50052; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "port $port is already in use; stop what uses it first" >&2
+    exit 1
+  fi
+done
+
+etcd --name local --data-dir "$data/etcd" \
+  --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+  --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+  --initial-cluster local=http://127.0.0.1:2380 --logger zap --log-level warn >"$data/etcd.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
+  etcdctl --endpoints http://127.0.0.1:2379 endpoint health >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME_STORAGE:-storage-svc} \
+  "$bin/storage-svc" --listen-addr 127.0.0.1:50051 --metrics-addr 127.0.0.1:9091 &
+pids+=($!)
+OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME_REGISTRY:-registry-svc} \
+  "$bin/registry-svc" --listen-addr 127.0.0.1:50052 --storage-addr http://127.0.0.1:50051 --metrics-addr 127.0.0.1:9092 &
+pids+=($!)
+for _ in $(seq 100); do
+  "$bin/registry-svc" --listen-addr 127.0.0.1:50052 healthcheck 2>/dev/null && break
+  sleep 0.1
+done
+
+"$bin/kubestore" --registry http://127.0.0.1:50052 demo
+if [ "$demo_only" = 1 ]; then
+  exit 0
+fi
+echo
+echo "stack running: storage-svc 127.0.0.1:50051, registry-svc 127.0.0.1:50052, metrics :9091 :9092 (Ctrl-C stops)"
+wait
