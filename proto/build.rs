@@ -5,7 +5,11 @@ use std::{env, path::PathBuf};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = PathBuf::from(env::var("OUT_DIR")?);
-    let protos = ["meta/v1/meta.proto", "storage/v1/storage.proto", "core/v1/core.proto"];
+    let protos = [
+        "meta/v1/meta.proto",
+        "storage/v1/storage.proto",
+        "core/v1/core.proto",
+    ];
     for p in &protos {
         println!("cargo:rerun-if-changed={p}");
     }

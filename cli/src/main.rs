@@ -10,9 +10,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use kubestore_proto::{
     core::v1::{
-        ConfigMap, Container, CreateConfigMapRequest, CreatePodRequest, DeleteConfigMapRequest, DeletePodRequest,
-        GetConfigMapRequest, GetPodRequest, Pod, PodSpec, ResourceRequirements, UpdateConfigMapRequest,
-        config_maps_client::ConfigMapsClient, pods_client::PodsClient,
+        ConfigMap, Container, CreateConfigMapRequest, CreatePodRequest, DeleteConfigMapRequest,
+        DeletePodRequest, GetConfigMapRequest, GetPodRequest, Pod, PodSpec, ResourceRequirements,
+        UpdateConfigMapRequest, config_maps_client::ConfigMapsClient, pods_client::PodsClient,
     },
     meta::v1::{DeleteOptions, ObjectMeta, Preconditions},
 };
@@ -20,10 +20,19 @@ use tonic::{Code, Status, transport::Channel};
 use tonic_types::StatusExt;
 
 #[derive(Parser)]
-#[command(name = "kubestore", version, about = "Client of kubestore's registry-svc")]
+#[command(
+    name = "kubestore",
+    version,
+    about = "Client of kubestore's registry-svc"
+)]
 struct Cli {
     /// registry-svc URL.
-    #[arg(long, env = "REGISTRY_ADDR", default_value = "http://127.0.0.1:50052", global = true)]
+    #[arg(
+        long,
+        env = "REGISTRY_ADDR",
+        default_value = "http://127.0.0.1:50052",
+        global = true
+    )]
     registry: String,
     /// Namespace.
     #[arg(long, short, default_value = "default", global = true)]
@@ -46,7 +55,10 @@ enum Command {
 }
 
 fn describe(status: &Status) -> String {
-    let reason = status.get_details_error_info().map(|i| i.reason).unwrap_or_default();
+    let reason = status
+        .get_details_error_info()
+        .map(|i| i.reason)
+        .unwrap_or_default();
     format!("{:?} ({reason}): {}", status.code(), status.message())
 }
 
@@ -56,8 +68,10 @@ fn meta_line(m: &ObjectMeta) -> String {
         m.uid,
         m.resource_version,
         m.generation,
-        m.deletion_timestamp.map_or("-".to_string(), |t| t.seconds.to_string()),
-        m.deletion_grace_period_seconds.map_or("-".to_string(), |g| g.to_string()),
+        m.deletion_timestamp
+            .map_or("-".to_string(), |t| t.seconds.to_string()),
+        m.deletion_grace_period_seconds
+            .map_or("-".to_string(), |g| g.to_string()),
         m.finalizers
     )
 }
@@ -67,71 +81,193 @@ async fn demo(channel: Channel, ns: &str) -> Result<(), Status> {
     let mut cms = ConfigMapsClient::new(channel);
     let name = "demo-nginx";
     // Leftovers of an earlier run.
-    let force = DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
-    let _ = pods.delete(DeletePodRequest { namespace: ns.into(), name: name.into(), options: Some(force) }).await;
+    let force = DeleteOptions {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    let _ = pods
+        .delete(DeletePodRequest {
+            namespace: ns.into(),
+            name: name.into(),
+            options: Some(force),
+        })
+        .await;
 
     println!("== 1. Create a pod (scheduled on node-1, cpu/memory requests below limits)");
     let container = Container {
         name: "nginx".into(),
         image: "nginx:1.27".into(),
         resources: Some(ResourceRequirements {
-            requests: [("cpu".to_string(), "100m".to_string()), ("memory".to_string(), "64Mi".to_string())].into(),
-            limits: [("cpu".to_string(), "200m".to_string()), ("memory".to_string(), "128Mi".to_string())].into(),
+            requests: [
+                ("cpu".to_string(), "100m".to_string()),
+                ("memory".to_string(), "64Mi".to_string()),
+            ]
+            .into(),
+            limits: [
+                ("cpu".to_string(), "200m".to_string()),
+                ("memory".to_string(), "128Mi".to_string()),
+            ]
+            .into(),
         }),
     };
     let pod = Pod {
-        metadata: Some(ObjectMeta { name: name.into(), ..Default::default() }),
-        spec: Some(PodSpec { containers: vec![container], node_name: "node-1".into(), ..Default::default() }),
+        metadata: Some(ObjectMeta {
+            name: name.into(),
+            ..Default::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![container],
+            node_name: "node-1".into(),
+            ..Default::default()
+        }),
         status: None,
     };
-    let created = pods.create(CreatePodRequest { namespace: ns.into(), pod: Some(pod), dry_run: false }).await?.into_inner();
+    let created = pods
+        .create(CreatePodRequest {
+            namespace: ns.into(),
+            pod: Some(pod),
+            dry_run: false,
+        })
+        .await?
+        .into_inner();
     let status = created.status.clone().unwrap_or_default();
     println!("   phase={} qosClass={}", status.phase, status.qos_class);
-    println!("   {}", meta_line(&created.metadata.clone().unwrap_or_default()));
+    println!(
+        "   {}",
+        meta_line(&created.metadata.clone().unwrap_or_default())
+    );
 
     println!("== 2. Delete it with the default grace period: it is marked, not removed");
-    let r = pods.delete(DeletePodRequest { namespace: ns.into(), name: name.into(), options: None }).await?.into_inner();
+    let r = pods
+        .delete(DeletePodRequest {
+            namespace: ns.into(),
+            name: name.into(),
+            options: None,
+        })
+        .await?
+        .into_inner();
     println!("   deleted={}", r.deleted);
-    println!("   {}", meta_line(&r.pod.and_then(|p| p.metadata).unwrap_or_default()));
+    println!(
+        "   {}",
+        meta_line(&r.pod.and_then(|p| p.metadata).unwrap_or_default())
+    );
 
     println!("== 3. The kubelet's final delete: grace 0 with a UID precondition");
     let uid = created.metadata.map(|m| m.uid).unwrap_or_default();
     let options = DeleteOptions {
         grace_period_seconds: Some(0),
-        preconditions: Some(Preconditions { uid: Some(uid), resource_version: None }),
+        preconditions: Some(Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
         ..Default::default()
     };
-    let r = pods.delete(DeletePodRequest { namespace: ns.into(), name: name.into(), options: Some(options) }).await?.into_inner();
+    let r = pods
+        .delete(DeletePodRequest {
+            namespace: ns.into(),
+            name: name.into(),
+            options: Some(options),
+        })
+        .await?
+        .into_inner();
     println!("   deleted={}", r.deleted);
-    match pods.get(GetPodRequest { namespace: ns.into(), name: name.into() }).await {
+    match pods
+        .get(GetPodRequest {
+            namespace: ns.into(),
+            name: name.into(),
+        })
+        .await
+    {
         Err(s) if s.code() == Code::NotFound => println!("   get: {}", describe(&s)),
         Err(s) => return Err(s),
         Ok(_) => return Err(Status::internal("the pod is still there")),
     }
 
-    println!("== 4. A ConfigMap with a finalizer stays after delete until the finalizer is removed");
+    println!(
+        "== 4. A ConfigMap with a finalizer stays after delete until the finalizer is removed"
+    );
     let cm_name = "demo-settings";
     let cm = ConfigMap {
-        metadata: Some(ObjectMeta { name: cm_name.into(), finalizers: vec!["example.com/protect".into()], ..Default::default() }),
+        metadata: Some(ObjectMeta {
+            name: cm_name.into(),
+            finalizers: vec!["example.com/protect".into()],
+            ..Default::default()
+        }),
         data: [("color".to_string(), "blue".to_string())].into(),
         immutable: None,
     };
-    if let Ok(old) = cms.get(GetConfigMapRequest { namespace: ns.into(), name: cm_name.into() }).await {
+    if let Ok(old) = cms
+        .get(GetConfigMapRequest {
+            namespace: ns.into(),
+            name: cm_name.into(),
+        })
+        .await
+    {
         // Leftover of an earlier run: release it.
         let mut old = old.into_inner();
-        old.metadata.get_or_insert_with(Default::default).finalizers.clear();
-        let _ = cms.update(UpdateConfigMapRequest { namespace: ns.into(), config_map: Some(old), dry_run: false }).await;
-        let _ = cms.delete(DeleteConfigMapRequest { namespace: ns.into(), name: cm_name.into(), options: None }).await;
+        old.metadata
+            .get_or_insert_with(Default::default)
+            .finalizers
+            .clear();
+        let _ = cms
+            .update(UpdateConfigMapRequest {
+                namespace: ns.into(),
+                config_map: Some(old),
+                dry_run: false,
+            })
+            .await;
+        let _ = cms
+            .delete(DeleteConfigMapRequest {
+                namespace: ns.into(),
+                name: cm_name.into(),
+                options: None,
+            })
+            .await;
     }
-    cms.create(CreateConfigMapRequest { namespace: ns.into(), config_map: Some(cm), dry_run: false }).await?;
-    let r = cms.delete(DeleteConfigMapRequest { namespace: ns.into(), name: cm_name.into(), options: None }).await?.into_inner();
+    cms.create(CreateConfigMapRequest {
+        namespace: ns.into(),
+        config_map: Some(cm),
+        dry_run: false,
+    })
+    .await?;
+    let r = cms
+        .delete(DeleteConfigMapRequest {
+            namespace: ns.into(),
+            name: cm_name.into(),
+            options: None,
+        })
+        .await?
+        .into_inner();
     println!("   delete: deleted={}", r.deleted);
-    let mut held = cms.get(GetConfigMapRequest { namespace: ns.into(), name: cm_name.into() }).await?.into_inner();
-    println!("   get:    {}", meta_line(&held.metadata.clone().unwrap_or_default()));
-    held.metadata.get_or_insert_with(Default::default).finalizers.clear();
-    cms.update(UpdateConfigMapRequest { namespace: ns.into(), config_map: Some(held), dry_run: false }).await?;
+    let mut held = cms
+        .get(GetConfigMapRequest {
+            namespace: ns.into(),
+            name: cm_name.into(),
+        })
+        .await?
+        .into_inner();
+    println!(
+        "   get:    {}",
+        meta_line(&held.metadata.clone().unwrap_or_default())
+    );
+    held.metadata
+        .get_or_insert_with(Default::default)
+        .finalizers
+        .clear();
+    cms.update(UpdateConfigMapRequest {
+        namespace: ns.into(),
+        config_map: Some(held),
+        dry_run: false,
+    })
+    .await?;
     println!("   removed the finalizer");
-    match cms.get(GetConfigMapRequest { namespace: ns.into(), name: cm_name.into() }).await {
+    match cms
+        .get(GetConfigMapRequest {
+            namespace: ns.into(),
+            name: cm_name.into(),
+        })
+        .await
+    {
         Err(s) if s.code() == Code::NotFound => println!("   get: {}", describe(&s)),
         Err(s) => return Err(s),
         Ok(_) => return Err(Status::internal("the ConfigMap is still there")),
@@ -143,17 +279,30 @@ async fn demo(channel: Channel, ns: &str) -> Result<(), Status> {
 async fn get(channel: Channel, ns: &str, kind: &str, name: &str) -> Result<(), Status> {
     match kind {
         "pod" | "pods" => {
-            let p = PodsClient::new(channel).get(GetPodRequest { namespace: ns.into(), name: name.into() }).await?.into_inner();
+            let p = PodsClient::new(channel)
+                .get(GetPodRequest {
+                    namespace: ns.into(),
+                    name: name.into(),
+                })
+                .await?
+                .into_inner();
             println!("{p:#?}");
         }
         "configmap" | "configmaps" | "cm" => {
             let c = ConfigMapsClient::new(channel)
-                .get(GetConfigMapRequest { namespace: ns.into(), name: name.into() })
+                .get(GetConfigMapRequest {
+                    namespace: ns.into(),
+                    name: name.into(),
+                })
                 .await?
                 .into_inner();
             println!("{c:#?}");
         }
-        other => return Err(Status::invalid_argument(format!("unknown kind {other:?}: use pod or configmap"))),
+        other => {
+            return Err(Status::invalid_argument(format!(
+                "unknown kind {other:?}: use pod or configmap"
+            )));
+        }
     }
     Ok(())
 }

@@ -53,7 +53,13 @@ struct Marked<R> {
 
 impl<R: Resource> Store<R> {
     /// Deletes `namespace`/`name`; returns the object's last state and whether it is gone.
-    pub async fn delete(&self, ctx: Ctx, namespace: &str, name: &str, options: Option<DeleteOptions>) -> Result<(R, bool), ApiError> {
+    pub async fn delete(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        options: Option<DeleteOptions>,
+    ) -> Result<(R, bool), ApiError> {
         let span = tracing::info_span!(
             "DeletionDecision",
             kind = R::KIND,
@@ -63,10 +69,18 @@ impl<R: Resource> Store<R> {
             finalizers = Empty,
             deleted = Empty,
         );
-        self.delete_inner(ctx, namespace, name, options.unwrap_or_default()).instrument(span).await
+        self.delete_inner(ctx, namespace, name, options.unwrap_or_default())
+            .instrument(span)
+            .await
     }
 
-    async fn delete_inner(&self, ctx: Ctx, namespace: &str, name: &str, mut options: DeleteOptions) -> Result<(R, bool), ApiError> {
+    async fn delete_inner(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        mut options: DeleteOptions,
+    ) -> Result<(R, bool), ApiError> {
         let span = tracing::Span::current();
         let ns = self.request_namespace(namespace, "")?;
         let key = self.key(ns, name)?;
@@ -77,7 +91,10 @@ impl<R: Resource> Store<R> {
             .get(ctx.deadline, key.clone(), false)
             .await
             .map_err(|s| self.storage_error(&s, name))?
-            .ok_or_else(|| ApiError::NotFound { resource: R::RESOURCE.into(), name: name.into() })?;
+            .ok_or_else(|| ApiError::NotFound {
+                resource: R::RESOURCE.into(),
+                name: name.into(),
+            })?;
         let mut existing = self.decode(&existing_bytes)?;
         let original = existing.clone();
         let mut preconditions = options.preconditions.clone();
@@ -106,7 +123,10 @@ impl<R: Resource> Store<R> {
         let mut last_existing = None;
         let mut cached = Some(existing_bytes);
         if decision.graceful || pending_finalizers || gc_change {
-            match self.mark_for_deletion(ctx, &key, name, &options, cached.take()).await? {
+            match self
+                .mark_for_deletion(ctx, &key, name, &options, cached.take())
+                .await?
+            {
                 Err(Stop::Api(e)) => return Err(e),
                 Err(Stop::AlreadyDeleting) => {
                     span.record("pending", true);
@@ -118,7 +138,18 @@ impl<R: Resource> Store<R> {
                 }
                 Err(Stop::DeleteNow) => {}
                 Ok(marked) => {
-                    span.record("finalizers", format!("{:?}", marked.out.meta().map(|m| m.finalizers.clone()).unwrap_or_default()).as_str());
+                    span.record(
+                        "finalizers",
+                        format!(
+                            "{:?}",
+                            marked
+                                .out
+                                .meta()
+                                .map(|m| m.finalizers.clone())
+                                .unwrap_or_default()
+                        )
+                        .as_str(),
+                    );
                     if marked.pending_finalizers || marked.last_graceful.unwrap_or(0) > 0 {
                         span.record("deleted", false);
                         let mut out = marked.out;
@@ -141,7 +172,10 @@ impl<R: Resource> Store<R> {
                 }
             }
         }
-        let result = self.storage.delete(ctx.deadline, key, preconditions, dry_run, cached).await;
+        let result = self
+            .storage
+            .delete(ctx.deadline, key, preconditions, dry_run, cached)
+            .await;
         let mut out = match result {
             Ok(bytes) => self.decode(&bytes)?,
             Err(s) => match (self.storage_error(&s, name), last_existing) {
@@ -178,13 +212,17 @@ impl<R: Resource> Store<R> {
         let end = self
             .storage
             .guaranteed_update(ctx.deadline, start, |state| {
-                let bytes = state.object.ok_or(Stop::Api(ApiError::NotFound { resource: R::RESOURCE.into(), name: name.into() }))?;
+                let bytes = state.object.ok_or(Stop::Api(ApiError::NotFound {
+                    resource: R::RESOURCE.into(),
+                    name: name.into(),
+                }))?;
                 let mut existing = self.decode(bytes).map_err(Stop::Api)?;
                 // Each attempt starts from the caller's options, as a retry of the request would.
                 let mut opts = options.clone();
                 let decision = {
                     let _s = tracing::info_span!("BeforeDelete", kind = R::KIND).entered();
-                    before_delete(self.strategy.as_ref(), &mut existing, &mut opts, now()).map_err(Stop::Api)?
+                    before_delete(self.strategy.as_ref(), &mut existing, &mut opts, now())
+                        .map_err(Stop::Api)?
                 };
                 if decision.pending {
                     return Err(Stop::AlreadyDeleting);

@@ -71,7 +71,13 @@ pub enum ApiError {
 fn render(violations: &[(String, String)]) -> String {
     let parts: Vec<String> = violations
         .iter()
-        .map(|(f, d)| if f.is_empty() { d.clone() } else { format!("{f}: {d}") })
+        .map(|(f, d)| {
+            if f.is_empty() {
+                d.clone()
+            } else {
+                format!("{f}: {d}")
+            }
+        })
         .collect();
     format!("[{}]", parts.join(", "))
 }
@@ -107,20 +113,33 @@ impl ApiError {
         let reason = status.get_details_error_info().map(|i| i.reason);
         let message = status.message().to_string();
         match reason.as_deref() {
-            Some("NotFound") => Self::NotFound { resource: resource.into(), name: name.into() },
+            Some("NotFound") => Self::NotFound {
+                resource: resource.into(),
+                name: name.into(),
+            },
             Some("AlreadyExists") => Self::AlreadyExists {
                 resource: resource.into(),
                 name: name.into(),
                 message: format!("{resource} \"{name}\" already exists"),
             },
-            Some("Conflict") => Self::Conflict { resource: resource.into(), name: name.into(), message },
+            Some("Conflict") => Self::Conflict {
+                resource: resource.into(),
+                name: name.into(),
+                message,
+            },
             Some("Invalid") => Self::Invalid {
                 kind: kind.into(),
                 name: name.into(),
                 violations: vec![(String::new(), message)],
             },
-            Some("Timeout") => Self::Unavailable { reason: "Timeout", message },
-            Some("ServiceUnavailable") => Self::Unavailable { reason: "ServiceUnavailable", message },
+            Some("Timeout") => Self::Unavailable {
+                reason: "Timeout",
+                message,
+            },
+            Some("ServiceUnavailable") => Self::Unavailable {
+                reason: "ServiceUnavailable",
+                message,
+            },
             Some(_) => Self::Internal(message),
             // No ErrorInfo: the call never reached storage-svc's handlers.
             None => match status.code() {
@@ -139,7 +158,11 @@ impl ApiError {
 
     /// An Invalid error for one object.
     pub fn invalid(kind: &str, name: &str, violations: Vec<(String, String)>) -> Self {
-        Self::Invalid { kind: kind.into(), name: name.into(), violations }
+        Self::Invalid {
+            kind: kind.into(),
+            name: name.into(),
+            violations,
+        }
     }
 }
 
@@ -154,11 +177,18 @@ impl From<ApiError> for Status {
                 meta.insert("resource".to_string(), resource.clone());
                 meta.insert("name".to_string(), name.clone());
             }
-            ApiError::Invalid { kind, name, violations } => {
+            ApiError::Invalid {
+                kind,
+                name,
+                violations,
+            } => {
                 meta.insert("kind".to_string(), kind.clone());
                 meta.insert("name".to_string(), name.clone());
                 details.set_bad_request(
-                    violations.iter().map(|(f, d)| FieldViolation::new(f.clone(), d.clone())).collect::<Vec<_>>(),
+                    violations
+                        .iter()
+                        .map(|(f, d)| FieldViolation::new(f.clone(), d.clone()))
+                        .collect::<Vec<_>>(),
                 );
             }
             _ => {}
@@ -177,14 +207,23 @@ mod tests {
         let e = ApiError::invalid(
             "Pod",
             "x",
-            vec![("metadata.name".into(), "bad".into()), ("spec.containers".into(), "Required value".into())],
+            vec![
+                ("metadata.name".into(), "bad".into()),
+                ("spec.containers".into(), "Required value".into()),
+            ],
         );
-        assert_eq!(e.to_string(), "Pod \"x\" is invalid: [metadata.name: bad, spec.containers: Required value]");
+        assert_eq!(
+            e.to_string(),
+            "Pod \"x\" is invalid: [metadata.name: bad, spec.containers: Required value]"
+        );
         let s = Status::from(e);
         assert_eq!(s.code(), Code::InvalidArgument);
         let br = s.get_details_bad_request().expect("BadRequest attached");
         assert_eq!(br.field_violations.len(), 2);
-        assert_eq!(s.get_details_error_info().map(|i| i.reason).as_deref(), Some("Invalid"));
+        assert_eq!(
+            s.get_details_error_info().map(|i| i.reason).as_deref(),
+            Some("Invalid")
+        );
     }
 
     #[test]
@@ -193,20 +232,34 @@ mod tests {
             Status::with_error_details(
                 code,
                 "m",
-                ErrorDetails::with_error_info(reason, "storage.kubestore.io", std::collections::HashMap::new()),
+                ErrorDetails::with_error_info(
+                    reason,
+                    "storage.kubestore.io",
+                    std::collections::HashMap::new(),
+                ),
             )
         };
         assert!(matches!(
             ApiError::from_storage(&storage("NotFound", Code::NotFound), "Pod", "pods", "a"),
             ApiError::NotFound { .. }
         ));
-        assert_eq!(ApiError::from_storage(&storage("Conflict", Code::Aborted), "Pod", "pods", "a").code(), Code::Aborted);
         assert_eq!(
-            ApiError::from_storage(&Status::unavailable("connection refused"), "Pod", "pods", "a").code(),
+            ApiError::from_storage(&storage("Conflict", Code::Aborted), "Pod", "pods", "a").code(),
+            Code::Aborted
+        );
+        assert_eq!(
+            ApiError::from_storage(
+                &Status::unavailable("connection refused"),
+                "Pod",
+                "pods",
+                "a"
+            )
+            .code(),
             Code::Unavailable
         );
         assert_eq!(
-            ApiError::from_storage(&storage("Timeout", Code::Unavailable), "Pod", "pods", "a").reason(),
+            ApiError::from_storage(&storage("Timeout", Code::Unavailable), "Pod", "pods", "a")
+                .reason(),
             "Timeout"
         );
     }

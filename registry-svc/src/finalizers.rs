@@ -17,7 +17,8 @@ pub const ORPHAN: &str = "orphan";
 pub const FOREGROUND: &str = "foregroundDeletion";
 
 fn policy(options: &DeleteOptions) -> PropagationPolicy {
-    PropagationPolicy::try_from(options.propagation_policy).unwrap_or(PropagationPolicy::Unspecified)
+    PropagationPolicy::try_from(options.propagation_policy)
+        .unwrap_or(PropagationPolicy::Unspecified)
 }
 
 fn should_orphan(gc: GcPolicy, meta: &ObjectMeta, options: &DeleteOptions) -> bool {
@@ -62,10 +63,19 @@ fn should_foreground(gc: GcPolicy, meta: &ObjectMeta, options: &DeleteOptions) -
 
 /// The finalizers `meta` should carry for this delete, if they differ (as a set) from its
 /// current ones. The kept finalizers stay in their order; GC finalizers are appended.
-pub fn gc_finalizers(gc: GcPolicy, meta: &ObjectMeta, options: &DeleteOptions) -> Option<Vec<String>> {
+pub fn gc_finalizers(
+    gc: GcPolicy,
+    meta: &ObjectMeta,
+    options: &DeleteOptions,
+) -> Option<Vec<String>> {
     let orphan = should_orphan(gc, meta, options);
     let foreground = should_foreground(gc, meta, options);
-    let mut new: Vec<String> = meta.finalizers.iter().filter(|f| *f != ORPHAN && *f != FOREGROUND).cloned().collect();
+    let mut new: Vec<String> = meta
+        .finalizers
+        .iter()
+        .filter(|f| *f != ORPHAN && *f != FOREGROUND)
+        .cloned()
+        .collect();
     if orphan {
         new.push(ORPHAN.to_string());
     }
@@ -102,22 +112,35 @@ mod tests {
     use super::*;
 
     fn opts(p: PropagationPolicy) -> DeleteOptions {
-        DeleteOptions { propagation_policy: p as i32, ..Default::default() }
+        DeleteOptions {
+            propagation_policy: p as i32,
+            ..Default::default()
+        }
     }
     fn meta(f: &[&str]) -> ObjectMeta {
-        ObjectMeta { finalizers: f.iter().map(|s| s.to_string()).collect(), ..Default::default() }
+        ObjectMeta {
+            finalizers: f.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn propagation_policy_adds_and_removes_gc_finalizers() {
         let dd = GcPolicy::DeleteDependents;
-        assert_eq!(gc_finalizers(dd, &meta(&["a"]), &opts(PropagationPolicy::Orphan)), Some(vec!["a".into(), ORPHAN.into()]));
+        assert_eq!(
+            gc_finalizers(dd, &meta(&["a"]), &opts(PropagationPolicy::Orphan)),
+            Some(vec!["a".into(), ORPHAN.into()])
+        );
         assert_eq!(
             gc_finalizers(dd, &meta(&[]), &opts(PropagationPolicy::Foreground)),
             Some(vec![FOREGROUND.into()])
         );
         assert_eq!(
-            gc_finalizers(dd, &meta(&[ORPHAN, "a"]), &opts(PropagationPolicy::Background)),
+            gc_finalizers(
+                dd,
+                &meta(&[ORPHAN, "a"]),
+                &opts(PropagationPolicy::Background)
+            ),
             Some(vec!["a".into()])
         );
         assert_eq!(
@@ -125,43 +148,99 @@ mod tests {
             Some(vec![FOREGROUND.into()])
         );
         // Default background deletion adds nothing; existing GC finalizers are kept.
-        assert_eq!(gc_finalizers(dd, &meta(&[]), &DeleteOptions::default()), None);
-        assert_eq!(gc_finalizers(dd, &meta(&[ORPHAN]), &DeleteOptions::default()), None);
+        assert_eq!(
+            gc_finalizers(dd, &meta(&[]), &DeleteOptions::default()),
+            None
+        );
+        assert_eq!(
+            gc_finalizers(dd, &meta(&[ORPHAN]), &DeleteOptions::default()),
+            None
+        );
         // Orphan-by-default kinds get `orphan` without a policy.
         assert_eq!(
-            gc_finalizers(GcPolicy::OrphanDependents, &meta(&[]), &DeleteOptions::default()),
+            gc_finalizers(
+                GcPolicy::OrphanDependents,
+                &meta(&[]),
+                &DeleteOptions::default()
+            ),
             Some(vec![ORPHAN.into()])
         );
         // Unsupported kinds never change.
-        assert_eq!(gc_finalizers(GcPolicy::Unsupported, &meta(&[]), &opts(PropagationPolicy::Orphan)), None);
+        assert_eq!(
+            gc_finalizers(
+                GcPolicy::Unsupported,
+                &meta(&[]),
+                &opts(PropagationPolicy::Orphan)
+            ),
+            None
+        );
     }
 
     #[test]
     fn mark_as_deleting_keeps_an_earlier_timestamp() {
-        let now = Timestamp { seconds: 100, nanos: 0 };
-        let mut m = ObjectMeta { generation: 1, ..Default::default() };
-        mark_as_deleting(&mut m, now);
-        assert_eq!((m.generation, m.deletion_timestamp.map(|t| t.seconds), m.deletion_grace_period_seconds), (2, Some(100), Some(0)));
+        let now = Timestamp {
+            seconds: 100,
+            nanos: 0,
+        };
         let mut m = ObjectMeta {
-            deletion_timestamp: Some(Timestamp { seconds: 50, nanos: 0 }),
+            generation: 1,
+            ..Default::default()
+        };
+        mark_as_deleting(&mut m, now);
+        assert_eq!(
+            (
+                m.generation,
+                m.deletion_timestamp.map(|t| t.seconds),
+                m.deletion_grace_period_seconds
+            ),
+            (2, Some(100), Some(0))
+        );
+        let mut m = ObjectMeta {
+            deletion_timestamp: Some(Timestamp {
+                seconds: 50,
+                nanos: 0,
+            }),
             deletion_grace_period_seconds: Some(30),
             generation: 3,
             ..Default::default()
         };
         mark_as_deleting(&mut m, now);
-        assert_eq!((m.generation, m.deletion_timestamp.map(|t| t.seconds), m.deletion_grace_period_seconds), (3, Some(50), Some(0)));
-        let mut m = ObjectMeta { deletion_timestamp: Some(Timestamp { seconds: 130, nanos: 0 }), ..Default::default() };
+        assert_eq!(
+            (
+                m.generation,
+                m.deletion_timestamp.map(|t| t.seconds),
+                m.deletion_grace_period_seconds
+            ),
+            (3, Some(50), Some(0))
+        );
+        let mut m = ObjectMeta {
+            deletion_timestamp: Some(Timestamp {
+                seconds: 130,
+                nanos: 0,
+            }),
+            ..Default::default()
+        };
         mark_as_deleting(&mut m, now);
         assert_eq!(m.deletion_timestamp.map(|t| t.seconds), Some(100));
     }
 
     #[test]
     fn delete_during_update_only_when_due_and_no_finalizers_left() {
-        let due = ObjectMeta { deletion_timestamp: Some(Timestamp::default()), deletion_grace_period_seconds: Some(0), ..Default::default() };
+        let due = ObjectMeta {
+            deletion_timestamp: Some(Timestamp::default()),
+            deletion_grace_period_seconds: Some(0),
+            ..Default::default()
+        };
         assert!(should_delete_during_update(&meta(&[]), &due));
         assert!(!should_delete_during_update(&meta(&["a"]), &due));
-        let graceful = ObjectMeta { deletion_grace_period_seconds: Some(30), ..due.clone() };
+        let graceful = ObjectMeta {
+            deletion_grace_period_seconds: Some(30),
+            ..due.clone()
+        };
         assert!(!should_delete_during_update(&meta(&[]), &graceful));
-        assert!(!should_delete_during_update(&meta(&[]), &ObjectMeta::default()));
+        assert!(!should_delete_during_update(
+            &meta(&[]),
+            &ObjectMeta::default()
+        ));
     }
 }

@@ -29,7 +29,10 @@ pub fn validate_options(kind: &str, name: &str, options: &DeleteOptions) -> Resu
     let mut v = Vec::new();
     if let Some(g) = options.grace_period_seconds {
         if g < 0 {
-            v.push(("gracePeriodSeconds".to_string(), format!("Invalid value: {g}: must be greater than or equal to 0")));
+            v.push((
+                "gracePeriodSeconds".to_string(),
+                format!("Invalid value: {g}: must be greater than or equal to 0"),
+            ));
         }
     }
     if PropagationPolicy::try_from(options.propagation_policy).is_err() {
@@ -41,7 +44,11 @@ pub fn validate_options(kind: &str, name: &str, options: &DeleteOptions) -> Resu
             ),
         ));
     }
-    if v.is_empty() { Ok(()) } else { Err(ApiError::invalid(kind, name, v)) }
+    if v.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(kind, name, v))
+    }
 }
 
 /// Current time, second precision (as metav1.Time is serialised).
@@ -49,7 +56,10 @@ pub fn now() -> Timestamp {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    Timestamp { seconds: secs, nanos: 0 }
+    Timestamp {
+        seconds: secs,
+        nanos: 0,
+    }
 }
 
 /// `rest.BeforeDelete`: mutates `obj` (deletion fields, generation) and `options` (grace) as
@@ -60,10 +70,20 @@ pub fn before_delete<R: Resource>(
     options: &mut DeleteOptions,
     now: Timestamp,
 ) -> Result<Decision, ApiError> {
-    const NOT_GRACEFUL: Decision = Decision { graceful: false, pending: false };
-    const PENDING: Decision = Decision { graceful: false, pending: true };
+    const NOT_GRACEFUL: Decision = Decision {
+        graceful: false,
+        pending: false,
+    };
+    const PENDING: Decision = Decision {
+        graceful: false,
+        pending: true,
+    };
     let name = obj.meta().map(|m| m.name.clone()).unwrap_or_default();
-    let conflict = |message: String| ApiError::Conflict { resource: R::RESOURCE.into(), name: name.clone(), message };
+    let conflict = |message: String| ApiError::Conflict {
+        resource: R::RESOURCE.into(),
+        name: name.clone(),
+        message,
+    };
 
     // Early precondition check against the object we were given.
     if let Some(pre) = &options.preconditions {
@@ -113,26 +133,40 @@ pub fn before_delete<R: Resource>(
                 period = 1;
             }
         }
-        meta.deletion_timestamp = Some(Timestamp { seconds: new_dt, nanos: 0 });
+        meta.deletion_timestamp = Some(Timestamp {
+            seconds: new_dt,
+            nanos: 0,
+        });
         meta.deletion_grace_period_seconds = Some(period);
         options.grace_period_seconds = Some(period);
         // Shortening does not bump generation.
-        return Ok(Decision { graceful: true, pending: false });
+        return Ok(Decision {
+            graceful: true,
+            pending: false,
+        });
     }
     let snapshot = obj.clone();
     if !strategy.check_graceful_delete(&snapshot, options) {
         return Ok(NOT_GRACEFUL);
     }
     let Some(grace) = options.grace_period_seconds else {
-        return Err(ApiError::Internal("options.gracePeriodSeconds should not be nil".into()));
+        return Err(ApiError::Internal(
+            "options.gracePeriodSeconds should not be nil".into(),
+        ));
     };
     let meta = obj.meta_mut();
-    meta.deletion_timestamp = Some(Timestamp { seconds: now.seconds + grace, nanos: 0 });
+    meta.deletion_timestamp = Some(Timestamp {
+        seconds: now.seconds + grace,
+        nanos: 0,
+    });
     meta.deletion_grace_period_seconds = Some(grace);
     if meta.generation > 0 {
         meta.generation += 1;
     }
-    Ok(Decision { graceful: true, pending: false })
+    Ok(Decision {
+        graceful: true,
+        pending: false,
+    })
 }
 
 #[cfg(test)]
@@ -147,17 +181,31 @@ mod tests {
 
     const T0: i64 = 1_000_000;
     fn at(s: i64) -> Timestamp {
-        Timestamp { seconds: s, nanos: 0 }
+        Timestamp {
+            seconds: s,
+            nanos: 0,
+        }
     }
     fn scheduled_pod() -> Pod {
         Pod {
-            metadata: Some(ObjectMeta { name: "p".into(), uid: "u".into(), generation: 1, ..Default::default() }),
-            spec: Some(PodSpec { node_name: "node-1".into(), ..Default::default() }),
+            metadata: Some(ObjectMeta {
+                name: "p".into(),
+                uid: "u".into(),
+                generation: 1,
+                ..Default::default()
+            }),
+            spec: Some(PodSpec {
+                node_name: "node-1".into(),
+                ..Default::default()
+            }),
             status: None,
         }
     }
     fn grace(g: Option<i64>) -> DeleteOptions {
-        DeleteOptions { grace_period_seconds: g, ..Default::default() }
+        DeleteOptions {
+            grace_period_seconds: g,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -165,7 +213,13 @@ mod tests {
         let mut pod = scheduled_pod();
         let mut o = grace(None);
         let d = before_delete(&PodStrategy, &mut pod, &mut o, at(T0)).expect("ok");
-        assert_eq!(d, Decision { graceful: true, pending: false });
+        assert_eq!(
+            d,
+            Decision {
+                graceful: true,
+                pending: false
+            }
+        );
         let m = pod.metadata.expect("meta");
         assert_eq!(m.deletion_timestamp, Some(at(T0 + 30)));
         assert_eq!(m.deletion_grace_period_seconds, Some(30));
@@ -181,33 +235,68 @@ mod tests {
         for g in [Some(30), Some(60), None] {
             let before = pod.clone();
             let d = before_delete(&PodStrategy, &mut pod, &mut grace(g), at(T0 + 1)).expect("ok");
-            assert_eq!(d, Decision { graceful: false, pending: true }, "{g:?}");
+            assert_eq!(
+                d,
+                Decision {
+                    graceful: false,
+                    pending: true
+                },
+                "{g:?}"
+            );
             assert_eq!(pod, before);
         }
         // At T0+2 ask for 5: DT = T0+5, grace 5, generation unchanged.
         let d = before_delete(&PodStrategy, &mut pod, &mut grace(Some(5)), at(T0 + 2)).expect("ok");
-        assert_eq!(d, Decision { graceful: true, pending: false });
+        assert_eq!(
+            d,
+            Decision {
+                graceful: true,
+                pending: false
+            }
+        );
         let m = pod.metadata.clone().expect("meta");
-        assert_eq!((m.deletion_timestamp, m.deletion_grace_period_seconds, m.generation), (Some(at(T0 + 5)), Some(5), 2));
+        assert_eq!(
+            (
+                m.deletion_timestamp,
+                m.deletion_grace_period_seconds,
+                m.generation
+            ),
+            (Some(at(T0 + 5)), Some(5), 2)
+        );
         // At T0+10 ask for 4: computed T0+4 is past: DT = now, grace clamped to 1.
         before_delete(&PodStrategy, &mut pod, &mut grace(Some(4)), at(T0 + 10)).expect("ok");
         let m = pod.metadata.clone().expect("meta");
-        assert_eq!((m.deletion_timestamp, m.deletion_grace_period_seconds), (Some(at(T0 + 10)), Some(1)));
+        assert_eq!(
+            (m.deletion_timestamp, m.deletion_grace_period_seconds),
+            (Some(at(T0 + 10)), Some(1))
+        );
         // Grace 0: DT = now, grace 0.
         let mut o = grace(Some(0));
         before_delete(&PodStrategy, &mut pod, &mut o, at(T0 + 11)).expect("ok");
         let m = pod.metadata.clone().expect("meta");
-        assert_eq!((m.deletion_timestamp, m.deletion_grace_period_seconds), (Some(at(T0 + 11)), Some(0)));
+        assert_eq!(
+            (m.deletion_timestamp, m.deletion_grace_period_seconds),
+            (Some(at(T0 + 11)), Some(0))
+        );
         // Existing grace 0 means delete now.
         let d = before_delete(&PodStrategy, &mut pod, &mut grace(None), at(T0 + 12)).expect("ok");
-        assert_eq!(d, Decision { graceful: false, pending: false });
+        assert_eq!(
+            d,
+            Decision {
+                graceful: false,
+                pending: false
+            }
+        );
     }
 
     #[test]
     fn preconditions_are_checked_first() {
         let mut pod = scheduled_pod();
         let mut o = DeleteOptions {
-            preconditions: Some(Preconditions { uid: Some("other".into()), resource_version: None }),
+            preconditions: Some(Preconditions {
+                uid: Some("other".into()),
+                resource_version: None,
+            }),
             ..Default::default()
         };
         let e = before_delete(&PodStrategy, &mut pod, &mut o, at(T0)).expect_err("uid differs");
@@ -226,14 +315,31 @@ mod tests {
             }),
             ..Default::default()
         };
-        let d = before_delete(&ConfigMapStrategy, &mut cm, &mut grace(Some(5)), at(T0)).expect("ok");
-        assert_eq!(d, Decision { graceful: false, pending: false });
+        let d =
+            before_delete(&ConfigMapStrategy, &mut cm, &mut grace(Some(5)), at(T0)).expect("ok");
+        assert_eq!(
+            d,
+            Decision {
+                graceful: false,
+                pending: false
+            }
+        );
     }
 
     #[test]
     fn negative_grace_and_unknown_policies_are_invalid() {
         assert!(validate_options("Pod", "p", &grace(Some(-1))).is_err());
-        assert!(validate_options("Pod", "p", &DeleteOptions { propagation_policy: 9, ..Default::default() }).is_err());
+        assert!(
+            validate_options(
+                "Pod",
+                "p",
+                &DeleteOptions {
+                    propagation_policy: 9,
+                    ..Default::default()
+                }
+            )
+            .is_err()
+        );
         assert!(validate_options("Pod", "p", &grace(Some(0))).is_ok());
     }
 }

@@ -28,10 +28,11 @@ pub mod validation;
 use std::{future::Future, net::SocketAddr, time::Duration};
 
 use kubestore_proto::core::v1::{
-    ConfigMap, CreateConfigMapRequest, CreateEventRequest, CreatePodRequest, DeleteConfigMapRequest,
-    DeleteConfigMapResponse, DeleteEventRequest, DeleteEventResponse, DeletePodRequest, DeletePodResponse, Event,
-    GetConfigMapRequest, GetEventRequest, GetPodRequest, Pod, UpdateConfigMapRequest, UpdateEventRequest,
-    UpdatePodRequest, config_maps_server::ConfigMapsServer, events_server::EventsServer, pods_server::PodsServer,
+    ConfigMap, CreateConfigMapRequest, CreateEventRequest, CreatePodRequest,
+    DeleteConfigMapRequest, DeleteConfigMapResponse, DeleteEventRequest, DeleteEventResponse,
+    DeletePodRequest, DeletePodResponse, Event, GetConfigMapRequest, GetEventRequest,
+    GetPodRequest, Pod, UpdateConfigMapRequest, UpdateEventRequest, UpdatePodRequest,
+    config_maps_server::ConfigMapsServer, events_server::EventsServer, pods_server::PodsServer,
 };
 use kubestore_telemetry::{GrpcTraceLayer, LogFormat, Metrics, deadline::parse_duration};
 use tokio::net::TcpListener;
@@ -48,9 +49,36 @@ use crate::{
     store::Store,
 };
 
-grpc_service!(kubestore_proto::core::v1::pods_server::Pods, Pod, pod, CreatePodRequest, GetPodRequest, UpdatePodRequest, DeletePodRequest, DeletePodResponse);
-grpc_service!(kubestore_proto::core::v1::config_maps_server::ConfigMaps, ConfigMap, config_map, CreateConfigMapRequest, GetConfigMapRequest, UpdateConfigMapRequest, DeleteConfigMapRequest, DeleteConfigMapResponse);
-grpc_service!(kubestore_proto::core::v1::events_server::Events, Event, event, CreateEventRequest, GetEventRequest, UpdateEventRequest, DeleteEventRequest, DeleteEventResponse);
+grpc_service!(
+    kubestore_proto::core::v1::pods_server::Pods,
+    Pod,
+    pod,
+    CreatePodRequest,
+    GetPodRequest,
+    UpdatePodRequest,
+    DeletePodRequest,
+    DeletePodResponse
+);
+grpc_service!(
+    kubestore_proto::core::v1::config_maps_server::ConfigMaps,
+    ConfigMap,
+    config_map,
+    CreateConfigMapRequest,
+    GetConfigMapRequest,
+    UpdateConfigMapRequest,
+    DeleteConfigMapRequest,
+    DeleteConfigMapResponse
+);
+grpc_service!(
+    kubestore_proto::core::v1::events_server::Events,
+    Event,
+    event,
+    CreateEventRequest,
+    GetEventRequest,
+    UpdateEventRequest,
+    DeleteEventRequest,
+    DeleteEventResponse
+);
 
 /// Command-line and environment configuration (CLI > env > defaults).
 #[derive(clap::Args, Clone, Debug)]
@@ -102,7 +130,11 @@ pub enum RunError {
 }
 
 /// Runs registry-svc on `listener` until `shutdown` resolves.
-pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), RunError> {
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
     let metrics_listener = match config.metrics_addr {
         Some(addr) => Some(TcpListener::bind(addr).await?),
         None => None,
@@ -118,7 +150,8 @@ pub async fn run_with_metrics(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
     let metrics = Metrics::new();
-    let storage = StorageClient::connect_lazy(&config.storage_addr).map_err(RunError::StorageAddr)?;
+    let storage =
+        StorageClient::connect_lazy(&config.storage_addr).map_err(RunError::StorageAddr)?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -141,7 +174,9 @@ pub async fn run_with_metrics(
     let services = ["", "core.v1.Pods", "core.v1.ConfigMaps", "core.v1.Events"];
     let (health, health_service) = tonic_health::server::health_reporter();
     for s in services {
-        health.set_service_status(s, ServingStatus::NotServing).await;
+        health
+            .set_service_status(s, ServingStatus::NotServing)
+            .await;
     }
     // SERVING only while storage-svc says it is.
     let poller = {
@@ -150,11 +185,17 @@ pub async fn run_with_metrics(
         tokio::spawn(async move {
             let mut last = None;
             loop {
-                let mut req = tonic::Request::new(HealthCheckRequest { service: String::new() });
+                let mut req = tonic::Request::new(HealthCheckRequest {
+                    service: String::new(),
+                });
                 req.set_timeout(Duration::from_secs(2));
                 let ok = matches!(client.check(req).await, Ok(r) if r.get_ref().status() == ServingStatus::Serving.into());
                 if last != Some(ok) {
-                    let status = if ok { ServingStatus::Serving } else { ServingStatus::NotServing };
+                    let status = if ok {
+                        ServingStatus::Serving
+                    } else {
+                        ServingStatus::NotServing
+                    };
                     for s in services {
                         health.set_service_status(s, status).await;
                     }
@@ -182,7 +223,9 @@ pub async fn run_with_metrics(
         async move {
             stopped(rx).await;
             for s in services {
-                health.set_service_status(s, ServingStatus::NotServing).await;
+                health
+                    .set_service_status(s, ServingStatus::NotServing)
+                    .await;
             }
         }
     };
@@ -191,9 +234,20 @@ pub async fn run_with_metrics(
         .layer(GrpcTraceLayer::server(metrics.rpc.clone()))
         .add_service(health_service)
         .add_service(reflection)
-        .add_service(PodsServer::new(ResourceService::new(Store::new(storage.clone(), PodStrategy))))
-        .add_service(ConfigMapsServer::new(ResourceService::new(Store::new(storage.clone(), ConfigMapStrategy))))
-        .add_service(EventsServer::new(ResourceService::new(Store::new(storage.clone(), EventStrategy { ttl: config.event_ttl }))))
+        .add_service(PodsServer::new(ResourceService::new(Store::new(
+            storage.clone(),
+            PodStrategy,
+        ))))
+        .add_service(ConfigMapsServer::new(ResourceService::new(Store::new(
+            storage.clone(),
+            ConfigMapStrategy,
+        ))))
+        .add_service(EventsServer::new(ResourceService::new(Store::new(
+            storage.clone(),
+            EventStrategy {
+                ttl: config.event_ttl,
+            },
+        ))))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), drain)
         .await;
     poller.abort();

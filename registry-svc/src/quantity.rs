@@ -17,11 +17,17 @@ impl Quantity {
     /// Parses `s` as `<signed decimal number><suffix>`, suffix one of the binary (Ki Mi Gi Ti
     /// Pi Ei), decimal SI (n u m "" k M G T P E) or exponent (e3, E-2) forms.
     pub fn parse(s: &str) -> Result<Self, String> {
-        let err = || format!("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {s:?}");
+        let err = || {
+            format!(
+                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {s:?}"
+            )
+        };
         let s = s.trim();
         let num_end = s
             .char_indices()
-            .find(|(i, c)| !(c.is_ascii_digit() || *c == '.' || ((*c == '+' || *c == '-') && *i == 0)))
+            .find(|(i, c)| {
+                !(c.is_ascii_digit() || *c == '.' || ((*c == '+' || *c == '-') && *i == 0))
+            })
             .map_or(s.len(), |(i, _)| i);
         let (num, suffix) = s.split_at(num_end);
         let (negative, digits) = match num.as_bytes().first() {
@@ -33,7 +39,9 @@ impl Quantity {
         if int_part.is_empty() && frac_part.is_empty() || frac_part.contains('.') {
             return Err(err());
         }
-        if !int_part.bytes().all(|b| b.is_ascii_digit()) || !frac_part.bytes().all(|b| b.is_ascii_digit()) {
+        if !int_part.bytes().all(|b| b.is_ascii_digit())
+            || !frac_part.bytes().all(|b| b.is_ascii_digit())
+        {
             return Err(err());
         }
         // mantissa = int_part.frac_part, as an integer and a power-of-ten scale.
@@ -42,7 +50,11 @@ impl Quantity {
         if digits_all.len() > 30 {
             return Err(format!("quantity is too large: {s:?}"));
         }
-        let mantissa: i128 = if digits_all.is_empty() { 0 } else { digits_all.parse().map_err(|_| err())? };
+        let mantissa: i128 = if digits_all.is_empty() {
+            0
+        } else {
+            digits_all.parse().map_err(|_| err())?
+        };
         let mut exp10: i32 = -(frac_part.len() as i32);
         let mut factor: i128 = 1;
         match suffix {
@@ -73,13 +85,19 @@ impl Quantity {
         }
         // value in nano-units = mantissa * factor * 10^(exp10 + 9)
         let shift = exp10 + 9;
-        let mut v = mantissa.checked_mul(factor).ok_or_else(|| format!("quantity is too large: {s:?}"))?;
+        let mut v = mantissa
+            .checked_mul(factor)
+            .ok_or_else(|| format!("quantity is too large: {s:?}"))?;
         if shift >= 0 {
             for _ in 0..shift {
-                v = v.checked_mul(10).ok_or_else(|| format!("quantity is too large: {s:?}"))?;
+                v = v
+                    .checked_mul(10)
+                    .ok_or_else(|| format!("quantity is too large: {s:?}"))?;
             }
         } else {
-            let div = 10i128.checked_pow((-shift) as u32).ok_or_else(|| format!("quantity is too small: {s:?}"))?;
+            let div = 10i128
+                .checked_pow((-shift) as u32)
+                .ok_or_else(|| format!("quantity is too small: {s:?}"))?;
             v = (v + div - 1) / div; // round up
         }
         if v > i128::from(i64::MAX) * NANO {
@@ -124,7 +142,9 @@ mod tests {
 
     #[test]
     fn malformed_quantities_are_rejected() {
-        for bad in ["", "abc", "1.2.3", "1Zi", "--1", "1 Gi", "Mi", ".", "1e", "1e400"] {
+        for bad in [
+            "", "abc", "1.2.3", "1Zi", "--1", "1 Gi", "Mi", ".", "1e", "1e400",
+        ] {
             assert!(Quantity::parse(bad).is_err(), "{bad:?}");
         }
     }

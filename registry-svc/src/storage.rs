@@ -7,9 +7,9 @@ use std::time::Duration;
 use kubestore_proto::{
     meta::v1::Preconditions,
     storage::v1::{
-        CreateRequest, DeleteRequest, GetRequest, GuaranteedUpdateRequest, UpdateAbort, UpdateProposal, UpdateResult,
-        UpdateStart, guaranteed_update_request::Message as Req, guaranteed_update_response::Message as Resp,
-        storage_client,
+        CreateRequest, DeleteRequest, GetRequest, GuaranteedUpdateRequest, UpdateAbort,
+        UpdateProposal, UpdateResult, UpdateStart, guaranteed_update_request::Message as Req,
+        guaranteed_update_response::Message as Resp, storage_client,
     },
 };
 use kubestore_telemetry::{Deadline, GrpcTraceLayer, GrpcTraceService};
@@ -59,8 +59,13 @@ impl StorageClient {
             .http2_keep_alive_interval(Duration::from_secs(10))
             .keep_alive_while_idle(true)
             .connect_lazy();
-        let traced = tower::ServiceBuilder::new().layer(GrpcTraceLayer::client()).service(channel.clone());
-        Ok(Self { inner: storage_client::StorageClient::new(traced), channel })
+        let traced = tower::ServiceBuilder::new()
+            .layer(GrpcTraceLayer::client())
+            .service(channel.clone());
+        Ok(Self {
+            inner: storage_client::StorageClient::new(traced),
+            channel,
+        })
     }
 
     /// The untraced channel (health checks).
@@ -69,15 +74,47 @@ impl StorageClient {
     }
 
     /// Create.
-    pub async fn create(&self, deadline: Deadline, key: String, object: Vec<u8>, ttl_seconds: i64, dry_run: bool) -> Result<Vec<u8>, Status> {
-        let req = CreateRequest { key, object, ttl_seconds, dry_run };
-        Ok(self.inner.clone().create(with_deadline(req, deadline)).await?.into_inner().object)
+    pub async fn create(
+        &self,
+        deadline: Deadline,
+        key: String,
+        object: Vec<u8>,
+        ttl_seconds: i64,
+        dry_run: bool,
+    ) -> Result<Vec<u8>, Status> {
+        let req = CreateRequest {
+            key,
+            object,
+            ttl_seconds,
+            dry_run,
+        };
+        Ok(self
+            .inner
+            .clone()
+            .create(with_deadline(req, deadline))
+            .await?
+            .into_inner()
+            .object)
     }
 
     /// Get; `Ok(None)` for a missing key when `ignore_not_found`.
-    pub async fn get(&self, deadline: Deadline, key: String, ignore_not_found: bool) -> Result<Option<Vec<u8>>, Status> {
-        let req = GetRequest { key, ignore_not_found, resource_version: String::new() };
-        let resp = self.inner.clone().get(with_deadline(req, deadline)).await?.into_inner();
+    pub async fn get(
+        &self,
+        deadline: Deadline,
+        key: String,
+        ignore_not_found: bool,
+    ) -> Result<Option<Vec<u8>>, Status> {
+        let req = GetRequest {
+            key,
+            ignore_not_found,
+            resource_version: String::new(),
+        };
+        let resp = self
+            .inner
+            .clone()
+            .get(with_deadline(req, deadline))
+            .await?
+            .into_inner();
         Ok(resp.found.then_some(resp.object))
     }
 
@@ -90,8 +127,19 @@ impl StorageClient {
         dry_run: bool,
         cached_object: Option<Vec<u8>>,
     ) -> Result<Vec<u8>, Status> {
-        let req = DeleteRequest { key, preconditions, dry_run, cached_object };
-        Ok(self.inner.clone().delete(with_deadline(req, deadline)).await?.into_inner().object)
+        let req = DeleteRequest {
+            key,
+            preconditions,
+            dry_run,
+            cached_object,
+        };
+        Ok(self
+            .inner
+            .clone()
+            .delete(with_deadline(req, deadline))
+            .await?
+            .into_inner()
+            .object)
     }
 
     /// GuaranteedUpdate: `f` computes the new object and TTL from each state storage sends (or
@@ -108,7 +156,11 @@ impl StorageClient {
         let mut answer = |state: StorageState<'_>, last_error: &mut Option<E>| {
             let based_on = state.resource_version.to_string();
             let message = match f(state) {
-                Ok((object, ttl_seconds)) => Req::Proposal(UpdateProposal { based_on_resource_version: based_on, object, ttl_seconds }),
+                Ok((object, ttl_seconds)) => Req::Proposal(UpdateProposal {
+                    based_on_resource_version: based_on,
+                    object,
+                    ttl_seconds,
+                }),
                 Err(e) => {
                     *last_error = Some(e);
                     Req::Abort(UpdateAbort {
@@ -118,14 +170,26 @@ impl StorageClient {
                     })
                 }
             };
-            GuaranteedUpdateRequest { message: Some(message) }
+            GuaranteedUpdateRequest {
+                message: Some(message),
+            }
         };
         let cached = start.cached_object.clone();
         let gone = || Status::unavailable("storage-svc closed the GuaranteedUpdate stream");
-        tx.send(GuaranteedUpdateRequest { message: Some(Req::Start(start)) }).await.map_err(|_| gone())?;
+        tx.send(GuaranteedUpdateRequest {
+            message: Some(Req::Start(start)),
+        })
+        .await
+        .map_err(|_| gone())?;
         if let Some(object) = &cached {
             let rv = resource_version_of(object);
-            let msg = answer(StorageState { object: Some(object), resource_version: &rv }, &mut last_error);
+            let msg = answer(
+                StorageState {
+                    object: Some(object),
+                    resource_version: &rv,
+                },
+                &mut last_error,
+            );
             tx.send(msg).await.map_err(|_| gone())?;
         }
         let mut responses = self
@@ -139,14 +203,20 @@ impl StorageClient {
             match msg.message {
                 Some(Resp::State(s)) => {
                     let object = s.exists.then_some(s.object.as_slice());
-                    let msg = answer(StorageState { object, resource_version: &s.resource_version }, &mut last_error);
+                    let msg = answer(
+                        StorageState {
+                            object,
+                            resource_version: &s.resource_version,
+                        },
+                        &mut last_error,
+                    );
                     tx.send(msg).await.map_err(|_| gone())?;
                 }
                 Some(Resp::Result(r)) => return Ok(UpdateEnd::Done(r)),
                 Some(Resp::Aborted(_)) => {
-                    return last_error
-                        .map(UpdateEnd::Aborted)
-                        .ok_or_else(|| Status::internal("storage reported an abort that was never sent"));
+                    return last_error.map(UpdateEnd::Aborted).ok_or_else(|| {
+                        Status::internal("storage reported an abort that was never sent")
+                    });
                 }
                 None => return Err(Status::internal("empty GuaranteedUpdate response")),
             }
@@ -162,5 +232,9 @@ fn resource_version_of(object: &[u8]) -> String {
         #[prost(message, optional, tag = "1")]
         metadata: Option<kubestore_proto::meta::v1::ObjectMeta>,
     }
-    Envelope::decode(object).ok().and_then(|e| e.metadata).map(|m| m.resource_version).unwrap_or_default()
+    Envelope::decode(object)
+        .ok()
+        .and_then(|e| e.metadata)
+        .map(|m| m.resource_version)
+        .unwrap_or_default()
 }

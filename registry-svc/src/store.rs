@@ -43,7 +43,10 @@ pub struct Store<R: Resource> {
 
 impl<R: Resource> Clone for Store<R> {
     fn clone(&self) -> Self {
-        Self { storage: self.storage.clone(), strategy: self.strategy.clone() }
+        Self {
+            storage: self.storage.clone(),
+            strategy: self.strategy.clone(),
+        }
     }
 }
 
@@ -65,14 +68,20 @@ impl<R> From<ApiError> for Abort<R> {
 pub fn generate_name(base: &str) -> String {
     let base: String = base.chars().take(58).collect();
     let bytes = uuid::Uuid::new_v4().into_bytes();
-    let suffix: String = bytes[..5].iter().map(|b| SUFFIX_ALPHABET[*b as usize % SUFFIX_ALPHABET.len()] as char).collect();
+    let suffix: String = bytes[..5]
+        .iter()
+        .map(|b| SUFFIX_ALPHABET[*b as usize % SUFFIX_ALPHABET.len()] as char)
+        .collect();
     format!("{base}{suffix}")
 }
 
 impl<R: Resource> Store<R> {
     /// A store for `R` with `strategy`.
     pub fn new(storage: StorageClient, strategy: impl Strategy<R>) -> Self {
-        Self { storage, strategy: Arc::new(strategy) }
+        Self {
+            storage,
+            strategy: Arc::new(strategy),
+        }
     }
 
     pub(crate) fn storage_error(&self, status: &tonic::Status, name: &str) -> ApiError {
@@ -80,21 +89,32 @@ impl<R: Resource> Store<R> {
     }
 
     pub(crate) fn decode(&self, bytes: &[u8]) -> Result<R, ApiError> {
-        R::decode(bytes).map_err(|e| ApiError::Internal(format!("stored {} does not decode: {e}", R::KIND)))
+        R::decode(bytes)
+            .map_err(|e| ApiError::Internal(format!("stored {} does not decode: {e}", R::KIND)))
     }
 
     /// The namespace a request works in: the request's, else the object's (a gRPC client has
     /// no URL path to carry it). Cluster-scoped kinds have none.
-    pub(crate) fn request_namespace<'a>(&self, request_ns: &'a str, obj_ns: &'a str) -> Result<&'a str, ApiError> {
+    pub(crate) fn request_namespace<'a>(
+        &self,
+        request_ns: &'a str,
+        obj_ns: &'a str,
+    ) -> Result<&'a str, ApiError> {
         if !self.strategy.namespace_scoped() {
             return Ok("");
         }
-        let ns = if request_ns.is_empty() { obj_ns } else { request_ns };
+        let ns = if request_ns.is_empty() {
+            obj_ns
+        } else {
+            request_ns
+        };
         if ns.is_empty() {
             return Err(ApiError::BadRequest("Namespace parameter required.".into()));
         }
         if let Some(e) = validation::dns1123_label(ns) {
-            return Err(ApiError::BadRequest(format!("Namespace parameter invalid: {ns:?}: {e}")));
+            return Err(ApiError::BadRequest(format!(
+                "Namespace parameter invalid: {ns:?}: {e}"
+            )));
         }
         Ok(ns)
     }
@@ -105,7 +125,9 @@ impl<R: Resource> Store<R> {
             return Err(ApiError::BadRequest("Name parameter required.".into()));
         }
         if let Some(e) = validation::path_segment(name) {
-            return Err(ApiError::BadRequest(format!("Name parameter invalid: {name:?}: {e}")));
+            return Err(ApiError::BadRequest(format!(
+                "Name parameter invalid: {name:?}: {e}"
+            )));
         }
         Ok(if self.strategy.namespace_scoped() {
             format!("/{}/{namespace}/{name}", R::RESOURCE)
@@ -124,7 +146,8 @@ impl<R: Resource> Store<R> {
             return Ok(());
         }
         Err(ApiError::BadRequest(
-            "the namespace of the provided object does not match the namespace sent on the request".into(),
+            "the namespace of the provided object does not match the namespace sent on the request"
+                .into(),
         ))
     }
 
@@ -145,7 +168,10 @@ impl<R: Resource> Store<R> {
             .get(ctx.deadline, key, false)
             .await
             .map_err(|s| self.storage_error(&s, name))?
-            .ok_or_else(|| ApiError::NotFound { resource: R::RESOURCE.into(), name: name.into() })?;
+            .ok_or_else(|| ApiError::NotFound {
+                resource: R::RESOURCE.into(),
+                name: name.into(),
+            })?;
         let mut out = self.decode(&bytes)?;
         self.strategy.decorate(&mut out);
         Ok(out)
@@ -167,7 +193,13 @@ impl<R: Resource> Store<R> {
     }
 
     /// Create, retrying a generated name up to [`GENERATE_NAME_ATTEMPTS`] times on a clash.
-    pub async fn create(&self, ctx: Ctx, namespace: &str, obj: R, dry_run: bool) -> Result<R, ApiError> {
+    pub async fn create(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        obj: R,
+        dry_run: bool,
+    ) -> Result<R, ApiError> {
         let meta = obj.meta().cloned().unwrap_or_default();
         if meta.generate_name.is_empty() || !meta.name.is_empty() {
             return self.create_once(ctx, namespace, obj, dry_run).await;
@@ -189,8 +221,16 @@ impl<R: Resource> Store<R> {
         })
     }
 
-    async fn create_once(&self, ctx: Ctx, namespace: &str, mut obj: R, dry_run: bool) -> Result<R, ApiError> {
-        let ns = self.request_namespace(namespace, obj.meta_mut().namespace.as_str())?.to_string();
+    async fn create_once(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        mut obj: R,
+        dry_run: bool,
+    ) -> Result<R, ApiError> {
+        let ns = self
+            .request_namespace(namespace, obj.meta_mut().namespace.as_str())?
+            .to_string();
         {
             // FillObjectMetaSystemFields: whatever the client sent is overwritten.
             let m = obj.meta_mut();
@@ -211,19 +251,34 @@ impl<R: Resource> Store<R> {
         Ok(out)
     }
 
-    async fn create_stored(&self, ctx: Ctx, ns: &str, obj: &mut R, dry_run: bool) -> Result<R, ApiError> {
+    async fn create_stored(
+        &self,
+        ctx: Ctx,
+        ns: &str,
+        obj: &mut R,
+        dry_run: bool,
+    ) -> Result<R, ApiError> {
         self.before_create(ns, obj)?;
         let name = obj.name().to_string();
         let key = self.key(ns, &name)?;
         let ttl = self.strategy.ttl_seconds(obj).unwrap_or(0);
-        match self.storage.create(ctx.deadline, key.clone(), obj.encode_to_vec(), ttl, dry_run).await {
+        match self
+            .storage
+            .create(ctx.deadline, key.clone(), obj.encode_to_vec(), ttl, dry_run)
+            .await
+        {
             Ok(bytes) => self.decode(&bytes),
             Err(status) => {
                 let mut err = self.storage_error(&status, &name);
                 if let ApiError::AlreadyExists { message, .. } = &mut err {
                     // Say so when the name is held by an object on its way out.
                     if let Ok(Some(existing)) = self.storage.get(ctx.deadline, key, true).await {
-                        if self.decode(&existing).ok().and_then(|e| e.meta().and_then(|m| m.deletion_timestamp)).is_some() {
+                        if self
+                            .decode(&existing)
+                            .ok()
+                            .and_then(|e| e.meta().and_then(|m| m.deletion_timestamp))
+                            .is_some()
+                        {
                             *message = format!("object is being deleted: {message}");
                         }
                     }
@@ -234,12 +289,23 @@ impl<R: Resource> Store<R> {
     }
 
     /// Update with optimistic concurrency; see the module docs.
-    pub async fn update(&self, ctx: Ctx, namespace: &str, obj: R, dry_run: bool) -> Result<R, ApiError> {
-        let ns = self.request_namespace(namespace, obj.meta().map_or("", |m| m.namespace.as_str()))?.to_string();
+    pub async fn update(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        obj: R,
+        dry_run: bool,
+    ) -> Result<R, ApiError> {
+        let ns = self
+            .request_namespace(namespace, obj.meta().map_or("", |m| m.namespace.as_str()))?
+            .to_string();
         let name = obj.name().to_string();
         let key = self.key(&ns, &name)?;
         let uid = obj.meta().map(|m| m.uid.clone()).unwrap_or_default();
-        let preconditions = (!uid.is_empty()).then(|| Preconditions { uid: Some(uid), resource_version: None });
+        let preconditions = (!uid.is_empty()).then(|| Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        });
         let start = UpdateStart {
             key: key.clone(),
             preconditions: preconditions.clone(),
@@ -251,7 +317,8 @@ impl<R: Resource> Store<R> {
         let end = self
             .storage
             .guaranteed_update(ctx.deadline, start, |state| {
-                self.try_update(&ns, &obj, state, dry_run, &mut creating).map(|(o, ttl)| (o.encode_to_vec(), ttl))
+                self.try_update(&ns, &obj, state, dry_run, &mut creating)
+                    .map(|(o, ttl)| (o.encode_to_vec(), ttl))
             })
             .await
             .map_err(|s| self.storage_error(&s, &name))?;
@@ -268,7 +335,8 @@ impl<R: Resource> Store<R> {
             }
             UpdateEnd::Aborted(Abort::Api(e)) => Err(e),
             UpdateEnd::Aborted(Abort::DeleteNow(updated)) => {
-                self.delete_without_finalizers(ctx, key, &name, preconditions, dry_run, updated).await
+                self.delete_without_finalizers(ctx, key, &name, preconditions, dry_run, updated)
+                    .await
             }
         }
     }
@@ -284,7 +352,11 @@ impl<R: Resource> Store<R> {
         dry_run: bool,
         mut updated: R,
     ) -> Result<R, ApiError> {
-        match self.storage.delete(ctx.deadline, key, preconditions, dry_run, None).await {
+        match self
+            .storage
+            .delete(ctx.deadline, key, preconditions, dry_run, None)
+            .await
+        {
             Ok(_) => {}
             Err(s) => match self.storage_error(&s, name) {
                 ApiError::NotFound { .. } => {}
@@ -309,7 +381,11 @@ impl<R: Resource> Store<R> {
         let name = request.name();
         let Some(existing_bytes) = state.object else {
             if !self.strategy.allow_create_on_update() {
-                return Err(ApiError::NotFound { resource: R::RESOURCE.into(), name: name.into() }.into());
+                return Err(ApiError::NotFound {
+                    resource: R::RESOURCE.into(),
+                    name: name.into(),
+                }
+                .into());
             }
             // Create on update: fresh system fields, create hooks and checks.
             let mut obj = request.clone();
@@ -329,13 +405,19 @@ impl<R: Resource> Store<R> {
         };
         let existing = self.decode(existing_bytes)?;
         let mut obj = request.clone();
-        let new_rv = obj.meta().map(|m| m.resource_version.clone()).unwrap_or_default();
+        let new_rv = obj
+            .meta()
+            .map(|m| m.resource_version.clone())
+            .unwrap_or_default();
         if new_rv.is_empty() {
             if !self.strategy.allow_unconditional_update() {
                 return Err(ApiError::invalid(
                     R::KIND,
                     name,
-                    vec![("metadata.resourceVersion".into(), "Invalid value: 0: must be specified for an update".into())],
+                    vec![(
+                        "metadata.resourceVersion".into(),
+                        "Invalid value: 0: must be specified for an update".into(),
+                    )],
                 )
                 .into());
             }
@@ -351,7 +433,10 @@ impl<R: Resource> Store<R> {
         self.strategy.begin_update(&obj, &existing, dry_run)?;
         let r = self.before_update(ns, &mut obj, &existing);
         let r = r.map_err(Abort::Api).and_then(|()| {
-            let (new_meta, old_meta) = (obj.meta().cloned().unwrap_or_default(), existing.meta().cloned().unwrap_or_default());
+            let (new_meta, old_meta) = (
+                obj.meta().cloned().unwrap_or_default(),
+                existing.meta().cloned().unwrap_or_default(),
+            );
             if should_delete_during_update(&new_meta, &old_meta) {
                 return Err(Abort::DeleteNow(obj.clone()));
             }
@@ -380,7 +465,8 @@ impl<R: Resource> Store<R> {
         if old.deletion_timestamp.is_some() {
             m.deletion_timestamp = old.deletion_timestamp;
         }
-        if old.deletion_grace_period_seconds.is_some() && m.deletion_grace_period_seconds.is_none() {
+        if old.deletion_grace_period_seconds.is_some() && m.deletion_grace_period_seconds.is_none()
+        {
             m.deletion_grace_period_seconds = old.deletion_grace_period_seconds;
         }
         {

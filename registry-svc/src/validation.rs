@@ -25,9 +25,13 @@ fn is_alnum_lower(b: u8) -> bool {
 pub fn dns1123_label(s: &str) -> Option<String> {
     let b = s.as_bytes();
     if s.is_empty() || s.len() > DNS1123_LABEL_MAX {
-        return Some(format!("must be no more than {DNS1123_LABEL_MAX} characters and not empty"));
+        return Some(format!(
+            "must be no more than {DNS1123_LABEL_MAX} characters and not empty"
+        ));
     }
-    let ok = b.iter().all(|&c| is_alnum_lower(c) || c == b'-') && is_alnum_lower(b[0]) && is_alnum_lower(b[b.len() - 1]);
+    let ok = b.iter().all(|&c| is_alnum_lower(c) || c == b'-')
+        && is_alnum_lower(b[0])
+        && is_alnum_lower(b[b.len() - 1]);
     (!ok).then(|| {
         "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character".to_string()
     })
@@ -36,13 +40,21 @@ pub fn dns1123_label(s: &str) -> Option<String> {
 /// Problems of `s` as a DNS-1123 subdomain (labels joined by '.', at most 253).
 pub fn dns1123_subdomain(s: &str) -> Option<String> {
     if s.is_empty() || s.len() > DNS1123_SUBDOMAIN_MAX {
-        return Some(format!("must be no more than {DNS1123_SUBDOMAIN_MAX} characters and not empty"));
+        return Some(format!(
+            "must be no more than {DNS1123_SUBDOMAIN_MAX} characters and not empty"
+        ));
     }
     let b = s.as_bytes();
-    let ok = b.iter().all(|&c| is_alnum_lower(c) || c == b'-' || c == b'.')
+    let ok = b
+        .iter()
+        .all(|&c| is_alnum_lower(c) || c == b'-' || c == b'.')
         && is_alnum_lower(b[0])
         && is_alnum_lower(b[b.len() - 1])
-        && s.split('.').all(|l| !l.is_empty() && is_alnum_lower(l.as_bytes()[0]) && is_alnum_lower(l.as_bytes()[l.len() - 1]));
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && is_alnum_lower(l.as_bytes()[0])
+                && is_alnum_lower(l.as_bytes()[l.len() - 1])
+        });
     (!ok).then(|| {
         "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character".to_string()
     })
@@ -54,7 +66,8 @@ fn qualified_name_part(s: &str) -> bool {
         && s.len() <= 63
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
+        && b.iter()
+            .all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
 }
 
 /// Problems of `s` as a qualified name (`[prefix/]name`), used for label and annotation keys
@@ -93,16 +106,25 @@ pub fn path_segment(name: &str) -> Option<String> {
 pub fn object_meta(meta: &ObjectMeta, namespaced: bool, v: &mut Violations) {
     let mut add = |f: &str, d: String| v.push((f.to_string(), d));
     if meta.name.is_empty() {
-        add("metadata.name", "Required value: name or generateName is required".into());
+        add(
+            "metadata.name",
+            "Required value: name or generateName is required".into(),
+        );
     } else if let Some(e) = dns1123_subdomain(&meta.name) {
-        add("metadata.name", format!("Invalid value: {:?}: {e}", meta.name));
+        add(
+            "metadata.name",
+            format!("Invalid value: {:?}: {e}", meta.name),
+        );
     }
     if !meta.generate_name.is_empty() {
         // The generated suffix makes the result valid if the prefix is.
         let base = meta.generate_name.trim_end_matches('-');
         if !base.is_empty() {
             if let Some(e) = dns1123_subdomain(base) {
-                add("metadata.generateName", format!("Invalid value: {:?}: {e}", meta.generate_name));
+                add(
+                    "metadata.generateName",
+                    format!("Invalid value: {:?}: {e}", meta.generate_name),
+                );
             }
         }
     }
@@ -110,23 +132,38 @@ pub fn object_meta(meta: &ObjectMeta, namespaced: bool, v: &mut Violations) {
         if meta.namespace.is_empty() {
             add("metadata.namespace", "Required value".into());
         } else if let Some(e) = dns1123_label(&meta.namespace) {
-            add("metadata.namespace", format!("Invalid value: {:?}: {e}", meta.namespace));
+            add(
+                "metadata.namespace",
+                format!("Invalid value: {:?}: {e}", meta.namespace),
+            );
         }
     } else if !meta.namespace.is_empty() {
-        add("metadata.namespace", "Forbidden: not allowed on this type".into());
+        add(
+            "metadata.namespace",
+            "Forbidden: not allowed on this type".into(),
+        );
     }
     if meta.generation < 0 {
-        add("metadata.generation", "Invalid value: must be greater than or equal to 0".into());
+        add(
+            "metadata.generation",
+            "Invalid value: must be greater than or equal to 0".into(),
+        );
     }
     if meta.deletion_grace_period_seconds.is_some_and(|g| g < 0) {
-        add("metadata.deletionGracePeriodSeconds", "Invalid value: must be greater than or equal to 0".into());
+        add(
+            "metadata.deletionGracePeriodSeconds",
+            "Invalid value: must be greater than or equal to 0".into(),
+        );
     }
     for (k, val) in &meta.labels {
         if let Some(e) = qualified_name(k) {
             add("metadata.labels", format!("Invalid value: {k:?}: {e}"));
         }
         if let Some(e) = label_value(val) {
-            add(&format!("metadata.labels[{k}]"), format!("Invalid value: {val:?}: {e}"));
+            add(
+                &format!("metadata.labels[{k}]"),
+                format!("Invalid value: {val:?}: {e}"),
+            );
         }
     }
     let mut annotation_bytes = 0;
@@ -137,26 +174,47 @@ pub fn object_meta(meta: &ObjectMeta, namespaced: bool, v: &mut Violations) {
         }
     }
     if annotation_bytes > ANNOTATIONS_MAX_BYTES {
-        add("metadata.annotations", format!("Too long: must have at most {ANNOTATIONS_MAX_BYTES} bytes"));
+        add(
+            "metadata.annotations",
+            format!("Too long: must have at most {ANNOTATIONS_MAX_BYTES} bytes"),
+        );
     }
     for (i, f) in meta.finalizers.iter().enumerate() {
         if let Some(e) = qualified_name(f) {
-            add(&format!("metadata.finalizers[{i}]"), format!("Invalid value: {f:?}: {e}"));
+            add(
+                &format!("metadata.finalizers[{i}]"),
+                format!("Invalid value: {f:?}: {e}"),
+            );
         }
     }
-    if meta.finalizers.iter().any(|f| f == crate::finalizers::ORPHAN)
-        && meta.finalizers.iter().any(|f| f == crate::finalizers::FOREGROUND)
+    if meta
+        .finalizers
+        .iter()
+        .any(|f| f == crate::finalizers::ORPHAN)
+        && meta
+            .finalizers
+            .iter()
+            .any(|f| f == crate::finalizers::FOREGROUND)
     {
         add(
             "metadata.finalizers",
-            "Invalid value: finalizers \"orphan\" and \"foregroundDeletion\" cannot be both set".into(),
+            "Invalid value: finalizers \"orphan\" and \"foregroundDeletion\" cannot be both set"
+                .into(),
         );
     }
     let mut controllers = 0;
     for (i, o) in meta.owner_references.iter().enumerate() {
-        for (field, value) in [("apiVersion", &o.api_version), ("kind", &o.kind), ("name", &o.name), ("uid", &o.uid)] {
+        for (field, value) in [
+            ("apiVersion", &o.api_version),
+            ("kind", &o.kind),
+            ("name", &o.name),
+            ("uid", &o.uid),
+        ] {
             if value.is_empty() {
-                add(&format!("metadata.ownerReferences[{i}].{field}"), "Required value".into());
+                add(
+                    &format!("metadata.ownerReferences[{i}].{field}"),
+                    "Required value".into(),
+                );
             }
         }
         if o.controller == Some(true) {
@@ -164,7 +222,10 @@ pub fn object_meta(meta: &ObjectMeta, namespaced: bool, v: &mut Violations) {
         }
     }
     if controllers > 1 {
-        add("metadata.ownerReferences", "Invalid value: only one reference can have Controller set to true".into());
+        add(
+            "metadata.ownerReferences",
+            "Invalid value: only one reference can have Controller set to true".into(),
+        );
     }
 }
 
@@ -172,23 +233,40 @@ pub fn object_meta(meta: &ObjectMeta, namespaced: bool, v: &mut Violations) {
 pub fn object_meta_update(new: &ObjectMeta, old: &ObjectMeta, v: &mut Violations) {
     let mut immutable = |field: &str, changed: bool| {
         if changed {
-            v.push((field.to_string(), "Invalid value: field is immutable".to_string()));
+            v.push((
+                field.to_string(),
+                "Invalid value: field is immutable".to_string(),
+            ));
         }
     };
     immutable("metadata.name", new.name != old.name);
     immutable("metadata.namespace", new.namespace != old.namespace);
     immutable("metadata.uid", new.uid != old.uid);
-    immutable("metadata.creationTimestamp", new.creation_timestamp != old.creation_timestamp);
-    immutable("metadata.deletionTimestamp", old.deletion_timestamp.is_some() && new.deletion_timestamp != old.deletion_timestamp);
+    immutable(
+        "metadata.creationTimestamp",
+        new.creation_timestamp != old.creation_timestamp,
+    );
+    immutable(
+        "metadata.deletionTimestamp",
+        old.deletion_timestamp.is_some() && new.deletion_timestamp != old.deletion_timestamp,
+    );
     immutable(
         "metadata.deletionGracePeriodSeconds",
-        old.deletion_grace_period_seconds.is_some() && new.deletion_grace_period_seconds != old.deletion_grace_period_seconds,
+        old.deletion_grace_period_seconds.is_some()
+            && new.deletion_grace_period_seconds != old.deletion_grace_period_seconds,
     );
     if new.generation < old.generation {
-        v.push(("metadata.generation".into(), "Invalid value: must not be decremented".into()));
+        v.push((
+            "metadata.generation".into(),
+            "Invalid value: must not be decremented".into(),
+        ));
     }
     if old.deletion_timestamp.is_some() {
-        let added: Vec<&String> = new.finalizers.iter().filter(|f| !old.finalizers.contains(f)).collect();
+        let added: Vec<&String> = new
+            .finalizers
+            .iter()
+            .filter(|f| !old.finalizers.contains(f))
+            .collect();
         if !added.is_empty() {
             v.push((
                 "metadata.finalizers".into(),

@@ -160,13 +160,43 @@ mod tests {
     #[test]
     fn every_error_maps_to_its_code_with_reason_and_key() {
         let cases = [
-            (StorageError::NotFound { key: "/a".into() }, Code::NotFound, "NotFound"),
-            (StorageError::AlreadyExists { key: "/a".into() }, Code::AlreadyExists, "AlreadyExists"),
+            (
+                StorageError::NotFound { key: "/a".into() },
+                Code::NotFound,
+                "NotFound",
+            ),
+            (
+                StorageError::AlreadyExists { key: "/a".into() },
+                Code::AlreadyExists,
+                "AlreadyExists",
+            ),
             (StorageError::conflict("/a", "x"), Code::Aborted, "Conflict"),
-            (StorageError::invalid("/a", "x"), Code::InvalidArgument, "Invalid"),
-            (StorageError::Unavailable { key: "/a".into(), message: "x".into() }, Code::Unavailable, "ServiceUnavailable"),
-            (StorageError::Timeout { key: "/a".into(), message: "x".into() }, Code::Unavailable, "Timeout"),
-            (StorageError::internal("/a", "x"), Code::Internal, "InternalError"),
+            (
+                StorageError::invalid("/a", "x"),
+                Code::InvalidArgument,
+                "Invalid",
+            ),
+            (
+                StorageError::Unavailable {
+                    key: "/a".into(),
+                    message: "x".into(),
+                },
+                Code::Unavailable,
+                "ServiceUnavailable",
+            ),
+            (
+                StorageError::Timeout {
+                    key: "/a".into(),
+                    message: "x".into(),
+                },
+                Code::Unavailable,
+                "Timeout",
+            ),
+            (
+                StorageError::internal("/a", "x"),
+                Code::Internal,
+                "InternalError",
+            ),
         ];
         for (err, code, reason) in cases {
             let status = Status::from(err);

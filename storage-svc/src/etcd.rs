@@ -46,7 +46,9 @@ impl StorageMetrics {
     pub fn register(metrics: &Metrics) -> Self {
         let me = Self {
             etcd_duration: latency_family(),
-            update_attempts: Histogram::new([1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0, 55.0, 89.0].into_iter()),
+            update_attempts: Histogram::new(
+                [1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0, 55.0, 89.0].into_iter(),
+            ),
             conflicts: Counter::default(),
             lease_grants: Counter::default(),
             lease_attachments: Counter::default(),
@@ -66,7 +68,11 @@ impl StorageMetrics {
             "etcd transactions whose compare failed because another writer got there first",
             me.conflicts.clone(),
         );
-        metrics.register("storage_lease_grants", "etcd leases granted for TTLs", me.lease_grants.clone());
+        metrics.register(
+            "storage_lease_grants",
+            "etcd leases granted for TTLs",
+            me.lease_grants.clone(),
+        );
         metrics.register(
             "storage_lease_attachments",
             "Objects written with an etcd lease (TTL)",
@@ -96,7 +102,10 @@ pub struct Etcd {
 impl Etcd {
     /// Connects lazily: an etcd that is down at start-up is not an error; requests fail with
     /// UNAVAILABLE until it answers, and the channel reconnects by itself.
-    pub async fn connect(endpoints: &[String], metrics: StorageMetrics) -> Result<Self, etcd_client::Error> {
+    pub async fn connect(
+        endpoints: &[String],
+        metrics: StorageMetrics,
+    ) -> Result<Self, etcd_client::Error> {
         let options = ConnectOptions::new()
             .with_connect_timeout(Duration::from_secs(2))
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
@@ -119,7 +128,9 @@ impl Etcd {
             db.operation = operation,
         );
         let start = std::time::Instant::now();
-        let result = tokio::time::timeout_at(call.deadline.instant(), fut).instrument(span).await;
+        let result = tokio::time::timeout_at(call.deadline.instant(), fut)
+            .instrument(span)
+            .await;
         self.metrics
             .etcd_duration
             .get_or_create(&OpLabels { operation })
@@ -135,7 +146,11 @@ impl Etcd {
     }
 
     /// Linearizable read of one key: its KeyValue (None if absent) and the header revision.
-    pub async fn range(&self, call: &EtcdCall<'_>, etcd_key: &str) -> Result<(Option<KeyValue>, i64), StorageError> {
+    pub async fn range(
+        &self,
+        call: &EtcdCall<'_>,
+        etcd_key: &str,
+    ) -> Result<(Option<KeyValue>, i64), StorageError> {
         let mut kv = self.client.kv_client();
         let mut resp = self.call(call, "Range", kv.get(etcd_key, None)).await?;
         let rev = resp.header().map_or(0, |h| h.revision());
@@ -151,7 +166,9 @@ impl Etcd {
     /// Grants a lease of `ttl` seconds.
     pub async fn lease_grant(&self, call: &EtcdCall<'_>, ttl: i64) -> Result<i64, StorageError> {
         let mut lease = self.client.lease_client();
-        let resp = self.call(call, "LeaseGrant", lease.grant(ttl, None)).await?;
+        let resp = self
+            .call(call, "LeaseGrant", lease.grant(ttl, None))
+            .await?;
         self.metrics.lease_grants.inc();
         Ok(resp.id())
     }
@@ -161,7 +178,11 @@ impl Etcd {
     pub async fn healthy(&self, probe_key: &str, timeout: Duration) -> bool {
         let mut kv = self.client.kv_client();
         matches!(
-            tokio::time::timeout(timeout, kv.get(probe_key, Some(GetOptions::new().with_count_only()))).await,
+            tokio::time::timeout(
+                timeout,
+                kv.get(probe_key, Some(GetOptions::new().with_count_only()))
+            )
+            .await,
             Ok(Ok(_))
         )
     }
@@ -182,15 +203,23 @@ fn map_error(key: &str, operation: &str, e: etcd_client::Error) -> StorageError 
     use tonic::Code;
     match e {
         etcd_client::Error::GRpcStatus(s)
-            if matches!(s.code(), Code::InvalidArgument | Code::ResourceExhausted | Code::OutOfRange) =>
+            if matches!(
+                s.code(),
+                Code::InvalidArgument | Code::ResourceExhausted | Code::OutOfRange
+            ) =>
         {
             // e.g. "etcdserver: request is too large": the request, not etcd, is at fault.
-            StorageError::invalid(key, format!("etcd rejected the {operation}: {}", s.message()))
+            StorageError::invalid(
+                key,
+                format!("etcd rejected the {operation}: {}", s.message()),
+            )
         }
-        etcd_client::Error::GRpcStatus(s) if s.code() == Code::DeadlineExceeded => StorageError::Timeout {
-            key: key.to_string(),
-            message: format!("etcd {operation}: {}", s.message()),
-        },
+        etcd_client::Error::GRpcStatus(s) if s.code() == Code::DeadlineExceeded => {
+            StorageError::Timeout {
+                key: key.to_string(),
+                message: format!("etcd {operation}: {}", s.message()),
+            }
+        }
         other => StorageError::Unavailable {
             key: key.to_string(),
             message: format!("etcd {operation} failed: {other}"),

@@ -61,7 +61,10 @@ mod tests {
     async fn turns_on_one_key_are_exclusive_and_remember_state() {
         let locks = KeyLocks::default();
         let mut a = locks.turn("/k").await;
-        *a = Some(ObjState { rev: 7, ..Default::default() });
+        *a = Some(ObjState {
+            rev: 7,
+            ..Default::default()
+        });
         // Another key is independent.
         let _other = locks.turn("/other").await;
         let waiter = {

@@ -41,7 +41,12 @@ impl KeyPrefix {
 }
 
 fn validate(key: &str) -> Result<(), StorageError> {
-    let bad = |why: &str| Err(StorageError::invalid(key, format!("invalid key {key:?}: {why}")));
+    let bad = |why: &str| {
+        Err(StorageError::invalid(
+            key,
+            format!("invalid key {key:?}: {why}"),
+        ))
+    };
     if key.is_empty() || key == "/" {
         return bad("empty key");
     }
@@ -75,7 +80,10 @@ mod tests {
     fn prefix_is_normalised_like_upstream() {
         assert_eq!(KeyPrefix::new("/registry").as_str(), "/registry/");
         assert_eq!(KeyPrefix::new("custom/prefix").as_str(), "/custom/prefix/");
-        assert_eq!(KeyPrefix::new("/custom//prefix//").as_str(), "/custom/prefix/");
+        assert_eq!(
+            KeyPrefix::new("/custom//prefix//").as_str(),
+            "/custom/prefix/"
+        );
         assert_eq!(KeyPrefix::new("").as_str(), "/");
         assert_eq!(KeyPrefix::new("/").as_str(), "/");
     }
@@ -83,21 +91,46 @@ mod tests {
     #[test]
     fn keys_map_under_the_prefix() {
         let p = KeyPrefix::new("/registry");
-        assert_eq!(p.etcd_key("/pods/default/nginx").ok().as_deref(), Some("/registry/pods/default/nginx"));
-        assert_eq!(KeyPrefix::new("").etcd_key("/a").ok().as_deref(), Some("/a"));
+        assert_eq!(
+            p.etcd_key("/pods/default/nginx").ok().as_deref(),
+            Some("/registry/pods/default/nginx")
+        );
+        assert_eq!(
+            KeyPrefix::new("").etcd_key("/a").ok().as_deref(),
+            Some("/a")
+        );
     }
 
     #[test]
     fn escaping_and_empty_keys_are_rejected() {
         let p = KeyPrefix::new("/registry");
         for key in [
-            "", "/", "pods/a", "/pods/", "/pods//a", "/..", "/../x", "/pods/../../etc", "/pods/..",
-            "/.", "/./a", "/pods/./a", "/pods/.", "/pods/a\0b", "/pods/a\nb",
+            "",
+            "/",
+            "pods/a",
+            "/pods/",
+            "/pods//a",
+            "/..",
+            "/../x",
+            "/pods/../../etc",
+            "/pods/..",
+            "/.",
+            "/./a",
+            "/pods/./a",
+            "/pods/.",
+            "/pods/a\0b",
+            "/pods/a\nb",
         ] {
             let err = p.etcd_key(key).expect_err(key);
-            assert!(matches!(err, StorageError::Invalid { .. }), "{key:?}: {err}");
+            assert!(
+                matches!(err, StorageError::Invalid { .. }),
+                "{key:?}: {err}"
+            );
         }
-        assert!(p.etcd_key(&format!("/{}", "a".repeat(MAX_KEY_LEN))).is_err());
+        assert!(
+            p.etcd_key(&format!("/{}", "a".repeat(MAX_KEY_LEN)))
+                .is_err()
+        );
         // Dots inside a segment are fine.
         assert!(p.etcd_key("/configmaps/default/a..b").is_ok());
         assert!(p.etcd_key("/configmaps/default/.hidden").is_ok());

@@ -36,7 +36,12 @@ pub struct LeaseManager {
 
 impl LeaseManager {
     /// A lease id for an object that must expire after `ttl` seconds (> 0).
-    pub async fn lease_for(&self, etcd: &Etcd, call: &EtcdCall<'_>, ttl: i64) -> Result<i64, StorageError> {
+    pub async fn lease_for(
+        &self,
+        etcd: &Etcd,
+        call: &EtcdCall<'_>,
+        ttl: i64,
+    ) -> Result<i64, StorageError> {
         // The mutex is held across the grant, as upstream does, so that a burst of writers
         // shares one new lease instead of granting one each.
         let mut cur = self.current.lock().await;

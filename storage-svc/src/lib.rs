@@ -48,7 +48,12 @@ pub struct Config {
     #[arg(long, env = "STORAGE_LISTEN_ADDR", default_value = "127.0.0.1:50051")]
     pub listen_addr: SocketAddr,
     /// etcd client URLs, comma-separated.
-    #[arg(long, env = "ETCD_ENDPOINTS", default_value = "http://127.0.0.1:2379", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "ETCD_ENDPOINTS",
+        default_value = "http://127.0.0.1:2379",
+        value_delimiter = ','
+    )]
     pub etcd_endpoints: Vec<String>,
     /// Prefix of every etcd key.
     #[arg(long, env = "ETCD_PREFIX", default_value = "/registry")]
@@ -150,8 +155,12 @@ pub async fn run_with_metrics(
     }
 
     let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_not_serving::<StorageServer<StorageService>>().await;
-    health.set_service_status("", ServingStatus::NotServing).await;
+    health
+        .set_not_serving::<StorageServer<StorageService>>()
+        .await;
+    health
+        .set_service_status("", ServingStatus::NotServing)
+        .await;
     let poller = {
         let store = store.clone();
         let health = health.clone();
@@ -161,9 +170,15 @@ pub async fn run_with_metrics(
             loop {
                 let ok = store.etcd.healthy(&key, Duration::from_secs(2)).await;
                 if last != Some(ok) {
-                    let status = if ok { ServingStatus::Serving } else { ServingStatus::NotServing };
+                    let status = if ok {
+                        ServingStatus::Serving
+                    } else {
+                        ServingStatus::NotServing
+                    };
                     health.set_service_status("", status).await;
-                    health.set_service_status("storage.v1.Storage", status).await;
+                    health
+                        .set_service_status("storage.v1.Storage", status)
+                        .await;
                     if ok {
                         tracing::info!("etcd answers: SERVING");
                     } else {
@@ -188,8 +203,12 @@ pub async fn run_with_metrics(
         async move {
             stopped(rx).await;
             // Tell load balancers and compose first, then drain.
-            health.set_service_status("", ServingStatus::NotServing).await;
-            health.set_service_status("storage.v1.Storage", ServingStatus::NotServing).await;
+            health
+                .set_service_status("", ServingStatus::NotServing)
+                .await;
+            health
+                .set_service_status("storage.v1.Storage", ServingStatus::NotServing)
+                .await;
         }
     };
     let result = tonic::transport::Server::builder()

@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use kubestore_telemetry::{TelemetryConfig, shutdown, tracing_setup};
 
 #[derive(Parser)]
-#[command(name = "storage-svc", version, about = "Resource-agnostic object storage on etcd, over gRPC")]
+#[command(
+    name = "storage-svc",
+    version,
+    about = "Resource-agnostic object storage on etcd, over gRPC"
+)]
 struct Cli {
     #[command(flatten)]
     config: storage_svc::Config,
@@ -22,7 +26,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("storage-svc: cannot start the runtime: {e}");
@@ -31,9 +38,17 @@ fn main() -> ExitCode {
     };
     if let Some(Command::Healthcheck) = cli.command {
         let addr = cli.config.listen_addr;
-        let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
+        let host = if addr.ip().is_unspecified() {
+            "127.0.0.1".to_string()
+        } else {
+            addr.ip().to_string()
+        };
         let url = format!("http://{host}:{}", addr.port());
-        return match runtime.block_on(kubestore_telemetry::health::check(&url, "", Duration::from_secs(3))) {
+        return match runtime.block_on(kubestore_telemetry::health::check(
+            &url,
+            "",
+            Duration::from_secs(3),
+        )) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("storage-svc healthcheck: {e}");

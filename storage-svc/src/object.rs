@@ -134,11 +134,13 @@ mod bytes_ops {
         let mut buf = &message[start..];
         let before = buf.len();
         let key = decode_varint(&mut buf).map_err(|_| truncated())?;
-        let number = u32::try_from(key >> 3).map_err(|_| format!("bad field number at byte {start}"))?;
+        let number =
+            u32::try_from(key >> 3).map_err(|_| format!("bad field number at byte {start}"))?;
         if number == 0 {
             return Err(format!("field number 0 at byte {start}"));
         }
-        let wire = WireType::try_from(key & 7).map_err(|_| format!("bad wire type at byte {start}"))?;
+        let wire =
+            WireType::try_from(key & 7).map_err(|_| format!("bad wire type at byte {start}"))?;
         let mut payload = None;
         let value_len = match wire {
             WireType::Varint => {
@@ -196,7 +198,11 @@ mod tests {
                 labels: [("k".to_string(), "v".to_string())].into(),
                 ..Default::default()
             }),
-            data: [("x".to_string(), "1".to_string()), ("y".to_string(), "2".to_string())].into(),
+            data: [
+                ("x".to_string(), "1".to_string()),
+                ("y".to_string(), "2".to_string()),
+            ]
+            .into(),
             immutable: Some(true),
         }
     }
@@ -206,7 +212,11 @@ mod tests {
         let with_rv = StoredObject::parse(&cm("42").encode_to_vec()).expect("valid");
         let without = StoredObject::parse(&cm("").encode_to_vec()).expect("valid");
         assert_eq!(with_rv.data, without.data);
-        assert_eq!(without.data, cm("").encode_to_vec(), "prost encoding is already canonical");
+        assert_eq!(
+            without.data,
+            cm("").encode_to_vec(),
+            "prost encoding is already canonical"
+        );
         assert_eq!(with_rv.meta.resource_version, "42");
         assert_eq!(with_rv.meta.uid, "u1");
         let back = ConfigMap::decode(with_rv.data.as_slice()).expect("decodes");
@@ -217,36 +227,55 @@ mod tests {
     fn resource_version_is_stamped_on_the_way_out() {
         let stored = StoredObject::parse(&cm("").encode_to_vec()).expect("valid");
         let out = with_resource_version(&stored.data, 1234).expect("valid");
-        assert_eq!(ConfigMap::decode(out.as_slice()).expect("decodes"), cm("1234"));
+        assert_eq!(
+            ConfigMap::decode(out.as_slice()).expect("decodes"),
+            cm("1234")
+        );
         // Restamping replaces, never duplicates.
         let again = with_resource_version(&out, 99).expect("valid");
-        assert_eq!(ConfigMap::decode(again.as_slice()).expect("decodes"), cm("99"));
-        assert_eq!(with_resource_version(&stored.data, 0).expect("valid"), stored.data);
+        assert_eq!(
+            ConfigMap::decode(again.as_slice()).expect("decodes"),
+            cm("99")
+        );
+        assert_eq!(
+            with_resource_version(&stored.data, 0).expect("valid"),
+            stored.data
+        );
     }
 
     #[test]
     fn unknown_kinds_and_fields_survive() {
         // A Pod parsed by a store that only knows field 1 keeps its spec byte for byte.
         let pod = Pod {
-            metadata: Some(ObjectMeta { name: "p".into(), resource_version: "7".into(), ..Default::default() }),
-            spec: Some(PodSpec { node_name: "n1".into(), ..Default::default() }),
+            metadata: Some(ObjectMeta {
+                name: "p".into(),
+                resource_version: "7".into(),
+                ..Default::default()
+            }),
+            spec: Some(PodSpec {
+                node_name: "n1".into(),
+                ..Default::default()
+            }),
             status: None,
         };
         let stored = StoredObject::parse(&pod.encode_to_vec()).expect("valid");
         let out = with_resource_version(&stored.data, 8).expect("valid");
         let back = Pod::decode(out.as_slice()).expect("decodes");
         assert_eq!(back.spec, pod.spec);
-        assert_eq!(back.metadata.map(|m| m.resource_version).as_deref(), Some("8"));
+        assert_eq!(
+            back.metadata.map(|m| m.resource_version).as_deref(),
+            Some("8")
+        );
     }
 
     #[test]
     fn malformed_messages_are_rejected() {
         for bad in [
-            vec![0x0a, 0x05, 0x01],   // metadata claims 5 bytes, has 1
-            vec![0x08],                // varint key without value
-            vec![0x08, 0x01],          // field 1 as a varint
-            vec![0x0b],                // start group
-            vec![0x00, 0x01],          // field number 0
+            vec![0x0a, 0x05, 0x01],       // metadata claims 5 bytes, has 1
+            vec![0x08],                   // varint key without value
+            vec![0x08, 0x01],             // field 1 as a varint
+            vec![0x0b],                   // start group
+            vec![0x00, 0x01],             // field number 0
             vec![0x0a, 0x02, 0x2a, 0x05], // metadata whose resource_version is truncated
         ] {
             assert!(StoredObject::parse(&bad).is_err(), "{bad:?}");

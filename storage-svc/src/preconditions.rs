@@ -8,13 +8,20 @@ use crate::error::StorageError;
 /// Checks `pre` against `meta` (an empty meta stands for a missing object, as upstream checks
 /// preconditions against the zero-value object). Failure is a Conflict (ABORTED), as upstream's
 /// registry turns storage's InvalidObj into a 409 Conflict.
-pub fn check(key: &str, pre: Option<&Preconditions>, meta: &ObjectMeta) -> Result<(), StorageError> {
+pub fn check(
+    key: &str,
+    pre: Option<&Preconditions>,
+    meta: &ObjectMeta,
+) -> Result<(), StorageError> {
     let Some(pre) = pre else { return Ok(()) };
     if let Some(uid) = &pre.uid {
         if *uid != meta.uid {
             return Err(StorageError::conflict(
                 key,
-                format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", meta.uid),
+                format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta.uid
+                ),
             ));
         }
     }
@@ -38,16 +45,36 @@ mod tests {
 
     #[test]
     fn uid_and_resource_version_must_match_exactly() {
-        let meta = ObjectMeta { uid: "u1".into(), resource_version: "5".into(), ..Default::default() };
+        let meta = ObjectMeta {
+            uid: "u1".into(),
+            resource_version: "5".into(),
+            ..Default::default()
+        };
         assert!(check("/k", None, &meta).is_ok());
         assert!(check("/k", Some(&Preconditions::default()), &meta).is_ok());
-        let ok = Preconditions { uid: Some("u1".into()), resource_version: Some("5".into()) };
+        let ok = Preconditions {
+            uid: Some("u1".into()),
+            resource_version: Some("5".into()),
+        };
         assert!(check("/k", Some(&ok), &meta).is_ok());
-        let bad_uid = Preconditions { uid: Some("u2".into()), resource_version: None };
+        let bad_uid = Preconditions {
+            uid: Some("u2".into()),
+            resource_version: None,
+        };
         let e = check("/k", Some(&bad_uid), &meta).expect_err("uid differs");
-        assert!(e.to_string().contains("UID in precondition: u2, UID in object meta: u1"), "{e}");
-        let bad_rv = Preconditions { uid: None, resource_version: Some("05".into()) };
-        assert!(check("/k", Some(&bad_rv), &meta).is_err(), "string comparison, as upstream");
+        assert!(
+            e.to_string()
+                .contains("UID in precondition: u2, UID in object meta: u1"),
+            "{e}"
+        );
+        let bad_rv = Preconditions {
+            uid: None,
+            resource_version: Some("05".into()),
+        };
+        assert!(
+            check("/k", Some(&bad_rv), &meta).is_err(),
+            "string comparison, as upstream"
+        );
         // A missing object (empty meta) fails a uid precondition.
         assert!(check("/k", Some(&ok), &ObjectMeta::default()).is_err());
     }

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use kubestore_proto::storage::v1::{
-    CreateRequest, CreateResponse, CurrentState, DeleteRequest, DeleteResponse, GetRequest, GetResponse,
-    GuaranteedUpdateRequest, GuaranteedUpdateResponse, UpdateAborted, UpdateResult, guaranteed_update_request,
-    guaranteed_update_response, storage_server::Storage,
+    CreateRequest, CreateResponse, CurrentState, DeleteRequest, DeleteResponse, GetRequest,
+    GetResponse, GuaranteedUpdateRequest, GuaranteedUpdateResponse, UpdateAborted, UpdateResult,
+    guaranteed_update_request, guaranteed_update_response, storage_server::Storage,
 };
 use kubestore_telemetry::Deadline;
 use tokio::sync::mpsc;
@@ -38,10 +38,16 @@ type UpdateStream = ReceiverStream<Result<GuaranteedUpdateResponse, Status>>;
 
 #[tonic::async_trait]
 impl Storage for StorageService {
-    async fn create(&self, request: Request<CreateRequest>) -> Result<Response<CreateResponse>, Status> {
+    async fn create(
+        &self,
+        request: Request<CreateRequest>,
+    ) -> Result<Response<CreateResponse>, Status> {
         let deadline = self.store.deadline(request.metadata());
         let r = request.into_inner();
-        let out = self.store.create(&r.key, &r.object, r.ttl_seconds, r.dry_run, deadline).await?;
+        let out = self
+            .store
+            .create(&r.key, &r.object, r.ttl_seconds, r.dry_run, deadline)
+            .await?;
         Ok(Response::new(CreateResponse {
             resource_version: out.resource_version(),
             object: out.object,
@@ -51,7 +57,10 @@ impl Storage for StorageService {
     async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
         let deadline = self.store.deadline(request.metadata());
         let r = request.into_inner();
-        let out = self.store.get(&r.key, r.ignore_not_found, &r.resource_version, deadline).await?;
+        let out = self
+            .store
+            .get(&r.key, r.ignore_not_found, &r.resource_version, deadline)
+            .await?;
         Ok(Response::new(match out {
             Some(v) => GetResponse {
                 resource_version: v.resource_version(),
@@ -75,16 +84,31 @@ impl Storage for StorageService {
                 message: Some(guaranteed_update_request::Message::Start(s)),
             }))) => s,
             Ok(Ok(Some(_))) => {
-                return Err(StorageError::invalid("", "the first message of a GuaranteedUpdate must be `start`").into());
+                return Err(StorageError::invalid(
+                    "",
+                    "the first message of a GuaranteedUpdate must be `start`",
+                )
+                .into());
             }
-            Ok(Ok(None)) => return Err(StorageError::invalid("", "stream closed before `start`").into()),
+            Ok(Ok(None)) => {
+                return Err(StorageError::invalid("", "stream closed before `start`").into());
+            }
             Ok(Err(status)) => return Err(status),
-            Err(_) => return Err(Status::deadline_exceeded("no `start` message before the deadline")),
+            Err(_) => {
+                return Err(Status::deadline_exceeded(
+                    "no `start` message before the deadline",
+                ));
+            }
         };
         let (tx, rx) = mpsc::channel(4);
         let store = self.store.clone();
         let task = async move {
-            let mut peer = StreamPeer { inbound, outbound: tx.clone(), deadline, key: start.key.clone() };
+            let mut peer = StreamPeer {
+                inbound,
+                outbound: tx.clone(),
+                deadline,
+                key: start.key.clone(),
+            };
             let req = UpdateRequest {
                 key: &start.key,
                 preconditions: start.preconditions.as_ref(),
@@ -93,17 +117,19 @@ impl Storage for StorageService {
                 cached: start.cached_object.as_deref(),
             };
             let message = match store.guaranteed_update(req, &mut peer, deadline).await {
-                Ok(UpdateOutcome::Done { result, attempts, written }) => {
-                    Ok(guaranteed_update_response::Message::Result(UpdateResult {
-                        resource_version: result.resource_version(),
-                        object: result.object,
-                        attempts,
-                        written,
-                    }))
-                }
-                Ok(UpdateOutcome::Aborted { attempts }) => {
-                    Ok(guaranteed_update_response::Message::Aborted(UpdateAborted { attempts }))
-                }
+                Ok(UpdateOutcome::Done {
+                    result,
+                    attempts,
+                    written,
+                }) => Ok(guaranteed_update_response::Message::Result(UpdateResult {
+                    resource_version: result.resource_version(),
+                    object: result.object,
+                    attempts,
+                    written,
+                })),
+                Ok(UpdateOutcome::Aborted { attempts }) => Ok(
+                    guaranteed_update_response::Message::Aborted(UpdateAborted { attempts }),
+                ),
                 Err(e) => Err(Status::from(e)),
             };
             let _ = tx
@@ -115,12 +141,21 @@ impl Storage for StorageService {
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
-    async fn delete(&self, request: Request<DeleteRequest>) -> Result<Response<DeleteResponse>, Status> {
+    async fn delete(
+        &self,
+        request: Request<DeleteRequest>,
+    ) -> Result<Response<DeleteResponse>, Status> {
         let deadline = self.store.deadline(request.metadata());
         let r = request.into_inner();
         let out = self
             .store
-            .delete(&r.key, r.preconditions.as_ref(), r.dry_run, r.cached_object.as_deref(), deadline)
+            .delete(
+                &r.key,
+                r.preconditions.as_ref(),
+                r.dry_run,
+                r.cached_object.as_deref(),
+                deadline,
+            )
             .await?;
         Ok(Response::new(DeleteResponse {
             resource_version: out.resource_version(),
@@ -140,14 +175,20 @@ struct StreamPeer {
 impl StreamPeer {
     async fn receive(&mut self) -> Result<Answer, StorageError> {
         let invalid = |m: &str| StorageError::invalid(&self.key, m.to_string());
-        let msg = match tokio::time::timeout_at(self.deadline.instant(), self.inbound.message()).await {
+        let msg = match tokio::time::timeout_at(self.deadline.instant(), self.inbound.message())
+            .await
+        {
             Err(_) => {
                 return Err(StorageError::Timeout {
                     key: self.key.clone(),
                     message: "the caller did not answer before the deadline".into(),
                 });
             }
-            Ok(Err(status)) => return Err(invalid(&format!("reading the caller's answer failed: {status}"))),
+            Ok(Err(status)) => {
+                return Err(invalid(&format!(
+                    "reading the caller's answer failed: {status}"
+                )));
+            }
             Ok(Ok(None)) => return Err(invalid("the caller closed the stream without answering")),
             Ok(Ok(Some(m))) => m,
         };
@@ -162,14 +203,21 @@ impl StreamPeer {
                 code: a.code,
                 message: a.message,
             }),
-            Some(guaranteed_update_request::Message::Start(_)) => Err(invalid("`start` may only be sent once")),
+            Some(guaranteed_update_request::Message::Start(_)) => {
+                Err(invalid("`start` may only be sent once"))
+            }
             None => Err(invalid("empty message: expected `proposal` or `abort`")),
         }
     }
 }
 
 impl UpdatePeer for StreamPeer {
-    async fn ask(&mut self, state: &ObjState, object: Vec<u8>, attempt: u32) -> Result<Answer, StorageError> {
+    async fn ask(
+        &mut self,
+        state: &ObjState,
+        object: Vec<u8>,
+        attempt: u32,
+    ) -> Result<Answer, StorageError> {
         let msg = GuaranteedUpdateResponse {
             message: Some(guaranteed_update_response::Message::State(CurrentState {
                 object,

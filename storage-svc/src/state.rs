@@ -23,12 +23,18 @@ pub struct ObjState {
 impl ObjState {
     /// State from an etcd KeyValue. A missing key is NotFound unless `ignore_not_found`, which
     /// turns it into the empty object whose write is a create.
-    pub fn from_kv(key: &str, kv: Option<KeyValue>, ignore_not_found: bool) -> Result<Self, StorageError> {
+    pub fn from_kv(
+        key: &str,
+        kv: Option<KeyValue>,
+        ignore_not_found: bool,
+    ) -> Result<Self, StorageError> {
         let Some(kv) = kv else {
             return if ignore_not_found {
                 Ok(Self::default())
             } else {
-                Err(StorageError::NotFound { key: key.to_string() })
+                Err(StorageError::NotFound {
+                    key: key.to_string(),
+                })
             };
         };
         let rev = kv.mod_revision();
@@ -47,11 +53,15 @@ impl ObjState {
 
     /// State from a caller's cached copy, which must carry a resource version.
     pub fn from_cached(key: &str, object: &[u8]) -> Result<Self, StorageError> {
-        let parsed = StoredObject::parse(object)
-            .map_err(|e| StorageError::invalid(key, format!("cached object is not a valid message: {e}")))?;
+        let parsed = StoredObject::parse(object).map_err(|e| {
+            StorageError::invalid(key, format!("cached object is not a valid message: {e}"))
+        })?;
         let rev = parse_resource_version(key, &parsed.meta.resource_version)?;
         if rev == 0 {
-            return Err(StorageError::invalid(key, "cached object has no resource_version"));
+            return Err(StorageError::invalid(
+                key,
+                "cached object has no resource_version",
+            ));
         }
         Ok(Self {
             rev,
@@ -76,7 +86,11 @@ impl ObjState {
 
     /// The resource version string ("" for a missing key).
     pub fn resource_version(&self) -> String {
-        if self.rev == 0 { String::new() } else { self.rev.to_string() }
+        if self.rev == 0 {
+            String::new()
+        } else {
+            self.rev.to_string()
+        }
     }
 }
 
@@ -85,8 +99,10 @@ pub fn parse_resource_version(key: &str, rv: &str) -> Result<i64, StorageError> 
     if rv.is_empty() {
         return Ok(0);
     }
-    rv.parse::<i64>()
-        .ok()
-        .filter(|v| *v >= 0)
-        .ok_or_else(|| StorageError::invalid(key, format!("invalid resource version {rv:?}: must be a decimal etcd revision")))
+    rv.parse::<i64>().ok().filter(|v| *v >= 0).ok_or_else(|| {
+        StorageError::invalid(
+            key,
+            format!("invalid resource version {rv:?}: must be a decimal etcd revision"),
+        )
+    })
 }

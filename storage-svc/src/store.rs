@@ -61,7 +61,11 @@ pub struct Versioned {
 impl Versioned {
     /// `rev` as the resource version string ("" for 0).
     pub fn resource_version(&self) -> String {
-        if self.rev == 0 { String::new() } else { self.rev.to_string() }
+        if self.rev == 0 {
+            String::new()
+        } else {
+            self.rev.to_string()
+        }
     }
 }
 
@@ -113,7 +117,12 @@ impl Store {
     }
 
     /// Rejects objects etcd would refuse, before sending them.
-    pub(crate) fn check_size(&self, key: &str, etcd_key: &str, data: &[u8]) -> Result<(), StorageError> {
+    pub(crate) fn check_size(
+        &self,
+        key: &str,
+        etcd_key: &str,
+        data: &[u8],
+    ) -> Result<(), StorageError> {
         let request = data.len() + 2 * etcd_key.len() + TXN_OVERHEAD_BYTES;
         if request > ETCD_MAX_REQUEST_BYTES {
             return Err(StorageError::invalid(
@@ -129,7 +138,10 @@ impl Store {
 
     pub(crate) async fn lease(&self, call: &EtcdCall<'_>, ttl: i64) -> Result<i64, StorageError> {
         if ttl < 0 {
-            return Err(StorageError::invalid(call.key, format!("ttl_seconds must not be negative, got {ttl}")));
+            return Err(StorageError::invalid(
+                call.key,
+                format!("ttl_seconds must not be negative, got {ttl}"),
+            ));
         }
         if ttl == 0 {
             return Ok(0);
@@ -160,8 +172,9 @@ impl Store {
         let span = op_span("Create", key);
         async {
             let etcd_key = self.prefix.etcd_key(key)?;
-            let parsed = StoredObject::parse(object)
-                .map_err(|e| StorageError::invalid(key, format!("object is not a valid message: {e}")))?;
+            let parsed = StoredObject::parse(object).map_err(|e| {
+                StorageError::invalid(key, format!("object is not a valid message: {e}"))
+            })?;
             if parse_resource_version(key, &parsed.meta.resource_version)? != 0 {
                 return Err(StorageError::invalid(
                     key,
@@ -169,7 +182,10 @@ impl Store {
                 ));
             }
             if ttl < 0 {
-                return Err(StorageError::invalid(key, format!("ttl_seconds must not be negative, got {ttl}")));
+                return Err(StorageError::invalid(
+                    key,
+                    format!("ttl_seconds must not be negative, got {ttl}"),
+                ));
             }
             self.check_size(key, &etcd_key, &parsed.data)?;
             tracing::debug!("Encode succeeded");
@@ -177,24 +193,42 @@ impl Store {
             if dry_run {
                 let (kv, _) = self.etcd.range(&call, &etcd_key).await?;
                 if kv.is_some() {
-                    return Err(StorageError::AlreadyExists { key: key.to_string() });
+                    return Err(StorageError::AlreadyExists {
+                        key: key.to_string(),
+                    });
                 }
-                return Ok(Versioned { object: parsed.data, rev: 0 });
+                return Ok(Versioned {
+                    object: parsed.data,
+                    rev: 0,
+                });
             }
             let lease = self.lease(&call, ttl).await?;
-            let put = TxnOp::put(etcd_key.clone(), parsed.data.clone(), Some(PutOptions::new().with_lease(lease)));
+            let put = TxnOp::put(
+                etcd_key.clone(),
+                parsed.data.clone(),
+                Some(PutOptions::new().with_lease(lease)),
+            );
             let txn = Txn::new()
                 .when([Compare::mod_revision(etcd_key, CompareOp::Equal, 0)])
                 .and_then([put]);
             let resp = self.etcd.txn(&call, txn).await?;
             if !resp.succeeded() {
                 tracing::debug!("Txn call failed: key exists");
-                return Err(StorageError::AlreadyExists { key: key.to_string() });
+                return Err(StorageError::AlreadyExists {
+                    key: key.to_string(),
+                });
             }
             tracing::debug!("Txn call succeeded");
             let (rev, _) = txn_outcome(&resp);
-            let state = ObjState { rev, data: Some(parsed.data), meta: Default::default() };
-            Ok(Versioned { object: state.object_at(key, rev)?, rev })
+            let state = ObjState {
+                rev,
+                data: Some(parsed.data),
+                meta: Default::default(),
+            };
+            Ok(Versioned {
+                object: state.object_at(key, rev)?,
+                rev,
+            })
         }
         .instrument(span)
         .await
@@ -224,11 +258,16 @@ impl Store {
             }
             match kv {
                 None if ignore_not_found => Ok(None),
-                None => Err(StorageError::NotFound { key: key.to_string() }),
+                None => Err(StorageError::NotFound {
+                    key: key.to_string(),
+                }),
                 Some(kv) => {
                     let state = ObjState::from_kv(key, Some(kv), false)?;
                     tracing::debug!("Decode succeeded");
-                    Ok(Some(Versioned { object: state.object_at(key, state.rev)?, rev: state.rev }))
+                    Ok(Some(Versioned {
+                        object: state.object_at(key, state.rev)?,
+                        rev: state.rev,
+                    }))
                 }
             }
         }
@@ -262,7 +301,10 @@ impl Store {
                 if attempts > self.config.max_attempts {
                     return Err(StorageError::conflict(
                         key,
-                        format!("gave up after {} attempts: the key kept changing", self.config.max_attempts),
+                        format!(
+                            "gave up after {} attempts: the key kept changing",
+                            self.config.max_attempts
+                        ),
                     ));
                 }
                 if let Err(e) = preconditions::check(key, pre, &state.meta) {
@@ -283,17 +325,27 @@ impl Store {
                         current = true;
                         continue;
                     }
-                    return Ok(Versioned { object: state.object_at(key, state.rev)?, rev: state.rev });
+                    return Ok(Versioned {
+                        object: state.object_at(key, state.rev)?,
+                        rev: state.rev,
+                    });
                 }
                 let txn = Txn::new()
-                    .when([Compare::mod_revision(etcd_key.clone(), CompareOp::Equal, state.rev)])
+                    .when([Compare::mod_revision(
+                        etcd_key.clone(),
+                        CompareOp::Equal,
+                        state.rev,
+                    )])
                     .and_then([TxnOp::delete(etcd_key.clone(), None)])
                     .or_else([TxnOp::get(etcd_key.clone(), None)]);
                 let resp = self.etcd.txn(&call, txn).await?;
                 let (rev, kv) = txn_outcome(&resp);
                 if resp.succeeded() {
                     tracing::debug!("Txn call succeeded");
-                    return Ok(Versioned { object: state.object_at(key, rev)?, rev });
+                    return Ok(Versioned {
+                        object: state.object_at(key, rev)?,
+                        rev,
+                    });
                 }
                 self.etcd.metrics.conflicts.inc();
                 tracing::debug!("Txn call failed: conflict");

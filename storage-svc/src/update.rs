@@ -69,7 +69,12 @@ impl Answer {
 pub trait UpdatePeer {
     /// Sends `state` (the object with its resource version, or a missing key) and waits for
     /// the answer.
-    async fn ask(&mut self, state: &ObjState, object: Vec<u8>, attempt: u32) -> Result<Answer, StorageError>;
+    async fn ask(
+        &mut self,
+        state: &ObjState,
+        object: Vec<u8>,
+        attempt: u32,
+    ) -> Result<Answer, StorageError>;
     /// Waits for the answer the caller sent without being asked (for its cached object).
     async fn unasked(&mut self) -> Result<Answer, StorageError>;
 }
@@ -122,9 +127,14 @@ impl Store {
         deadline: Deadline,
     ) -> Result<UpdateOutcome, StorageError> {
         let span = op_span("GuaranteedUpdate", req.key);
-        let result = self.update_loop(&req, peer, deadline).instrument(span.clone()).await;
+        let result = self
+            .update_loop(&req, peer, deadline)
+            .instrument(span.clone())
+            .await;
         let attempts = match &result {
-            Ok(UpdateOutcome::Done { attempts, .. } | UpdateOutcome::Aborted { attempts }) => *attempts,
+            Ok(UpdateOutcome::Done { attempts, .. } | UpdateOutcome::Aborted { attempts }) => {
+                *attempts
+            }
             Err(_) => {
                 span.record("otel.status_code", "ERROR");
                 0
@@ -172,7 +182,10 @@ impl Store {
         }
         let (mut state, mut current) = match cached_state {
             Some(s) => (s, false),
-            None => (self.current(&call, &etcd_key, req.ignore_not_found).await?, true),
+            None => (
+                self.current(&call, &etcd_key, req.ignore_not_found).await?,
+                true,
+            ),
         };
         let remember = |turn: &mut Option<crate::keylock::KeyTurn>, s: &ObjState| {
             if let Some(t) = turn.as_mut() {
@@ -193,7 +206,9 @@ impl Store {
                 if current {
                     return Err(e);
                 }
-                state = self.refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember).await?;
+                state = self
+                    .refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember)
+                    .await?;
                 current = true;
                 continue;
             }
@@ -202,7 +217,10 @@ impl Store {
             if attempts > self.config.max_attempts {
                 return Err(StorageError::conflict(
                     key,
-                    format!("gave up after {} attempts: the key kept changing", self.config.max_attempts),
+                    format!(
+                        "gave up after {} attempts: the key kept changing",
+                        self.config.max_attempts
+                    ),
                 ));
             }
             // B. the caller's update function
@@ -230,7 +248,9 @@ impl Store {
                         return Ok(UpdateOutcome::Aborted { attempts });
                     }
                     let cached_rev = state.rev;
-                    state = self.refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember).await?;
+                    state = self
+                        .refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember)
+                        .await?;
                     current = true;
                     if state.rev == cached_rev {
                         return Ok(UpdateOutcome::Aborted { attempts });
@@ -240,10 +260,14 @@ impl Store {
                 Answer::Proposal { object, ttl, .. } => (object, ttl),
             };
             // C. encode
-            let parsed = StoredObject::parse(&object)
-                .map_err(|e| StorageError::invalid(key, format!("proposed object is not a valid message: {e}")))?;
+            let parsed = StoredObject::parse(&object).map_err(|e| {
+                StorageError::invalid(key, format!("proposed object is not a valid message: {e}"))
+            })?;
             if ttl < 0 {
-                return Err(StorageError::invalid(key, format!("ttl_seconds must not be negative, got {ttl}")));
+                return Err(StorageError::invalid(
+                    key,
+                    format!("ttl_seconds must not be negative, got {ttl}"),
+                ));
             }
             self.check_size(key, &etcd_key, &parsed.data)?;
             tracing::debug!("Encode succeeded");
@@ -251,15 +275,24 @@ impl Store {
             // D. nothing changed: nothing to write
             if state.data.as_deref() == Some(data.as_slice()) {
                 if !current {
-                    state = self.refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember).await?;
+                    state = self
+                        .refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember)
+                        .await?;
                     current = true;
                     if state.data.as_deref() != Some(data.as_slice()) {
                         continue;
                     }
                 }
                 tracing::debug!("No change: write skipped");
-                let result = Versioned { object: state.object_at(key, state.rev)?, rev: state.rev };
-                return Ok(UpdateOutcome::Done { result, attempts, written: false });
+                let result = Versioned {
+                    object: state.object_at(key, state.rev)?,
+                    rev: state.rev,
+                };
+                return Ok(UpdateOutcome::Done {
+                    result,
+                    attempts,
+                    written: false,
+                });
             }
             // E. dry run: every check ran, on the current state
             if req.dry_run {
@@ -268,15 +301,34 @@ impl Store {
                     current = true;
                     continue;
                 }
-                let proposed = ObjState { rev: state.rev, data: Some(data), meta: Default::default() };
-                let result = Versioned { object: proposed.object_at(key, state.rev)?, rev: state.rev };
-                return Ok(UpdateOutcome::Done { result, attempts, written: false });
+                let proposed = ObjState {
+                    rev: state.rev,
+                    data: Some(data),
+                    meta: Default::default(),
+                };
+                let result = Versioned {
+                    object: proposed.object_at(key, state.rev)?,
+                    rev: state.rev,
+                };
+                return Ok(UpdateOutcome::Done {
+                    result,
+                    attempts,
+                    written: false,
+                });
             }
             // F. compare-and-swap; a lost compare returns the fresh state in the same round trip
             let lease = self.lease(&call, ttl).await?;
             let txn = Txn::new()
-                .when([Compare::mod_revision(etcd_key.clone(), CompareOp::Equal, state.rev)])
-                .and_then([TxnOp::put(etcd_key.clone(), data.clone(), Some(PutOptions::new().with_lease(lease)))])
+                .when([Compare::mod_revision(
+                    etcd_key.clone(),
+                    CompareOp::Equal,
+                    state.rev,
+                )])
+                .and_then([TxnOp::put(
+                    etcd_key.clone(),
+                    data.clone(),
+                    Some(PutOptions::new().with_lease(lease)),
+                )])
                 .or_else([TxnOp::get(etcd_key.clone(), None)]);
             let resp = self.etcd.txn(&call, txn).await?;
             let (rev, kv) = txn_outcome(&resp);
@@ -293,10 +345,21 @@ impl Store {
             // G. committed
             let mut meta = parsed.meta;
             meta.resource_version = rev.to_string();
-            let written = ObjState { rev, data: Some(data), meta };
+            let written = ObjState {
+                rev,
+                data: Some(data),
+                meta,
+            };
             remember(&mut turn, &written);
-            let result = Versioned { object: written.object_at(key, rev)?, rev };
-            return Ok(UpdateOutcome::Done { result, attempts, written: true });
+            let result = Versioned {
+                object: written.object_at(key, rev)?,
+                rev,
+            };
+            return Ok(UpdateOutcome::Done {
+                result,
+                attempts,
+                written: true,
+            });
         }
     }
 

@@ -86,8 +86,12 @@ mod tests {
         md.insert("grpc-timeout", "500m".parse().expect("valid header"));
         let d = Deadline::from_metadata(&md, Duration::from_secs(10));
         let left = d.remaining();
-        assert!(left <= Duration::from_millis(450) && left > Duration::from_millis(300), "{left:?}");
-        let d = Deadline::from_metadata(&tonic::metadata::MetadataMap::new(), Duration::from_secs(3));
+        assert!(
+            left <= Duration::from_millis(450) && left > Duration::from_millis(300),
+            "{left:?}"
+        );
+        let d =
+            Deadline::from_metadata(&tonic::metadata::MetadataMap::new(), Duration::from_secs(3));
         assert!(d.remaining() > Duration::from_millis(2900));
     }
 }
@@ -99,13 +103,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         Some(i) => s.split_at(i),
         None => (s, "s"),
     };
-    let n: u64 = num.parse().map_err(|_| format!("invalid duration {s:?}: expected e.g. 10s, 500ms, 2m, 1h"))?;
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 10s, 500ms, 2m, 1h"))?;
     match unit {
         "ms" => Ok(Duration::from_millis(n)),
         "s" => Ok(Duration::from_secs(n)),
         "m" => Ok(Duration::from_secs(n * 60)),
         "h" => Ok(Duration::from_secs(n * 3600)),
-        _ => Err(format!("invalid duration {s:?}: unit must be ms, s, m or h")),
+        _ => Err(format!(
+            "invalid duration {s:?}: unit must be ms, s, m or h"
+        )),
     }
 }
 

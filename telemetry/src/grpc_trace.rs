@@ -363,7 +363,9 @@ mod bytes_alias {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+    use opentelemetry::trace::{
+        SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
+    };
     use opentelemetry_sdk::propagation::TraceContextPropagator;
 
     #[test]
@@ -392,7 +394,10 @@ mod tests {
 
     #[test]
     fn paths_split_into_service_and_method() {
-        assert_eq!(split_path("/storage.v1.Storage/Create"), ("storage.v1.Storage", "Create"));
+        assert_eq!(
+            split_path("/storage.v1.Storage/Create"),
+            ("storage.v1.Storage", "Create")
+        );
         assert!(untraced(split_path("/grpc.health.v1.Health/Check").0));
         assert!(untraced("grpc.reflection.v1.ServerReflection"));
         assert!(!untraced("core.v1.Pods"));

@@ -2,7 +2,9 @@
 //! docker-compose healthchecks, where no grpcurl or grpc_health_probe is installed).
 
 use std::time::Duration;
-use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient};
+use tonic_health::pb::{
+    HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+};
 
 /// Asks `addr` (e.g. `http://127.0.0.1:50051`) whether `service` ("" = the whole server) is
 /// SERVING. Errors name what failed.

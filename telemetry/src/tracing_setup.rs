@@ -56,14 +56,17 @@ impl TelemetryConfig {
         var: impl Fn(&str) -> Option<String>,
     ) -> Self {
         let non_empty = |k: &str| var(k).filter(|v| !v.trim().is_empty());
-        let disabled = non_empty("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let disabled =
+            non_empty("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
         let otlp_endpoint = if disabled {
             None
         } else {
-            non_empty("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").or_else(|| non_empty("OTEL_EXPORTER_OTLP_ENDPOINT"))
+            non_empty("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                .or_else(|| non_empty("OTEL_EXPORTER_OTLP_ENDPOINT"))
         };
         Self {
-            service_name: non_empty("OTEL_SERVICE_NAME").unwrap_or_else(|| default_service_name.to_string()),
+            service_name: non_empty("OTEL_SERVICE_NAME")
+                .unwrap_or_else(|| default_service_name.to_string()),
             otlp_endpoint,
             log_format,
             log_filter: non_empty("RUST_LOG").unwrap_or_else(|| "info".to_string()),
@@ -115,7 +118,9 @@ pub enum TelemetryError {
 
 /// Builds the subscriber for `config` without installing it: the caller sets it as the global
 /// default ([`init`]) or as a thread default (tests that run several services in one process).
-pub fn build(config: &TelemetryConfig) -> Result<(tracing::Dispatch, TelemetryGuard), TelemetryError> {
+pub fn build(
+    config: &TelemetryConfig,
+) -> Result<(tracing::Dispatch, TelemetryGuard), TelemetryError> {
     // The SDK's default propagator is a no-op: without this no traceparent is read or written.
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
 
@@ -148,7 +153,11 @@ pub fn build(config: &TelemetryConfig) -> Result<(tracing::Dispatch, TelemetryGu
                 })?;
             let provider = SdkTracerProvider::builder()
                 .with_batch_exporter(exporter)
-                .with_resource(Resource::builder().with_service_name(config.service_name.clone()).build())
+                .with_resource(
+                    Resource::builder()
+                        .with_service_name(config.service_name.clone())
+                        .build(),
+                )
                 .build();
             let tracer = provider.tracer(config.service_name.clone());
             // The exporter's own gRPC traffic must not become spans that get exported...
@@ -160,8 +169,14 @@ pub fn build(config: &TelemetryConfig) -> Result<(tracing::Dispatch, TelemetryGu
                 .with_target("tonic", tracing::level_filters::LevelFilter::OFF)
                 .with_target("tower", tracing::level_filters::LevelFilter::OFF)
                 .with_target("opentelemetry", tracing::level_filters::LevelFilter::OFF)
-                .with_target("opentelemetry_sdk", tracing::level_filters::LevelFilter::OFF)
-                .with_target("opentelemetry_otlp", tracing::level_filters::LevelFilter::OFF);
+                .with_target(
+                    "opentelemetry_sdk",
+                    tracing::level_filters::LevelFilter::OFF,
+                )
+                .with_target(
+                    "opentelemetry_otlp",
+                    tracing::level_filters::LevelFilter::OFF,
+                );
             let layer = tracing_opentelemetry::layer()
                 .with_tracer(tracer)
                 .with_filter(quiet);
@@ -170,13 +185,17 @@ pub fn build(config: &TelemetryConfig) -> Result<(tracing::Dispatch, TelemetryGu
     };
 
     let subscriber = tracing_subscriber::registry().with(fmt).with(otel);
-    Ok((tracing::Dispatch::new(subscriber), TelemetryGuard { provider }))
+    Ok((
+        tracing::Dispatch::new(subscriber),
+        TelemetryGuard { provider },
+    ))
 }
 
 /// Builds the subscriber for `config` and installs it process-wide.
 pub fn init(config: &TelemetryConfig) -> Result<TelemetryGuard, TelemetryError> {
     let (dispatch, guard) = build(config)?;
-    tracing::dispatcher::set_global_default(dispatch).map_err(|_| TelemetryError::AlreadyInstalled)?;
+    tracing::dispatcher::set_global_default(dispatch)
+        .map_err(|_| TelemetryError::AlreadyInstalled)?;
     Ok(guard)
 }
 
@@ -187,7 +206,12 @@ mod tests {
     #[test]
     fn reads_the_standard_variables() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
         };
         let c = TelemetryConfig::from_lookup("storage-svc", LogFormat::Text, env(&[]));
         assert_eq!(c.service_name, "storage-svc");
@@ -220,7 +244,10 @@ mod tests {
         let c = TelemetryConfig::from_lookup(
             "x",
             LogFormat::Text,
-            env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://jaeger:4317"), ("OTEL_SDK_DISABLED", "TRUE")]),
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://jaeger:4317"),
+                ("OTEL_SDK_DISABLED", "TRUE"),
+            ]),
         );
         assert_eq!(c.otlp_endpoint, None);
     }

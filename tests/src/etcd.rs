@@ -24,8 +24,15 @@ pub fn free_port() -> u16 {
 }
 
 fn etcd_binary() -> PathBuf {
-    let path = std::env::var_os("ETCD_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("etcd"));
-    match Command::new(&path).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+    let path = std::env::var_os("ETCD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("etcd"));
+    match Command::new(&path)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
         Ok(s) if s.success() => path,
         _ => panic!(
             "etcd is required by this test and was not found ({}). Install it with \
@@ -56,10 +63,27 @@ impl EtcdProcess {
         let child = Command::new(bin)
             .args(["--name", "test", "--data-dir"])
             .arg(self.dir.path().join("data"))
-            .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args([
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
             .args(["--initial-cluster", &format!("test={peer}")])
-            .args(["--logger", "zap", "--log-level", "error", "--log-outputs", "stderr"])
+            .args([
+                "--logger",
+                "zap",
+                "--log-level",
+                "error",
+                "--log-outputs",
+                "stderr",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -79,7 +103,10 @@ impl EtcdProcess {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
                 panic!("etcd exited during start-up: {status}");
             }
-            assert!(start.elapsed() < Duration::from_secs(20), "etcd did not become ready in 20 s");
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "etcd did not become ready in 20 s"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -91,7 +118,9 @@ impl EtcdProcess {
 
     /// A raw etcd client, to check what storage wrote.
     pub async fn client(&self) -> etcd_client::Client {
-        etcd_client::Client::connect([self.endpoint()], None).await.expect("etcd client")
+        etcd_client::Client::connect([self.endpoint()], None)
+            .await
+            .expect("etcd client")
     }
 
     /// Kills etcd (data is kept).

@@ -41,7 +41,12 @@ impl ReceivedSpan {
     }
     /// A string or integer attribute, as a string.
     pub fn attr(&self, key: &str) -> Option<String> {
-        self.span.attributes.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.as_ref()).and_then(value_str)
+        self.span
+            .attributes
+            .iter()
+            .find(|kv| kv.key == key)
+            .and_then(|kv| kv.value.as_ref())
+            .and_then(value_str)
     }
     /// Names of the span's events.
     pub fn events(&self) -> Vec<String> {
@@ -74,7 +79,10 @@ impl TraceService for Receiver {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let mut out = self.spans.lock().map_err(|_| tonic::Status::internal("poisoned"))?;
+        let mut out = self
+            .spans
+            .lock()
+            .map_err(|_| tonic::Status::internal("poisoned"))?;
         for rs in request.into_inner().resource_spans {
             let service = rs
                 .resource
@@ -85,11 +93,16 @@ impl TraceService for Receiver {
                 .unwrap_or_default();
             for ss in rs.scope_spans {
                 for span in ss.spans {
-                    out.push(ReceivedSpan { service: service.clone(), span });
+                    out.push(ReceivedSpan {
+                        service: service.clone(),
+                        span,
+                    });
                 }
             }
         }
-        Ok(tonic::Response::new(ExportTraceServiceResponse { partial_success: None }))
+        Ok(tonic::Response::new(ExportTraceServiceResponse {
+            partial_success: None,
+        }))
     }
 }
 
@@ -106,7 +119,9 @@ pub struct OtlpReceiver {
 impl OtlpReceiver {
     /// Starts the receiver on the current runtime.
     pub async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind OTLP port");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind OTLP port");
         let addr = listener.local_addr().expect("addr");
         let receiver = Receiver::default();
         let spans = receiver.spans.clone();
@@ -119,7 +134,12 @@ impl OtlpReceiver {
                 })
                 .await;
         });
-        Self { endpoint: format!("http://{addr}"), spans, _stop: stop, addr }
+        Self {
+            endpoint: format!("http://{addr}"),
+            spans,
+            _stop: stop,
+            addr,
+        }
     }
 
     /// Everything received so far.
@@ -128,7 +148,11 @@ impl OtlpReceiver {
     }
 
     /// Waits until `pred` holds for the spans received (at most `timeout`).
-    pub async fn wait_for(&self, timeout: Duration, pred: impl Fn(&[ReceivedSpan]) -> bool) -> Vec<ReceivedSpan> {
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(&[ReceivedSpan]) -> bool,
+    ) -> Vec<ReceivedSpan> {
         let start = std::time::Instant::now();
         loop {
             let spans = self.spans();

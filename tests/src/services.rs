@@ -4,7 +4,9 @@
 use std::{future::Future, net::SocketAddr, thread::JoinHandle, time::Duration};
 
 use kubestore_proto::{
-    core::v1::{config_maps_client::ConfigMapsClient, events_client::EventsClient, pods_client::PodsClient},
+    core::v1::{
+        config_maps_client::ConfigMapsClient, events_client::EventsClient, pods_client::PodsClient,
+    },
     storage::v1::storage_client::StorageClient,
 };
 use tokio::sync::oneshot;
@@ -27,7 +29,9 @@ impl ServiceHandle {
     /// `dispatch` (if any) as their default subscriber.
     pub fn spawn<F, Fut>(name: &str, dispatch: Option<tracing::Dispatch>, run: F) -> Self
     where
-        F: FnOnce(tokio::net::TcpListener, tokio::net::TcpListener, oneshot::Receiver<()>) -> Fut + Send + 'static,
+        F: FnOnce(tokio::net::TcpListener, tokio::net::TcpListener, oneshot::Receiver<()>) -> Fut
+            + Send
+            + 'static,
         Fut: Future<Output = Result<(), String>> + 'static,
     {
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind gRPC port");
@@ -56,8 +60,10 @@ impl ServiceHandle {
                     .build()
                     .expect("service runtime");
                 let result = runtime.block_on(async move {
-                    let listener = tokio::net::TcpListener::from_std(std_listener).map_err(|e| e.to_string())?;
-                    let metrics = tokio::net::TcpListener::from_std(std_metrics).map_err(|e| e.to_string())?;
+                    let listener = tokio::net::TcpListener::from_std(std_listener)
+                        .map_err(|e| e.to_string())?;
+                    let metrics = tokio::net::TcpListener::from_std(std_metrics)
+                        .map_err(|e| e.to_string())?;
                     run(listener, metrics, stopped).await
                 });
                 if let Err(e) = result {
@@ -122,7 +128,11 @@ pub struct Cluster {
 }
 
 /// Starts storage-svc against `etcd_endpoint`.
-pub fn spawn_storage(mut config: storage_svc::Config, etcd_endpoint: String, dispatch: Option<tracing::Dispatch>) -> ServiceHandle {
+pub fn spawn_storage(
+    mut config: storage_svc::Config,
+    etcd_endpoint: String,
+    dispatch: Option<tracing::Dispatch>,
+) -> ServiceHandle {
     config.etcd_endpoints = vec![etcd_endpoint];
     ServiceHandle::spawn("storage-svc", dispatch, move |l, m, stop| async move {
         storage_svc::run_with_metrics(l, Some(m), config, async {
@@ -134,7 +144,11 @@ pub fn spawn_storage(mut config: storage_svc::Config, etcd_endpoint: String, dis
 }
 
 /// Starts registry-svc against `storage_url`.
-pub fn spawn_registry(mut config: registry_svc::Config, storage_url: String, dispatch: Option<tracing::Dispatch>) -> ServiceHandle {
+pub fn spawn_registry(
+    mut config: registry_svc::Config,
+    storage_url: String,
+    dispatch: Option<tracing::Dispatch>,
+) -> ServiceHandle {
     config.storage_addr = storage_url;
     ServiceHandle::spawn("registry-svc", dispatch, move |l, m, stop| async move {
         registry_svc::run_with_metrics(l, Some(m), config, async {
@@ -153,22 +167,38 @@ impl Cluster {
 
     /// etcd, storage-svc and registry-svc with default settings.
     pub async fn full() -> Self {
-        Self::start(ClusterOptions { with_registry: true, ..Default::default() }).await
+        Self::start(ClusterOptions {
+            with_registry: true,
+            ..Default::default()
+        })
+        .await
     }
 
     /// Starts what `options` asks for and waits until it serves.
     pub async fn start(options: ClusterOptions) -> Self {
         let etcd = EtcdProcess::start().await;
-        let storage = spawn_storage(options.storage.unwrap_or_default(), etcd.endpoint(), options.storage_dispatch);
+        let storage = spawn_storage(
+            options.storage.unwrap_or_default(),
+            etcd.endpoint(),
+            options.storage_dispatch,
+        );
         wait_serving(&storage.url()).await;
         let registry = if options.with_registry || options.registry.is_some() {
-            let r = spawn_registry(options.registry.unwrap_or_default(), storage.url(), options.registry_dispatch);
+            let r = spawn_registry(
+                options.registry.unwrap_or_default(),
+                storage.url(),
+                options.registry_dispatch,
+            );
             wait_serving(&r.url()).await;
             Some(r)
         } else {
             None
         };
-        Self { registry, storage, etcd }
+        Self {
+            registry,
+            storage,
+            etcd,
+        }
     }
 
     /// A storage-svc client.
@@ -177,7 +207,10 @@ impl Cluster {
     }
 
     fn registry_url(&self) -> String {
-        self.registry.as_ref().expect("cluster started without registry-svc").url()
+        self.registry
+            .as_ref()
+            .expect("cluster started without registry-svc")
+            .url()
     }
 
     /// A Pods client.
@@ -209,10 +242,16 @@ pub async fn channel(url: &str) -> Channel {
 pub async fn wait_serving(url: &str) {
     let start = std::time::Instant::now();
     loop {
-        if kubestore_telemetry::health::check(url, "", Duration::from_secs(1)).await.is_ok() {
+        if kubestore_telemetry::health::check(url, "", Duration::from_secs(1))
+            .await
+            .is_ok()
+        {
             return;
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "{url} did not become SERVING in 20 s");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{url} did not become SERVING in 20 s"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

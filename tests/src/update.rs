@@ -1,8 +1,9 @@
 //! Drives a storage-svc GuaranteedUpdate stream from a test closure.
 
 use kubestore_proto::storage::v1::{
-    GuaranteedUpdateRequest, UpdateAbort, UpdateProposal, UpdateStart, guaranteed_update_request::Message as Req,
-    guaranteed_update_response::Message as Resp, storage_client::StorageClient,
+    GuaranteedUpdateRequest, UpdateAbort, UpdateProposal, UpdateStart,
+    guaranteed_update_request::Message as Req, guaranteed_update_response::Message as Resp,
+    storage_client::StorageClient,
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -37,9 +38,11 @@ pub async fn guaranteed_update(
 ) -> Result<(Ended, usize), Status> {
     let (tx, rx) = mpsc::channel(4);
     let cached = start.cached_object.clone();
-    tx.send(GuaranteedUpdateRequest { message: Some(Req::Start(start)) })
-        .await
-        .map_err(|_| Status::internal("send"))?;
+    tx.send(GuaranteedUpdateRequest {
+        message: Some(Req::Start(start)),
+    })
+    .await
+    .map_err(|_| Status::internal("send"))?;
     let answer = |state: &CurrentState, f: &mut dyn FnMut(&CurrentState) -> Reply| {
         let based_on = state.resource_version.clone();
         GuaranteedUpdateRequest {
@@ -59,10 +62,20 @@ pub async fn guaranteed_update(
     };
     if let Some(object) = cached {
         let rv = resource_version_of(&object);
-        let state = CurrentState { object, resource_version: rv, exists: true, attempt: 0 };
-        tx.send(answer(&state, &mut f)).await.map_err(|_| Status::internal("send"))?;
+        let state = CurrentState {
+            object,
+            resource_version: rv,
+            exists: true,
+            attempt: 0,
+        };
+        tx.send(answer(&state, &mut f))
+            .await
+            .map_err(|_| Status::internal("send"))?;
     }
-    let mut responses = client.guaranteed_update(ReceiverStream::new(rx)).await?.into_inner();
+    let mut responses = client
+        .guaranteed_update(ReceiverStream::new(rx))
+        .await?
+        .into_inner();
     let mut states = 0;
     loop {
         let Some(msg) = responses.message().await? else {
@@ -71,7 +84,9 @@ pub async fn guaranteed_update(
         match msg.message {
             Some(Resp::State(s)) => {
                 states += 1;
-                tx.send(answer(&s, &mut f)).await.map_err(|_| Status::internal("send"))?;
+                tx.send(answer(&s, &mut f))
+                    .await
+                    .map_err(|_| Status::internal("send"))?;
             }
             Some(Resp::Result(r)) => return Ok((Ended::Result(r), states)),
             Some(Resp::Aborted(a)) => return Ok((Ended::Aborted(a.attempts), states)),
@@ -87,5 +102,9 @@ fn resource_version_of(object: &[u8]) -> String {
         #[prost(message, optional, tag = "1")]
         metadata: Option<kubestore_proto::meta::v1::ObjectMeta>,
     }
-    Envelope::decode(object).ok().and_then(|e| e.metadata).map(|m| m.resource_version).unwrap_or_default()
+    Envelope::decode(object)
+        .ok()
+        .and_then(|e| e.metadata)
+        .map(|m| m.resource_version)
+        .unwrap_or_default()
 }

@@ -20,8 +20,10 @@ fn config_key(key: &str) -> Option<&'static str> {
     if key == "." || key == ".." {
         return Some("must not be '.' or '..'");
     }
-    (!key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.'))
-        .then_some("a valid config key must consist of alphanumeric characters, '-', '_' or '.'")
+    (!key
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.'))
+    .then_some("a valid config key must consist of alphanumeric characters, '-', '_' or '.'")
 }
 
 impl Strategy<ConfigMap> for ConfigMapStrategy {
@@ -35,7 +37,10 @@ impl Strategy<ConfigMap> for ConfigMapStrategy {
             }
         }
         if total > MAX_DATA_BYTES {
-            v.push(("data".into(), format!("Too long: must have at most {MAX_DATA_BYTES} bytes, has {total}")));
+            v.push((
+                "data".into(),
+                format!("Too long: must have at most {MAX_DATA_BYTES} bytes, has {total}"),
+            ));
         }
         v
     }
@@ -44,10 +49,16 @@ impl Strategy<ConfigMap> for ConfigMapStrategy {
         let mut v = self.validate(new);
         if old.immutable == Some(true) {
             if new.immutable != old.immutable {
-                v.push(("immutable".into(), "Forbidden: field is immutable when `immutable` is set".into()));
+                v.push((
+                    "immutable".into(),
+                    "Forbidden: field is immutable when `immutable` is set".into(),
+                ));
             }
             if new.data != old.data {
-                v.push(("data".into(), "Forbidden: field is immutable when `immutable` is set".into()));
+                v.push((
+                    "data".into(),
+                    "Forbidden: field is immutable when `immutable` is set".into(),
+                ));
             }
         }
         v

@@ -17,7 +17,9 @@ pub struct EventStrategy {
 
 impl Default for EventStrategy {
     fn default() -> Self {
-        Self { ttl: Duration::from_secs(3600) }
+        Self {
+            ttl: Duration::from_secs(3600),
+        }
     }
 }
 
@@ -25,13 +27,25 @@ impl Strategy<Event> for EventStrategy {
     fn validate(&self, e: &Event) -> Violations {
         let mut v = Vec::new();
         if !["", "Normal", "Warning"].contains(&e.r#type.as_str()) {
-            v.push(("type".into(), format!("Unsupported value: {:?}: supported values: \"Normal\", \"Warning\"", e.r#type)));
+            v.push((
+                "type".into(),
+                format!(
+                    "Unsupported value: {:?}: supported values: \"Normal\", \"Warning\"",
+                    e.r#type
+                ),
+            ));
         }
         if e.count < 0 {
-            v.push(("count".into(), "Invalid value: must be greater than or equal to 0".into()));
+            v.push((
+                "count".into(),
+                "Invalid value: must be greater than or equal to 0".into(),
+            ));
         }
         if e.reason.len() > 128 {
-            v.push(("reason".into(), "Too long: must have at most 128 bytes".into()));
+            v.push((
+                "reason".into(),
+                "Too long: must have at most 128 bytes".into(),
+            ));
         }
         v
     }

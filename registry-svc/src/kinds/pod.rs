@@ -47,8 +47,16 @@ pub fn compute_qos(spec: &PodSpec) -> &'static str {
         for (name, map) in [("requests", &res.requests), ("limits", &res.limits)] {
             let mut found = Vec::new();
             for r in ["cpu", "memory"] {
-                if let Some(q) = map.get(r).and_then(|s| Quantity::parse(s).ok()).filter(Quantity::is_positive) {
-                    let sum = if name == "requests" { &mut requests } else { &mut limits };
+                if let Some(q) = map
+                    .get(r)
+                    .and_then(|s| Quantity::parse(s).ok())
+                    .filter(Quantity::is_positive)
+                {
+                    let sum = if name == "requests" {
+                        &mut requests
+                    } else {
+                        &mut limits
+                    };
                     let e = sum.entry(r).or_insert(Quantity::ZERO);
                     *e = e.add(q);
                     found.push(r);
@@ -62,7 +70,10 @@ pub fn compute_qos(spec: &PodSpec) -> &'static str {
     if requests.is_empty() && limits.is_empty() {
         return qos::BEST_EFFORT;
     }
-    if guaranteed && requests.len() == limits.len() && requests.iter().all(|(r, q)| limits.get(r) == Some(q)) {
+    if guaranteed
+        && requests.len() == limits.len()
+        && requests.iter().all(|(r, q)| limits.get(r) == Some(q))
+    {
         return qos::GUARANTEED;
     }
     qos::BURSTABLE
@@ -108,10 +119,14 @@ fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
         for (kind, map) in [("requests", &res.requests), ("limits", &res.limits)] {
             for (r, q) in map {
                 match Quantity::parse(q) {
-                    Err(e) => v.push((f(&format!("resources.{kind}[{r}]")), format!("Invalid value: {q:?}: {e}"))),
-                    Ok(n) if n < Quantity::ZERO => {
-                        v.push((f(&format!("resources.{kind}[{r}]")), format!("Invalid value: {q:?}: must be greater than or equal to 0")))
-                    }
+                    Err(e) => v.push((
+                        f(&format!("resources.{kind}[{r}]")),
+                        format!("Invalid value: {q:?}: {e}"),
+                    )),
+                    Ok(n) if n < Quantity::ZERO => v.push((
+                        f(&format!("resources.{kind}[{r}]")),
+                        format!("Invalid value: {q:?}: must be greater than or equal to 0"),
+                    )),
                     Ok(n) => {
                         parsed.insert((kind, r.as_str()), n);
                     }
@@ -133,17 +148,26 @@ fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
     }
     if !spec.node_name.is_empty() {
         if let Some(e) = dns1123_subdomain(&spec.node_name) {
-            v.push(("spec.nodeName".into(), format!("Invalid value: {:?}: {e}", spec.node_name)));
+            v.push((
+                "spec.nodeName".into(),
+                format!("Invalid value: {:?}: {e}", spec.node_name),
+            ));
         }
     }
     if !["Always", "OnFailure", "Never"].contains(&spec.restart_policy.as_str()) {
         v.push((
             "spec.restartPolicy".into(),
-            format!("Unsupported value: {:?}: supported values: \"Always\", \"OnFailure\", \"Never\"", spec.restart_policy),
+            format!(
+                "Unsupported value: {:?}: supported values: \"Always\", \"OnFailure\", \"Never\"",
+                spec.restart_policy
+            ),
         ));
     }
     if spec.termination_grace_period_seconds.is_some_and(|g| g < 0) {
-        v.push(("spec.terminationGracePeriodSeconds".into(), "Invalid value: must be greater than or equal to 0".into()));
+        v.push((
+            "spec.terminationGracePeriodSeconds".into(),
+            "Invalid value: must be greater than or equal to 0".into(),
+        ));
     }
 }
 
@@ -153,7 +177,10 @@ impl Strategy<Pod> for PodStrategy {
         default_spec(spec);
         pod.metadata.get_or_insert_with(Default::default).generation = 1;
         let qos = compute_qos(spec).to_string();
-        pod.status = Some(PodStatus { phase: "Pending".into(), qos_class: qos });
+        pod.status = Some(PodStatus {
+            phase: "Pending".into(),
+            qos_class: qos,
+        });
     }
 
     fn validate(&self, pod: &Pod) -> Violations {
@@ -225,52 +252,109 @@ mod tests {
     use kubestore_proto::core::v1::{Container, ResourceRequirements};
 
     fn container(req: &[(&str, &str)], lim: &[(&str, &str)]) -> Container {
-        let m = |p: &[(&str, &str)]| p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m = |p: &[(&str, &str)]| {
+            p.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
         Container {
             name: "c".into(),
             image: "nginx".into(),
-            resources: Some(ResourceRequirements { requests: m(req), limits: m(lim) }),
+            resources: Some(ResourceRequirements {
+                requests: m(req),
+                limits: m(lim),
+            }),
         }
     }
     fn spec(cs: Vec<Container>) -> PodSpec {
-        let mut s = PodSpec { containers: cs, ..Default::default() };
+        let mut s = PodSpec {
+            containers: cs,
+            ..Default::default()
+        };
         default_spec(&mut s);
         s
     }
 
     #[test]
     fn qos_classes_follow_upstream() {
-        assert_eq!(compute_qos(&spec(vec![container(&[], &[])])), qos::BEST_EFFORT);
-        let g = container(&[("cpu", "500m"), ("memory", "128Mi")], &[("cpu", "0.5"), ("memory", "134217728")]);
+        assert_eq!(
+            compute_qos(&spec(vec![container(&[], &[])])),
+            qos::BEST_EFFORT
+        );
+        let g = container(
+            &[("cpu", "500m"), ("memory", "128Mi")],
+            &[("cpu", "0.5"), ("memory", "134217728")],
+        );
         assert_eq!(compute_qos(&spec(vec![g.clone()])), qos::GUARANTEED);
         // Limits only: defaulting copies them to requests.
-        assert_eq!(compute_qos(&spec(vec![container(&[], &[("cpu", "1"), ("memory", "1Gi")])])), qos::GUARANTEED);
-        assert_eq!(compute_qos(&spec(vec![container(&[("cpu", "100m")], &[])])), qos::BURSTABLE);
-        assert_eq!(compute_qos(&spec(vec![container(&[("cpu", "100m")], &[("cpu", "200m"), ("memory", "1Gi")])])), qos::BURSTABLE);
+        assert_eq!(
+            compute_qos(&spec(vec![container(
+                &[],
+                &[("cpu", "1"), ("memory", "1Gi")]
+            )])),
+            qos::GUARANTEED
+        );
+        assert_eq!(
+            compute_qos(&spec(vec![container(&[("cpu", "100m")], &[])])),
+            qos::BURSTABLE
+        );
+        assert_eq!(
+            compute_qos(&spec(vec![container(
+                &[("cpu", "100m")],
+                &[("cpu", "200m"), ("memory", "1Gi")]
+            )])),
+            qos::BURSTABLE
+        );
         // One guaranteed and one best-effort container: burstable.
-        assert_eq!(compute_qos(&spec(vec![g, container(&[], &[])])), qos::BURSTABLE);
+        assert_eq!(
+            compute_qos(&spec(vec![g, container(&[], &[])])),
+            qos::BURSTABLE
+        );
         // Zero quantities do not count; other resources are ignored.
-        assert_eq!(compute_qos(&spec(vec![container(&[("cpu", "0")], &[("nvidia.com/gpu", "1")])])), qos::BEST_EFFORT);
+        assert_eq!(
+            compute_qos(&spec(vec![container(
+                &[("cpu", "0")],
+                &[("nvidia.com/gpu", "1")]
+            )])),
+            qos::BEST_EFFORT
+        );
     }
 
     #[test]
     fn grace_period_comes_from_request_then_pod_then_default() {
-        let mut pod = Pod { spec: Some(PodSpec { node_name: "n".into(), ..Default::default() }), ..Default::default() };
+        let mut pod = Pod {
+            spec: Some(PodSpec {
+                node_name: "n".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
         let mut o = DeleteOptions::default();
         assert!(PodStrategy.check_graceful_delete(&pod, &mut o));
         assert_eq!(o.grace_period_seconds, Some(30));
-        pod.spec.as_mut().map(|s| s.termination_grace_period_seconds = Some(10));
+        pod.spec
+            .as_mut()
+            .map(|s| s.termination_grace_period_seconds = Some(10));
         let mut o = DeleteOptions::default();
         PodStrategy.check_graceful_delete(&pod, &mut o);
         assert_eq!(o.grace_period_seconds, Some(10));
-        let mut o = DeleteOptions { grace_period_seconds: Some(3), ..Default::default() };
+        let mut o = DeleteOptions {
+            grace_period_seconds: Some(3),
+            ..Default::default()
+        };
         PodStrategy.check_graceful_delete(&pod, &mut o);
         assert_eq!(o.grace_period_seconds, Some(3));
-        pod.status = Some(PodStatus { phase: "Succeeded".into(), qos_class: String::new() });
+        pod.status = Some(PodStatus {
+            phase: "Succeeded".into(),
+            qos_class: String::new(),
+        });
         let mut o = DeleteOptions::default();
         PodStrategy.check_graceful_delete(&pod, &mut o);
         assert_eq!(o.grace_period_seconds, Some(0));
-        let unscheduled = Pod { spec: Some(PodSpec::default()), ..Default::default() };
+        let unscheduled = Pod {
+            spec: Some(PodSpec::default()),
+            ..Default::default()
+        };
         let mut o = DeleteOptions::default();
         PodStrategy.check_graceful_delete(&unscheduled, &mut o);
         assert_eq!(o.grace_period_seconds, Some(0));
