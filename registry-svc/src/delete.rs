@@ -162,10 +162,10 @@ impl<R: Resource> Store<R> {
                         return Ok((marked.out, true));
                     }
                     ignore_not_found = true;
-                    if let Some(p) = preconditions.as_mut() {
-                        if p.resource_version.is_some() {
-                            p.resource_version = Some(marked.rv.clone());
-                        }
+                    if let Some(p) = preconditions.as_mut()
+                        && p.resource_version.is_some()
+                    {
+                        p.resource_version = Some(marked.rv.clone());
                     }
                     cached = Some(marked.out.encode_to_vec());
                     last_existing = Some(marked.out);

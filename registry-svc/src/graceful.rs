@@ -27,13 +27,13 @@ pub struct Decision {
 /// reject it, because a client asking for -5 has a bug that a silent coercion would hide.
 pub fn validate_options(kind: &str, name: &str, options: &DeleteOptions) -> Result<(), ApiError> {
     let mut v = Vec::new();
-    if let Some(g) = options.grace_period_seconds {
-        if g < 0 {
-            v.push((
-                "gracePeriodSeconds".to_string(),
-                format!("Invalid value: {g}: must be greater than or equal to 0"),
-            ));
-        }
+    if let Some(g) = options.grace_period_seconds
+        && g < 0
+    {
+        v.push((
+            "gracePeriodSeconds".to_string(),
+            format!("Invalid value: {g}: must be greater than or equal to 0"),
+        ));
     }
     if PropagationPolicy::try_from(options.propagation_policy).is_err() {
         v.push((
@@ -88,21 +88,21 @@ pub fn before_delete<R: Resource>(
     // Early precondition check against the object we were given.
     if let Some(pre) = &options.preconditions {
         let meta = obj.meta().cloned().unwrap_or_default();
-        if let Some(uid) = &pre.uid {
-            if *uid != meta.uid {
-                return Err(conflict(format!(
-                    "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
-                    meta.uid
-                )));
-            }
+        if let Some(uid) = &pre.uid
+            && *uid != meta.uid
+        {
+            return Err(conflict(format!(
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                meta.uid
+            )));
         }
-        if let Some(rv) = &pre.resource_version {
-            if *rv != meta.resource_version {
-                return Err(conflict(format!(
-                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                    meta.resource_version
-                )));
-            }
+        if let Some(rv) = &pre.resource_version
+            && *rv != meta.resource_version
+        {
+            return Err(conflict(format!(
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                meta.resource_version
+            )));
         }
     }
     let meta = obj.meta_mut();

@@ -112,7 +112,7 @@ impl Quantity {
     }
 
     /// Sum of two quantities.
-    pub fn add(self, other: Self) -> Self {
+    pub fn saturating_add(self, other: Self) -> Self {
         Self(self.0.saturating_add(other.0))
     }
 }

@@ -272,15 +272,14 @@ impl<R: Resource> Store<R> {
                 let mut err = self.storage_error(&status, &name);
                 if let ApiError::AlreadyExists { message, .. } = &mut err {
                     // Say so when the name is held by an object on its way out.
-                    if let Ok(Some(existing)) = self.storage.get(ctx.deadline, key, true).await {
-                        if self
+                    if let Ok(Some(existing)) = self.storage.get(ctx.deadline, key, true).await
+                        && self
                             .decode(&existing)
                             .ok()
                             .and_then(|e| e.meta().and_then(|m| m.deletion_timestamp))
                             .is_some()
-                        {
-                            *message = format!("object is being deleted: {message}");
-                        }
+                    {
+                        *message = format!("object is being deleted: {message}");
                     }
                 }
                 Err(err)
@@ -302,7 +301,7 @@ impl<R: Resource> Store<R> {
         let name = obj.name().to_string();
         let key = self.key(&ns, &name)?;
         let uid = obj.meta().map(|m| m.uid.clone()).unwrap_or_default();
-        let preconditions = (!uid.is_empty()).then(|| Preconditions {
+        let preconditions = (!uid.is_empty()).then_some(Preconditions {
             uid: Some(uid),
             resource_version: None,
         });

@@ -77,10 +77,10 @@ pub fn qualified_name(s: &str) -> Option<String> {
         Some((p, n)) => (Some(p), n),
         None => (None, s),
     };
-    if let Some(p) = prefix {
-        if let Some(e) = dns1123_subdomain(p) {
-            return Some(format!("prefix part {e}"));
-        }
+    if let Some(p) = prefix
+        && let Some(e) = dns1123_subdomain(p)
+    {
+        return Some(format!("prefix part {e}"));
     }
     (!qualified_name_part(name)).then(|| {
         "name part must consist of alphanumeric characters, '-', '_' or '.', must start and end with an alphanumeric character, and be at most 63 characters".to_string()
@@ -119,13 +119,13 @@ pub fn object_meta(meta: &ObjectMeta, namespaced: bool, v: &mut Violations) {
     if !meta.generate_name.is_empty() {
         // The generated suffix makes the result valid if the prefix is.
         let base = meta.generate_name.trim_end_matches('-');
-        if !base.is_empty() {
-            if let Some(e) = dns1123_subdomain(base) {
-                add(
-                    "metadata.generateName",
-                    format!("Invalid value: {:?}: {e}", meta.generate_name),
-                );
-            }
+        if !base.is_empty()
+            && let Some(e) = dns1123_subdomain(base)
+        {
+            add(
+                "metadata.generateName",
+                format!("Invalid value: {:?}: {e}", meta.generate_name),
+            );
         }
     }
     if namespaced {

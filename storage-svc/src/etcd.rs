@@ -46,9 +46,9 @@ impl StorageMetrics {
     pub fn register(metrics: &Metrics) -> Self {
         let me = Self {
             etcd_duration: latency_family(),
-            update_attempts: Histogram::new(
-                [1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0, 55.0, 89.0].into_iter(),
-            ),
+            update_attempts: Histogram::new([
+                1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0, 55.0, 89.0,
+            ]),
             conflicts: Counter::default(),
             lease_grants: Counter::default(),
             lease_attachments: Counter::default(),

@@ -14,27 +14,27 @@ pub fn check(
     meta: &ObjectMeta,
 ) -> Result<(), StorageError> {
     let Some(pre) = pre else { return Ok(()) };
-    if let Some(uid) = &pre.uid {
-        if *uid != meta.uid {
-            return Err(StorageError::conflict(
-                key,
-                format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    meta.uid
-                ),
-            ));
-        }
+    if let Some(uid) = &pre.uid
+        && *uid != meta.uid
+    {
+        return Err(StorageError::conflict(
+            key,
+            format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                meta.uid
+            ),
+        ));
     }
-    if let Some(rv) = &pre.resource_version {
-        if *rv != meta.resource_version {
-            return Err(StorageError::conflict(
-                key,
-                format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    meta.resource_version
-                ),
-            ));
-        }
+    if let Some(rv) = &pre.resource_version
+        && *rv != meta.resource_version
+    {
+        return Err(StorageError::conflict(
+            key,
+            format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                meta.resource_version
+            ),
+        ));
     }
     Ok(())
 }

@@ -228,10 +228,10 @@ where
         let res = this.inner.poll_frame(cx);
         match &res {
             Poll::Ready(Some(Ok(frame))) => {
-                if let Some(code) = frame.trailers_ref().and_then(grpc_status) {
-                    if let Some(mut o) = this.outcome.take() {
-                        o.finish(code);
-                    }
+                if let Some(code) = frame.trailers_ref().and_then(grpc_status)
+                    && let Some(mut o) = this.outcome.take()
+                {
+                    o.finish(code);
                 }
             }
             Poll::Ready(Some(Err(_))) => {

@@ -95,10 +95,10 @@ impl EtcdProcess {
     async fn wait_ready(&mut self) {
         let start = Instant::now();
         loop {
-            if let Ok(mut c) = etcd_client::Client::connect([self.endpoint()], None).await {
-                if c.get("ready-probe", None).await.is_ok() {
-                    return;
-                }
+            if let Ok(mut c) = etcd_client::Client::connect([self.endpoint()], None).await
+                && c.get("ready-probe", None).await.is_ok()
+            {
+                return;
             }
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
                 panic!("etcd exited during start-up: {status}");

@@ -58,7 +58,7 @@ pub fn compute_qos(spec: &PodSpec) -> &'static str {
                         &mut limits
                     };
                     let e = sum.entry(r).or_insert(Quantity::ZERO);
-                    *e = e.add(q);
+                    *e = e.saturating_add(q);
                     found.push(r);
                 }
             }
@@ -134,25 +134,27 @@ fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
             }
         }
         for ((kind, r), req) in &parsed {
-            if *kind == "requests" {
-                if let Some(lim) = parsed.get(&("limits", r)) {
-                    if req > lim {
-                        v.push((
-                            f(&format!("resources.requests[{r}]")),
-                            format!("Invalid value: {:?}: must be less than or equal to {r} limit of {:?}", res.requests[*r], res.limits[*r]),
-                        ));
-                    }
-                }
+            if *kind == "requests"
+                && let Some(lim) = parsed.get(&("limits", r))
+                && req > lim
+            {
+                v.push((
+                    f(&format!("resources.requests[{r}]")),
+                    format!(
+                        "Invalid value: {:?}: must be less than or equal to {r} limit of {:?}",
+                        res.requests[*r], res.limits[*r]
+                    ),
+                ));
             }
         }
     }
-    if !spec.node_name.is_empty() {
-        if let Some(e) = dns1123_subdomain(&spec.node_name) {
-            v.push((
-                "spec.nodeName".into(),
-                format!("Invalid value: {:?}: {e}", spec.node_name),
-            ));
-        }
+    if !spec.node_name.is_empty()
+        && let Some(e) = dns1123_subdomain(&spec.node_name)
+    {
+        v.push((
+            "spec.nodeName".into(),
+            format!("Invalid value: {:?}: {e}", spec.node_name),
+        ));
     }
     if !["Always", "OnFailure", "Never"].contains(&spec.restart_policy.as_str()) {
         v.push((
@@ -332,9 +334,9 @@ mod tests {
         let mut o = DeleteOptions::default();
         assert!(PodStrategy.check_graceful_delete(&pod, &mut o));
         assert_eq!(o.grace_period_seconds, Some(30));
-        pod.spec
-            .as_mut()
-            .map(|s| s.termination_grace_period_seconds = Some(10));
+        if let Some(s) = pod.spec.as_mut() {
+            s.termination_grace_period_seconds = Some(10);
+        }
         let mut o = DeleteOptions::default();
         PodStrategy.check_graceful_delete(&pod, &mut o);
         assert_eq!(o.grace_period_seconds, Some(10));
