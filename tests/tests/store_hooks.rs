@@ -1,0 +1,116 @@
+//! The generic Store with a recording strategy, against real etcd and storage-svc: hooks run in
+//! upstream's order, create-on-update and strict (conditional-only) updates follow the strategy.
+
+use std::sync::{Arc, Mutex};
+
+use kubestore_proto::{
+    core::v1::ConfigMap,
+    meta::v1::{DeleteOptions, ObjectMeta},
+};
+use kubestore_telemetry::Deadline;
+use kubestore_tests::Cluster;
+use registry_svc::{
+    error::ApiError,
+    storage::StorageClient,
+    store::{Ctx, Store},
+    strategy::Strategy,
+    validation::Violations,
+};
+
+#[derive(Clone, Default)]
+struct Recorder {
+    calls: Arc<Mutex<Vec<String>>>,
+    fail_validation: Arc<Mutex<bool>>,
+}
+
+impl Recorder {
+    fn log(&self, s: impl Into<String>) {
+        self.calls.lock().expect("lock").push(s.into());
+    }
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.calls.lock().expect("lock"))
+    }
+}
+
+impl Strategy<ConfigMap> for Recorder {
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+    fn allow_unconditional_update(&self) -> bool {
+        false
+    }
+    fn validate(&self, _: &ConfigMap) -> Violations {
+        self.log("Validate");
+        if *self.fail_validation.lock().expect("lock") { vec![("data".into(), "Invalid value: test".into())] } else { vec![] }
+    }
+    fn begin_create(&self, _: &ConfigMap, _: bool) -> Result<(), ApiError> {
+        self.log("BeginCreate");
+        Ok(())
+    }
+    fn finish_create(&self, _: &ConfigMap, ok: bool) {
+        self.log(format!("FinishCreate({ok})"));
+    }
+    fn after_create(&self, _: &ConfigMap, _: bool) {
+        self.log("AfterCreate");
+    }
+    fn begin_update(&self, _: &ConfigMap, _: &ConfigMap, _: bool) -> Result<(), ApiError> {
+        self.log("BeginUpdate");
+        Ok(())
+    }
+    fn finish_update(&self, _: &ConfigMap, ok: bool) {
+        self.log(format!("FinishUpdate({ok})"));
+    }
+    fn after_update(&self, _: &ConfigMap, _: bool) {
+        self.log("AfterUpdate");
+    }
+    fn after_delete(&self, _: &ConfigMap, _: bool) {
+        self.log("AfterDelete");
+    }
+    fn decorate(&self, _: &mut ConfigMap) {
+        self.log("Decorator");
+    }
+}
+
+fn cm(name: &str) -> ConfigMap {
+    ConfigMap { metadata: Some(ObjectMeta { name: name.into(), ..Default::default() }), ..Default::default() }
+}
+
+fn ctx() -> Ctx {
+    Ctx { deadline: Deadline::after(std::time::Duration::from_secs(10)) }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hooks_run_in_upstream_order() {
+    let cluster = Cluster::storage_only().await;
+    let storage = StorageClient::connect_lazy(&cluster.storage.url()).expect("client");
+    let rec = Recorder::default();
+    let store: Store<ConfigMap> = Store::new(storage, rec.clone());
+
+    let created = store.create(ctx(), "default", cm("a"), false).await.expect("create");
+    assert_eq!(rec.take(), ["BeginCreate", "Validate", "FinishCreate(true)", "AfterCreate", "Decorator"]);
+
+    *rec.fail_validation.lock().expect("lock") = true;
+    store.create(ctx(), "default", cm("b"), false).await.expect_err("invalid");
+    assert_eq!(rec.take(), ["BeginCreate", "Validate", "FinishCreate(false)"]);
+    *rec.fail_validation.lock().expect("lock") = false;
+
+    store.update(ctx(), "default", created.clone(), false).await.expect("update");
+    assert_eq!(rec.take(), ["BeginUpdate", "FinishUpdate(true)", "AfterUpdate", "Decorator"]);
+
+    // Create on update (the strategy allows it): create hooks, no update hooks.
+    let out = store.update(ctx(), "default", cm("c"), false).await.expect("create on update");
+    assert!(!out.metadata.expect("meta").uid.is_empty());
+    assert_eq!(rec.take(), ["BeginCreate", "Validate", "FinishCreate(true)", "AfterCreate", "Decorator"]);
+
+    // Conditional-only strategy: an update without resourceVersion is Invalid.
+    let mut no_rv = created.clone();
+    no_rv.metadata.as_mut().expect("meta").resource_version.clear();
+    let e = store.update(ctx(), "default", no_rv, false).await.expect_err("rv required");
+    assert!(matches!(e, ApiError::Invalid { .. }), "{e}");
+    assert!(e.to_string().contains("must be specified for an update"), "{e}");
+    rec.take();
+
+    let (_, deleted) = store.delete(ctx(), "default", "a", Some(DeleteOptions::default())).await.expect("delete");
+    assert!(deleted);
+    assert_eq!(rec.take(), ["AfterDelete", "Decorator"]);
+}
