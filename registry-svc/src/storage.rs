@@ -212,8 +212,12 @@ impl StorageClient {
                     );
                     tx.send(msg).await.map_err(|_| gone())?;
                 }
-                Some(Resp::Result(r)) => return Ok(UpdateEnd::Done(r)),
+                Some(Resp::Result(r)) => {
+                    drain(&mut responses).await;
+                    return Ok(UpdateEnd::Done(r));
+                }
                 Some(Resp::Aborted(_)) => {
+                    drain(&mut responses).await;
                     return last_error.map(UpdateEnd::Aborted).ok_or_else(|| {
                         Status::internal("storage reported an abort that was never sent")
                     });
@@ -222,6 +226,12 @@ impl StorageClient {
             }
         }
     }
+}
+
+/// Reads a finished stream to its end, so that its status (trailers) is seen: the call is
+/// recorded as OK rather than cancelled.
+async fn drain<T>(responses: &mut tonic::Streaming<T>) {
+    while let Ok(Some(_)) = responses.message().await {}
 }
 
 /// The resource_version inside an encoded object (field 1 = metadata).

@@ -13,7 +13,7 @@ use kubestore_telemetry::{
 };
 use prometheus_client::{
     encoding::EncodeLabelSet,
-    metrics::{counter::Counter, histogram::Histogram},
+    metrics::{counter::Counter, gauge::Gauge, histogram::Histogram},
 };
 use tracing::Instrument;
 
@@ -39,6 +39,8 @@ pub struct StorageMetrics {
     pub lease_grants: Counter,
     /// `storage_lease_attachments_total`: objects written with a lease.
     pub lease_attachments: Counter,
+    /// `storage_guaranteed_updates_waiting`: updates queued behind another update of their key.
+    pub updates_waiting: Gauge,
 }
 
 impl StorageMetrics {
@@ -52,6 +54,7 @@ impl StorageMetrics {
             conflicts: Counter::default(),
             lease_grants: Counter::default(),
             lease_attachments: Counter::default(),
+            updates_waiting: Gauge::default(),
         };
         metrics.register(
             "etcd_request_duration_seconds",
@@ -77,6 +80,11 @@ impl StorageMetrics {
             "storage_lease_attachments",
             "Objects written with an etcd lease (TTL)",
             me.lease_attachments.clone(),
+        );
+        metrics.register(
+            "storage_guaranteed_updates_waiting",
+            "GuaranteedUpdates waiting for their turn behind another update of the same key",
+            me.updates_waiting.clone(),
         );
         me
     }

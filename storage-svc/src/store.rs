@@ -287,6 +287,8 @@ impl Store {
         deadline: Deadline,
     ) -> Result<Versioned, StorageError> {
         let span = op_span("Delete", key);
+        let mut attempts = 0u32;
+        let attempts_ref = &mut attempts;
         let result = async {
             let etcd_key = self.prefix.etcd_key(key)?;
             let call = EtcdCall { key, deadline };
@@ -294,11 +296,9 @@ impl Store {
                 Some(c) => (ObjState::from_cached(key, c)?, false),
                 None => (self.current(&call, &etcd_key, false).await?, true),
             };
-            let mut attempts = 0u32;
             loop {
-                attempts += 1;
-                tracing::Span::current().record("attempts", attempts);
-                if attempts > self.config.max_attempts {
+                *attempts_ref += 1;
+                if *attempts_ref > self.config.max_attempts {
                     return Err(StorageError::conflict(
                         key,
                         format!(
@@ -356,6 +356,7 @@ impl Store {
         }
         .instrument(span.clone())
         .await;
+        span.record("attempts", attempts);
         if result.is_err() {
             span.record("otel.status_code", "ERROR");
         }

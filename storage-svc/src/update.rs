@@ -127,21 +127,21 @@ impl Store {
         deadline: Deadline,
     ) -> Result<UpdateOutcome, StorageError> {
         let span = op_span("GuaranteedUpdate", req.key);
+        let mut attempts = 0;
         let result = self
-            .update_loop(&req, peer, deadline)
+            .update_loop(&req, peer, deadline, &mut attempts)
             .instrument(span.clone())
             .await;
-        let attempts = match &result {
-            Ok(UpdateOutcome::Done { attempts, .. } | UpdateOutcome::Aborted { attempts }) => {
-                *attempts
-            }
-            Err(_) => {
-                span.record("otel.status_code", "ERROR");
-                0
-            }
-        };
+        // Recorded once, at the end: a field recorded twice is exported twice.
+        span.record("attempts", attempts);
+        if result.is_err() {
+            span.record("otel.status_code", "ERROR");
+        }
         if attempts > 0 {
-            self.etcd.metrics.update_attempts.observe(attempts as f64);
+            self.etcd
+                .metrics
+                .update_attempts
+                .observe(f64::from(attempts));
         }
         result
     }
@@ -151,6 +151,7 @@ impl Store {
         req: &UpdateRequest<'_>,
         peer: &mut impl UpdatePeer,
         deadline: Deadline,
+        attempts: &mut u32,
     ) -> Result<UpdateOutcome, StorageError> {
         let key = req.key;
         let etcd_key = self.prefix.etcd_key(key)?;
@@ -167,7 +168,11 @@ impl Store {
         let mut turn = if req.dry_run {
             None
         } else {
-            match tokio::time::timeout_at(deadline.instant(), self.locks.turn(&etcd_key)).await {
+            self.etcd.metrics.updates_waiting.inc();
+            let waited =
+                tokio::time::timeout_at(deadline.instant(), self.locks.turn(&etcd_key)).await;
+            self.etcd.metrics.updates_waiting.dec();
+            match waited {
                 Ok(t) => Some(t),
                 Err(_) => {
                     return Err(StorageError::Timeout {
@@ -180,20 +185,20 @@ impl Store {
         if cached_state.is_none() {
             cached_state = turn.as_ref().and_then(|t| (**t).clone());
         }
-        let (mut state, mut current) = match cached_state {
-            Some(s) => (s, false),
-            None => (
-                self.current(&call, &etcd_key, req.ignore_not_found).await?,
-                true,
-            ),
-        };
         let remember = |turn: &mut Option<crate::keylock::KeyTurn>, s: &ObjState| {
             if let Some(t) = turn.as_mut() {
                 **t = s.exists().then(|| s.clone());
             }
         };
+        let (mut state, mut current) = match cached_state {
+            Some(s) => (s, false),
+            None => (
+                self.refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember)
+                    .await?,
+                true,
+            ),
+        };
 
-        let mut attempts = 0u32;
         loop {
             let unasked = if unasked_pending {
                 unasked_pending = false;
@@ -212,9 +217,8 @@ impl Store {
                 current = true;
                 continue;
             }
-            attempts += 1;
-            tracing::Span::current().record("attempts", attempts);
-            if attempts > self.config.max_attempts {
+            *attempts += 1;
+            if *attempts > self.config.max_attempts {
                 return Err(StorageError::conflict(
                     key,
                     format!(
@@ -228,7 +232,7 @@ impl Store {
                 Some(a) => a,
                 None => {
                     let object = state.object_at(key, state.rev)?;
-                    peer.ask(&state, object, attempts).await?
+                    peer.ask(&state, object, *attempts).await?
                 }
             };
             if !same_version(answer.based_on(), &state) {
@@ -245,7 +249,9 @@ impl Store {
                 Answer::Abort { code, message, .. } => {
                     tracing::debug!(code, message = %message, "Update function aborted");
                     if current {
-                        return Ok(UpdateOutcome::Aborted { attempts });
+                        return Ok(UpdateOutcome::Aborted {
+                            attempts: *attempts,
+                        });
                     }
                     let cached_rev = state.rev;
                     state = self
@@ -253,7 +259,9 @@ impl Store {
                         .await?;
                     current = true;
                     if state.rev == cached_rev {
-                        return Ok(UpdateOutcome::Aborted { attempts });
+                        return Ok(UpdateOutcome::Aborted {
+                            attempts: *attempts,
+                        });
                     }
                     continue;
                 }
@@ -290,7 +298,7 @@ impl Store {
                 };
                 return Ok(UpdateOutcome::Done {
                     result,
-                    attempts,
+                    attempts: *attempts,
                     written: false,
                 });
             }
@@ -312,7 +320,7 @@ impl Store {
                 };
                 return Ok(UpdateOutcome::Done {
                     result,
-                    attempts,
+                    attempts: *attempts,
                     written: false,
                 });
             }
@@ -357,7 +365,7 @@ impl Store {
             };
             return Ok(UpdateOutcome::Done {
                 result,
-                attempts,
+                attempts: *attempts,
                 written: true,
             });
         }

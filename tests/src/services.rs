@@ -255,3 +255,29 @@ pub async fn wait_serving(url: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The Prometheus text served at `http://<addr>/metrics` (a plain HTTP/1.1 GET).
+pub async fn scrape(addr: SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connect to metrics");
+    s.write_all(
+        format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .expect("write");
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.expect("read");
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    out
+}
+
+/// The value of the sample `name` (exact series, labels included) in a scrape.
+pub fn sample(scrape: &str, name: &str) -> Option<f64> {
+    scrape.lines().find_map(|l| {
+        l.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+    })
+}

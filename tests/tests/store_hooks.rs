@@ -41,7 +41,11 @@ impl Strategy<ConfigMap> for Recorder {
     }
     fn validate(&self, _: &ConfigMap) -> Violations {
         self.log("Validate");
-        if *self.fail_validation.lock().expect("lock") { vec![("data".into(), "Invalid value: test".into())] } else { vec![] }
+        if *self.fail_validation.lock().expect("lock") {
+            vec![("data".into(), "Invalid value: test".into())]
+        } else {
+            vec![]
+        }
     }
     fn begin_create(&self, _: &ConfigMap, _: bool) -> Result<(), ApiError> {
         self.log("BeginCreate");
@@ -72,11 +76,19 @@ impl Strategy<ConfigMap> for Recorder {
 }
 
 fn cm(name: &str) -> ConfigMap {
-    ConfigMap { metadata: Some(ObjectMeta { name: name.into(), ..Default::default() }), ..Default::default() }
+    ConfigMap {
+        metadata: Some(ObjectMeta {
+            name: name.into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
 }
 
 fn ctx() -> Ctx {
-    Ctx { deadline: Deadline::after(std::time::Duration::from_secs(10)) }
+    Ctx {
+        deadline: Deadline::after(std::time::Duration::from_secs(10)),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -86,31 +98,86 @@ async fn hooks_run_in_upstream_order() {
     let rec = Recorder::default();
     let store: Store<ConfigMap> = Store::new(storage, rec.clone());
 
-    let created = store.create(ctx(), "default", cm("a"), false).await.expect("create");
-    assert_eq!(rec.take(), ["BeginCreate", "Validate", "FinishCreate(true)", "AfterCreate", "Decorator"]);
+    let created = store
+        .create(ctx(), "default", cm("a"), false)
+        .await
+        .expect("create");
+    assert_eq!(
+        rec.take(),
+        [
+            "BeginCreate",
+            "Validate",
+            "FinishCreate(true)",
+            "AfterCreate",
+            "Decorator"
+        ]
+    );
 
     *rec.fail_validation.lock().expect("lock") = true;
-    store.create(ctx(), "default", cm("b"), false).await.expect_err("invalid");
-    assert_eq!(rec.take(), ["BeginCreate", "Validate", "FinishCreate(false)"]);
+    store
+        .create(ctx(), "default", cm("b"), false)
+        .await
+        .expect_err("invalid");
+    assert_eq!(
+        rec.take(),
+        ["BeginCreate", "Validate", "FinishCreate(false)"]
+    );
     *rec.fail_validation.lock().expect("lock") = false;
 
-    store.update(ctx(), "default", created.clone(), false).await.expect("update");
-    assert_eq!(rec.take(), ["BeginUpdate", "FinishUpdate(true)", "AfterUpdate", "Decorator"]);
+    store
+        .update(ctx(), "default", created.clone(), false)
+        .await
+        .expect("update");
+    assert_eq!(
+        rec.take(),
+        [
+            "BeginUpdate",
+            "FinishUpdate(true)",
+            "AfterUpdate",
+            "Decorator"
+        ]
+    );
 
     // Create on update (the strategy allows it): create hooks, no update hooks.
-    let out = store.update(ctx(), "default", cm("c"), false).await.expect("create on update");
+    let out = store
+        .update(ctx(), "default", cm("c"), false)
+        .await
+        .expect("create on update");
     assert!(!out.metadata.expect("meta").uid.is_empty());
-    assert_eq!(rec.take(), ["BeginCreate", "Validate", "FinishCreate(true)", "AfterCreate", "Decorator"]);
+    assert_eq!(
+        rec.take(),
+        [
+            "BeginCreate",
+            "Validate",
+            "FinishCreate(true)",
+            "AfterCreate",
+            "Decorator"
+        ]
+    );
 
     // Conditional-only strategy: an update without resourceVersion is Invalid.
     let mut no_rv = created.clone();
-    no_rv.metadata.as_mut().expect("meta").resource_version.clear();
-    let e = store.update(ctx(), "default", no_rv, false).await.expect_err("rv required");
+    no_rv
+        .metadata
+        .as_mut()
+        .expect("meta")
+        .resource_version
+        .clear();
+    let e = store
+        .update(ctx(), "default", no_rv, false)
+        .await
+        .expect_err("rv required");
     assert!(matches!(e, ApiError::Invalid { .. }), "{e}");
-    assert!(e.to_string().contains("must be specified for an update"), "{e}");
+    assert!(
+        e.to_string().contains("must be specified for an update"),
+        "{e}"
+    );
     rec.take();
 
-    let (_, deleted) = store.delete(ctx(), "default", "a", Some(DeleteOptions::default())).await.expect("delete");
+    let (_, deleted) = store
+        .delete(ctx(), "default", "a", Some(DeleteOptions::default()))
+        .await
+        .expect("delete");
     assert!(deleted);
     assert_eq!(rec.take(), ["AfterDelete", "Decorator"]);
 }
