@@ -180,6 +180,54 @@ impl Trace {
         );
         assert!(storage_server.attr("rpc.grpc.status_code").is_some());
     }
+    /// The span tree as indented text: name [service] attributes events.
+    fn render(&self) -> String {
+        let mut children: HashMap<String, Vec<&ReceivedSpan>> = HashMap::new();
+        for s in &self.spans {
+            children.entry(s.parent_id()).or_default().push(s);
+        }
+        let mut out = String::new();
+        fn walk(
+            children: &HashMap<String, Vec<&ReceivedSpan>>,
+            parent: &str,
+            depth: usize,
+            out: &mut String,
+        ) {
+            let mut kids = children.get(parent).cloned().unwrap_or_default();
+            kids.sort_by_key(|s| s.span.start_time_unix_nano);
+            for s in kids {
+                let attrs: Vec<String> = s
+                    .span
+                    .attributes
+                    .iter()
+                    .filter(|kv| {
+                        !kv.key.starts_with("code.")
+                            && !kv.key.starts_with("thread.")
+                            && !["target", "busy_ns", "idle_ns", "trace_id"]
+                                .contains(&kv.key.as_str())
+                    })
+                    .map(|kv| format!("{}={}", kv.key, s.attr(&kv.key).unwrap_or_default()))
+                    .collect();
+                let events = s.events();
+                let events = if events.is_empty() {
+                    String::new()
+                } else {
+                    format!(" events={events:?}")
+                };
+                out.push_str(&format!(
+                    "{}{} [{}] {}{}\n",
+                    "  ".repeat(depth),
+                    s.span.name,
+                    s.service,
+                    attrs.join(" "),
+                    events
+                ));
+                walk(children, &s.span_id(), depth + 1, out);
+            }
+        }
+        walk(&children, "", 0, &mut out);
+        out
+    }
     fn parent_of_server(&self, service: &str) -> &ReceivedSpan {
         let server = self
             .spans
@@ -480,38 +528,8 @@ async fn one_trace_from_client_to_etcd() {
         "registry reads first (client and server span)"
     );
 
-    // Print the span tree of the delete, as the closing note and README show it.
-    let mut children: HashMap<String, Vec<&ReceivedSpan>> = HashMap::new();
-    for s in &delete.spans {
-        children.entry(s.parent_id()).or_default().push(s);
-    }
-    fn print(children: &HashMap<String, Vec<&ReceivedSpan>>, parent: &str, depth: usize) {
-        let mut kids = children.get(parent).cloned().unwrap_or_default();
-        kids.sort_by_key(|s| s.span.start_time_unix_nano);
-        for s in kids {
-            let attrs: Vec<String> = s
-                .span
-                .attributes
-                .iter()
-                .filter(|kv| {
-                    !kv.key.starts_with("code.")
-                        && !kv.key.starts_with("thread.")
-                        && kv.key != "target"
-                        && kv.key != "busy_ns"
-                        && kv.key != "idle_ns"
-                })
-                .map(|kv| format!("{}={}", kv.key, s.attr(&kv.key).unwrap_or_default()))
-                .collect();
-            println!(
-                "{}{} [{}] {}  events={:?}",
-                "  ".repeat(depth),
-                s.span.name,
-                s.service,
-                attrs.join(" "),
-                s.events()
-            );
-            print(children, &s.span_id(), depth + 1);
-        }
-    }
-    print(&children, "", 0);
+    // The span trees, as the README and the closing note show them.
+    println!("{}", create.render());
+    println!("{}", retried.render());
+    println!("{}", delete.render());
 }

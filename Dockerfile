@@ -1,0 +1,15 @@
+# One image, both services: storage-svc and registry-svc (and the kubestore CLI).
+FROM rust:1.95-bookworm AS build
+RUN apt-get update && apt-get install -y --no-install-recommends protobuf-compiler && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked -p storage-svc -p registry-svc -p kubestore-cli \
+ && cp target/release/storage-svc target/release/registry-svc target/release/kubestore /usr/local/bin/
+
+FROM debian:bookworm-slim
+RUN useradd --system --uid 10001 kubestore
+COPY --from=build /usr/local/bin/storage-svc /usr/local/bin/registry-svc /usr/local/bin/kubestore /usr/local/bin/
+USER kubestore
+# storage-svc 50051, registry-svc 50052, metrics 9091/9092
+EXPOSE 50051 50052 9091 9092
+CMD ["storage-svc"]
