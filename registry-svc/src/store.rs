@@ -28,6 +28,25 @@ pub const GENERATE_NAME_ATTEMPTS: usize = 8;
 /// Alphabet of generated suffixes (no vowels, no confusable characters), as upstream.
 const SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
+/// Upstream's message for a stale resourceVersion on update.
+const MODIFIED: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
+
+/// The precondition storage reported as failed, if any.
+fn failed_precondition(status: &tonic::Status) -> Option<&'static str> {
+    use tonic_types::StatusExt;
+    match status
+        .get_details_error_info()?
+        .metadata
+        .get("precondition")?
+        .as_str()
+    {
+        "resourceVersion" => Some("resourceVersion"),
+        "uid" => Some("uid"),
+        _ => None,
+    }
+}
+
 /// Per-request context.
 #[derive(Clone, Copy, Debug)]
 pub struct Ctx {
@@ -305,9 +324,23 @@ impl<R: Resource> Store<R> {
             uid: Some(uid),
             resource_version: None,
         });
+        // A conditional update also hands its resourceVersion to storage as a precondition:
+        // the same check as `try_update` makes, but storage can then fail an update queued
+        // behind a newer write without asking us (see storage-svc's `preconditions::never_again`).
+        // Not with create-on-update, where a missing object must reach the update function.
+        let rv = obj
+            .meta()
+            .map(|m| m.resource_version.clone())
+            .unwrap_or_default();
+        let mut update_preconditions = preconditions.clone();
+        if !rv.is_empty() && !self.strategy.allow_create_on_update() {
+            update_preconditions
+                .get_or_insert_with(Preconditions::default)
+                .resource_version = Some(rv);
+        }
         let start = UpdateStart {
             key: key.clone(),
-            preconditions: preconditions.clone(),
+            preconditions: update_preconditions,
             ignore_not_found: self.strategy.allow_create_on_update(),
             dry_run,
             cached_object: None,
@@ -320,7 +353,18 @@ impl<R: Resource> Store<R> {
                     .map(|(o, ttl)| (o.encode_to_vec(), ttl))
             })
             .await
-            .map_err(|s| self.storage_error(&s, &name))?;
+            .map_err(|s| match self.storage_error(&s, &name) {
+                ApiError::Conflict { resource, name, .. }
+                    if failed_precondition(&s) == Some("resourceVersion") =>
+                {
+                    ApiError::Conflict {
+                        resource,
+                        name,
+                        message: MODIFIED.into(),
+                    }
+                }
+                other => other,
+            })?;
         match end {
             UpdateEnd::Done(result) => {
                 let mut out = self.decode(&result.object)?;
@@ -425,7 +469,7 @@ impl<R: Resource> Store<R> {
             return Err(ApiError::Conflict {
                 resource: R::RESOURCE.into(),
                 name: name.into(),
-                message: "the object has been modified; please apply your changes to the latest version and try again".into(),
+                message: MODIFIED.into(),
             }
             .into());
         }

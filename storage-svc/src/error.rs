@@ -37,6 +37,9 @@ pub enum StorageError {
         key: String,
         /// What did not match.
         message: String,
+        /// The precondition that failed (`uid` or `resourceVersion`), if one did; sent as
+        /// `ErrorInfo.metadata["precondition"]`.
+        precondition: Option<&'static str>,
     },
     /// Bad input: key, object bytes, resource version, size, TTL, stream protocol.
     #[error("invalid request for key {key:?}: {message}")]
@@ -125,6 +128,20 @@ impl StorageError {
         Self::Conflict {
             key: key.to_string(),
             message: message.into(),
+            precondition: None,
+        }
+    }
+
+    /// A failed `uid` or `resourceVersion` precondition (a Conflict).
+    pub fn precondition_failed(
+        key: &str,
+        precondition: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::Conflict {
+            key: key.to_string(),
+            message: message.into(),
+            precondition: Some(precondition),
         }
     }
 
@@ -139,11 +156,16 @@ impl StorageError {
 
 impl From<StorageError> for Status {
     fn from(e: StorageError) -> Self {
-        let details = ErrorDetails::with_error_info(
-            e.reason(),
-            DOMAIN,
-            [("key".to_string(), e.key().to_string())],
-        );
+        let mut metadata =
+            std::collections::HashMap::from([("key".to_string(), e.key().to_string())]);
+        if let StorageError::Conflict {
+            precondition: Some(p),
+            ..
+        } = &e
+        {
+            metadata.insert("precondition".to_string(), p.to_string());
+        }
+        let details = ErrorDetails::with_error_info(e.reason(), DOMAIN, metadata);
         Status::with_error_details(e.code(), e.to_string(), details)
     }
 }

@@ -17,8 +17,9 @@ pub fn check(
     if let Some(uid) = &pre.uid
         && *uid != meta.uid
     {
-        return Err(StorageError::conflict(
+        return Err(StorageError::precondition_failed(
             key,
+            "uid",
             format!(
                 "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
                 meta.uid
@@ -28,8 +29,9 @@ pub fn check(
     if let Some(rv) = &pre.resource_version
         && *rv != meta.resource_version
     {
-        return Err(StorageError::conflict(
+        return Err(StorageError::precondition_failed(
             key,
+            "resourceVersion",
             format!(
                 "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
                 meta.resource_version
@@ -37,6 +39,17 @@ pub fn check(
         ));
     }
     Ok(())
+}
+
+/// Whether `pre` can never pass again on this key, given a state `observed_rev` that etcd
+/// really had: a resourceVersion precondition older than an observed revision cannot match,
+/// because a key's mod revision only grows (a deleted and re-created key gets a newer one).
+/// Lets a queued update fail without re-reading etcd. Only for states read from etcd or
+/// written by us, never for a caller's cached copy, which could claim any revision.
+pub fn never_again(pre: Option<&Preconditions>, observed_rev: i64) -> bool {
+    pre.and_then(|p| p.resource_version.as_deref())
+        .and_then(|rv| rv.parse::<i64>().ok())
+        .is_some_and(|rv| rv < observed_rev)
 }
 
 #[cfg(test)]
@@ -75,6 +88,9 @@ mod tests {
             check("/k", Some(&bad_rv), &meta).is_err(),
             "string comparison, as upstream"
         );
+        assert!(never_again(Some(&bad_rv), 6));
+        assert!(!never_again(Some(&bad_rv), 5));
+        assert!(!never_again(Some(&bad_uid), 100));
         // A missing object (empty meta) fails a uid precondition.
         assert!(check("/k", Some(&ok), &ObjectMeta::default()).is_err());
     }

@@ -18,6 +18,8 @@ pub struct ObjState {
     pub data: Option<Vec<u8>>,
     /// Decoded metadata with `resource_version` = `rev` (empty for a missing key).
     pub meta: ObjectMeta,
+    /// Read from etcd or written by us (true), rather than a caller's cached copy (false).
+    pub observed: bool,
 }
 
 impl ObjState {
@@ -48,6 +50,7 @@ impl ObjState {
             rev,
             data: Some(kv.value().to_vec()),
             meta,
+            observed: true,
         })
     }
 
@@ -67,6 +70,7 @@ impl ObjState {
             rev,
             data: Some(parsed.data),
             meta: parsed.meta,
+            observed: false,
         })
     }
 

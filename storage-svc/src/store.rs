@@ -223,7 +223,7 @@ impl Store {
             let state = ObjState {
                 rev,
                 data: Some(parsed.data),
-                meta: Default::default(),
+                ..Default::default()
             };
             Ok(Versioned {
                 object: state.object_at(key, rev)?,
@@ -308,7 +308,7 @@ impl Store {
                     ));
                 }
                 if let Err(e) = preconditions::check(key, pre, &state.meta) {
-                    if current {
+                    if current || (state.observed && preconditions::never_again(pre, state.rev)) {
                         return Err(e);
                     }
                     let cached_rev = state.rev;

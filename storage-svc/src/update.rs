@@ -208,7 +208,9 @@ impl Store {
             };
             // A. preconditions
             if let Err(e) = preconditions::check(key, req.preconditions, &state.meta) {
-                if current {
+                if current
+                    || (state.observed && preconditions::never_again(req.preconditions, state.rev))
+                {
                     return Err(e);
                 }
                 state = self
@@ -312,7 +314,7 @@ impl Store {
                 let proposed = ObjState {
                     rev: state.rev,
                     data: Some(data),
-                    meta: Default::default(),
+                    ..Default::default()
                 };
                 let result = Versioned {
                     object: proposed.object_at(key, state.rev)?,
@@ -357,6 +359,7 @@ impl Store {
                 rev,
                 data: Some(data),
                 meta,
+                observed: true,
             };
             remember(&mut turn, &written);
             let result = Versioned {
