@@ -1216,3 +1216,115 @@ async fn reflection_lists_the_storage_service() {
         "{names:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_queued_update_overtaken_by_a_newer_write_fails_without_reading_etcd() {
+    use kubestore_proto::storage::v1::{
+        UpdateProposal, guaranteed_update_response::Message as Resp,
+    };
+    use kubestore_tests::services::{sample, scrape};
+    let cluster = Cluster::storage_only().await;
+    let mut c = cluster.storage_client().await;
+    let key = "/configmaps/default/hot";
+    let rv = create(&mut c, key, &cm("hot", &[("n", "0")]), 0)
+        .await
+        .expect("create");
+    // A holder takes the key's turn.
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(GuaranteedUpdateRequest {
+        message: Some(Req::Start(start(key))),
+    })
+    .await
+    .expect("send");
+    let mut holder = c
+        .guaranteed_update(ReceiverStream::new(rx))
+        .await
+        .expect("stream")
+        .into_inner();
+    let Some(Resp::State(state)) = holder
+        .message()
+        .await
+        .expect("state")
+        .and_then(|m| m.message)
+    else {
+        panic!("expected a state")
+    };
+    // An update conditioned on the same revision queues behind it.
+    let mut c2 = cluster.storage_client().await;
+    let pre = Some(Preconditions {
+        uid: None,
+        resource_version: Some(rv.clone()),
+    });
+    let queued = tokio::spawn(async move {
+        let mut called = false;
+        let r = guaranteed_update(
+            &mut c2,
+            UpdateStart {
+                preconditions: pre,
+                ..start(key)
+            },
+            |s| {
+                called = true;
+                increment(s)
+            },
+        )
+        .await;
+        (r, called)
+    });
+    let metrics = cluster.storage.metrics_addr;
+    for _ in 0..500 {
+        if sample(&scrape(metrics).await, "storage_guaranteed_updates_waiting") == Some(1.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        sample(&scrape(metrics).await, "storage_guaranteed_updates_waiting"),
+        Some(1.0)
+    );
+    let ranges = |s: &str| {
+        sample(
+            s,
+            r#"etcd_request_duration_seconds_count{operation="Range"}"#,
+        )
+        .unwrap_or(0.0)
+    };
+    let ranges_before = ranges(&scrape(metrics).await);
+    let Reply::Write(object, _) = increment(&state) else {
+        unreachable!("increment writes")
+    };
+    let proposal = UpdateProposal {
+        based_on_resource_version: state.resource_version.clone(),
+        object,
+        ttl_seconds: 0,
+    };
+    tx.send(GuaranteedUpdateRequest {
+        message: Some(Req::Proposal(proposal)),
+    })
+    .await
+    .expect("send");
+    let Some(Resp::Result(done)) = holder
+        .message()
+        .await
+        .expect("result")
+        .and_then(|m| m.message)
+    else {
+        panic!("expected a result")
+    };
+    assert!(done.written);
+    let (r, called) = queued.await.expect("join");
+    let e = r.expect_err("overtaken");
+    assert_eq!((e.code(), reason(&e).as_str()), (Code::Aborted, "Conflict"));
+    assert_eq!(
+        e.get_details_error_info()
+            .and_then(|i| i.metadata.get("precondition").cloned())
+            .as_deref(),
+        Some("resourceVersion")
+    );
+    assert!(!called, "the update function was never asked");
+    assert_eq!(
+        ranges(&scrape(metrics).await),
+        ranges_before,
+        "no etcd read was needed"
+    );
+}
