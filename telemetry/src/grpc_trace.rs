@@ -324,8 +324,15 @@ where
             Kind::Server => {
                 // The parent must be set before the span is first entered.
                 let parent = extract(req.headers());
+                // Without an exporter there is no OpenTelemetry context on the span; the
+                // caller's trace id still goes into the logs.
+                let remote = {
+                    use opentelemetry::trace::TraceContextExt;
+                    let sc = parent.span().span_context().clone();
+                    sc.is_valid().then(|| sc.trace_id().to_string())
+                };
                 let _ = span.set_parent(parent);
-                if let Some(id) = trace_id(&span) {
+                if let Some(id) = trace_id(&span).or(remote) {
                     span.record("trace_id", id.as_str());
                 }
             }

@@ -1,0 +1,806 @@
+//! `kubestore-bench`: one run measures raw etcd, storage-svc and registry-svc on the same etcd,
+//! prints ops/s, p50, p99 and the ratio to raw etcd, and writes the table to BENCHMARKS.md.
+//!
+//! ```text
+//! cargo run --release -p kubestore-bench              # full run, writes BENCHMARKS.md
+//! cargo run -p kubestore-bench -- --smoke             # a few ops, writes target/bench-smoke.md
+//! ```
+//!
+//! The services run as child processes (this binary in `serve-storage` / `serve-registry`
+//! mode, i.e. the same library `run` and env-configured telemetry as the real binaries), so
+//! each has its own RSS. Timings are reported, never asserted.
+
+mod procs;
+mod runner;
+mod scenarios;
+
+use std::{
+    future::Future,
+    path::PathBuf,
+    process::ExitCode,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use clap::{Parser, Subcommand};
+use kubestore_proto::{
+    core::v1::{config_maps_client::ConfigMapsClient, pods_client::PodsClient},
+    storage::v1::storage_client::StorageClient,
+};
+use kubestore_telemetry::{TelemetryConfig, shutdown, tracing_setup};
+use kubestore_tests::{
+    EtcdProcess,
+    otlp::OtlpReceiver,
+    services::{channel, sample, scrape},
+};
+
+use crate::{
+    procs::ServiceProcess,
+    runner::{Stats, run},
+    scenarios::{ConfigMaps, Pods, Raw, Storage},
+};
+
+#[derive(Parser)]
+#[command(
+    name = "kubestore-bench",
+    about = "kubestore against raw etcd, in one run"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Operations per scenario and concurrency.
+    #[arg(long, default_value_t = 2000)]
+    ops: usize,
+    /// Concurrency levels.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
+    concurrency: Vec<usize>,
+    /// Where to write the report.
+    #[arg(long, default_value = "BENCHMARKS.md")]
+    out: PathBuf,
+    /// gRPC connections per client.
+    #[arg(long, default_value_t = 4)]
+    channels: usize,
+    /// A few operations only (CI smoke test); writes target/bench-smoke.md.
+    #[arg(long)]
+    smoke: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run storage-svc (used by the benchmark itself).
+    #[command(hide = true)]
+    ServeStorage(storage_svc::Config),
+    /// Run registry-svc (used by the benchmark itself).
+    #[command(hide = true)]
+    ServeRegistry(registry_svc::Config),
+}
+
+fn serve<F, Fut>(
+    name: &str,
+    log_format: kubestore_telemetry::LogFormat,
+    listen: std::net::SocketAddr,
+    f: F,
+) -> ExitCode
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    else {
+        return ExitCode::FAILURE;
+    };
+    let guard = match rt
+        .block_on(async { tracing_setup::init(&TelemetryConfig::from_env(name, log_format)) })
+    {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async {
+        let l = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| e.to_string())?;
+        f(l).await
+    });
+    guard.shutdown();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One row of the report.
+struct Row {
+    layer: &'static str,
+    op: &'static str,
+    baseline: &'static str,
+    concurrency: usize,
+    stats: Stats,
+    note: String,
+}
+
+async fn measure<F, Fut>(
+    rows: &mut Vec<Row>,
+    layer: &'static str,
+    op: &'static str,
+    baseline: &'static str,
+    c: usize,
+    ops: usize,
+    f: F,
+) where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), String>> + Send,
+{
+    let stats = run(c, ops, f).await;
+    println!(
+        "  {layer:<24} {op:<22} c={c:<3} {:>9.0} ops/s  p50 {:>7.2} ms  p99 {:>7.2} ms{}",
+        stats.ops_per_sec(),
+        stats.p50.as_secs_f64() * 1e3,
+        stats.p99.as_secs_f64() * 1e3,
+        if stats.errors > 0 {
+            format!("  ({} errors)", stats.errors)
+        } else {
+            String::new()
+        }
+    );
+    rows.push(Row {
+        layer,
+        op,
+        baseline,
+        concurrency: c,
+        stats,
+        note: String::new(),
+    });
+}
+
+async fn storage_conflicts(storage: &ServiceProcess) -> f64 {
+    sample(
+        &scrape(storage.metrics).await,
+        "storage_etcd_conflicts_total",
+    )
+    .unwrap_or(0.0)
+}
+
+async fn channels(url: &str, n: usize) -> Vec<tonic::transport::Channel> {
+    let mut v = Vec::new();
+    for _ in 0..n.max(1) {
+        v.push(channel(url).await);
+    }
+    v
+}
+
+#[allow(clippy::too_many_lines)]
+async fn bench(cli: Cli) -> Result<(), String> {
+    let etcd = EtcdProcess::start().await;
+    let storage = ServiceProcess::start(
+        "storage",
+        &["--etcd-endpoints".into(), etcd.endpoint()],
+        &[],
+    )
+    .await;
+    let registry =
+        ServiceProcess::start("registry", &["--storage-addr".into(), storage.url()], &[]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle = [
+        (storage.name, storage.rss_mib().0),
+        (registry.name, registry.rss_mib().0),
+    ];
+    let raw_client = etcd.client().await;
+    let storage_channels = channels(&storage.url(), cli.channels).await;
+    let registry_channels = channels(&registry.url(), cli.channels).await;
+    let mut rows = Vec::new();
+    let ops = cli.ops;
+
+    for &c in &cli.concurrency {
+        println!("concurrency {c}");
+        let raw = Raw {
+            client: raw_client.clone(),
+            prefix: format!("/raw/c{c}/"),
+            conflicts: Arc::new(AtomicU64::new(0)),
+        };
+        let r = raw.clone();
+        measure(
+            &mut rows,
+            "raw etcd",
+            "create",
+            "create",
+            c,
+            ops,
+            move |i| {
+                let r = r.clone();
+                async move { r.create(i).await }
+            },
+        )
+        .await;
+        let r = raw.clone();
+        measure(&mut rows, "raw etcd", "get", "get", c, ops, move |i| {
+            let r = r.clone();
+            async move { r.get(i).await }
+        })
+        .await;
+        let r = raw.clone();
+        measure(
+            &mut rows,
+            "raw etcd",
+            "update",
+            "update",
+            c,
+            ops,
+            move |i| {
+                let r = r.clone();
+                async move { r.update(i).await }
+            },
+        )
+        .await;
+        raw.seed_hot().await;
+        let r = raw.clone();
+        measure(
+            &mut rows,
+            "raw etcd",
+            "hot update",
+            "hot update",
+            c,
+            ops,
+            move |_| {
+                let r = r.clone();
+                async move { r.hot_update().await }
+            },
+        )
+        .await;
+        if let Some(row) = rows.last_mut() {
+            row.note = format!(
+                "{:.2} conflicts/update",
+                raw.conflicts.load(Ordering::Relaxed) as f64 / row.stats.ops.max(1) as f64
+            );
+        }
+        let r = raw.clone();
+        measure(
+            &mut rows,
+            "raw etcd",
+            "delete",
+            "delete",
+            c,
+            ops,
+            move |i| {
+                let r = r.clone();
+                async move { r.delete(i).await }
+            },
+        )
+        .await;
+
+        let s = Storage {
+            clients: storage_channels
+                .iter()
+                .cloned()
+                .map(StorageClient::new)
+                .collect(),
+            prefix: format!("/bench/c{c}/"),
+        };
+        let st = s.clone();
+        measure(
+            &mut rows,
+            "storage-svc",
+            "create",
+            "create",
+            c,
+            ops,
+            move |i| {
+                let s = st.clone();
+                async move { s.create(i).await }
+            },
+        )
+        .await;
+        let st = s.clone();
+        measure(&mut rows, "storage-svc", "get", "get", c, ops, move |i| {
+            let s = st.clone();
+            async move { s.get(i).await }
+        })
+        .await;
+        let st = s.clone();
+        measure(
+            &mut rows,
+            "storage-svc",
+            "update",
+            "update",
+            c,
+            ops,
+            move |i| {
+                let s = st.clone();
+                async move { s.update(i).await }
+            },
+        )
+        .await;
+        s.seed_hot().await;
+        let before = storage_conflicts(&storage).await;
+        let st = s.clone();
+        measure(
+            &mut rows,
+            "storage-svc",
+            "hot update",
+            "hot update",
+            c,
+            ops,
+            move |i| {
+                let s = st.clone();
+                async move { s.hot_update(i).await }
+            },
+        )
+        .await;
+        let after = storage_conflicts(&storage).await;
+        if let Some(row) = rows.last_mut() {
+            row.note = format!(
+                "{:.2} conflicts/update",
+                (after - before) / row.stats.ops.max(1) as f64
+            );
+        }
+        let st = s.clone();
+        measure(
+            &mut rows,
+            "storage-svc",
+            "delete",
+            "delete",
+            c,
+            ops,
+            move |i| {
+                let s = st.clone();
+                async move { s.delete(i).await }
+            },
+        )
+        .await;
+
+        let cms = ConfigMaps {
+            clients: registry_channels
+                .iter()
+                .cloned()
+                .map(ConfigMapsClient::new)
+                .collect(),
+            prefix: format!("cm-c{c}-"),
+            aborted: Arc::new(AtomicU64::new(0)),
+        };
+        let m = cms.clone();
+        measure(
+            &mut rows,
+            "registry-svc ConfigMaps",
+            "create",
+            "create",
+            c,
+            ops,
+            move |i| {
+                let m = m.clone();
+                async move { m.create(i).await }
+            },
+        )
+        .await;
+        let m = cms.clone();
+        measure(
+            &mut rows,
+            "registry-svc ConfigMaps",
+            "get",
+            "get",
+            c,
+            ops,
+            move |i| {
+                let m = m.clone();
+                async move { m.get(i).await }
+            },
+        )
+        .await;
+        let m = cms.clone();
+        measure(
+            &mut rows,
+            "registry-svc ConfigMaps",
+            "update (get+update rv)",
+            "update",
+            c,
+            ops,
+            move |i| {
+                let m = m.clone();
+                async move { m.update(i).await }
+            },
+        )
+        .await;
+        cms.seed_hot().await;
+        let before = storage_conflicts(&storage).await;
+        let m = cms.clone();
+        measure(
+            &mut rows,
+            "registry-svc ConfigMaps",
+            "hot update",
+            "hot update",
+            c,
+            ops,
+            move |i| {
+                let m = m.clone();
+                async move { m.hot_update(i).await }
+            },
+        )
+        .await;
+        let after = storage_conflicts(&storage).await;
+        if let Some(row) = rows.last_mut() {
+            let n = row.stats.ops.max(1) as f64;
+            row.note = format!(
+                "{:.2} etcd conflicts/update, {:.1} ABORTED/update",
+                (after - before) / n,
+                cms.aborted.load(Ordering::Relaxed) as f64 / n
+            );
+        }
+        let m = cms.clone();
+        measure(
+            &mut rows,
+            "registry-svc ConfigMaps",
+            "delete",
+            "delete",
+            c,
+            ops,
+            move |i| {
+                let m = m.clone();
+                async move { m.delete(i).await }
+            },
+        )
+        .await;
+
+        let pods = Pods {
+            clients: registry_channels
+                .iter()
+                .cloned()
+                .map(PodsClient::new)
+                .collect(),
+            prefix: format!("pod-c{c}-"),
+        };
+        let p = pods.clone();
+        measure(
+            &mut rows,
+            "registry-svc Pods",
+            "create",
+            "create",
+            c,
+            ops,
+            move |i| {
+                let p = p.clone();
+                async move { p.create(i).await }
+            },
+        )
+        .await;
+        let p = pods.clone();
+        measure(
+            &mut rows,
+            "registry-svc Pods",
+            "get",
+            "get",
+            c,
+            ops,
+            move |i| {
+                let p = p.clone();
+                async move { p.get(i).await }
+            },
+        )
+        .await;
+        let p = pods.clone();
+        measure(
+            &mut rows,
+            "registry-svc Pods",
+            "update (get+update rv)",
+            "update",
+            c,
+            ops,
+            move |i| {
+                let p = p.clone();
+                async move { p.update(i).await }
+            },
+        )
+        .await;
+        let p = pods.clone();
+        measure(
+            &mut rows,
+            "registry-svc Pods",
+            "delete (graceful)",
+            "delete",
+            c,
+            ops,
+            move |i| {
+                let p = p.clone();
+                async move { p.delete_graceful(i).await }
+            },
+        )
+        .await;
+        let p = pods.clone();
+        measure(
+            &mut rows,
+            "registry-svc Pods",
+            "delete (grace 0)",
+            "delete",
+            c,
+            ops,
+            move |i| {
+                let p = p.clone();
+                async move { p.delete_now(i).await }
+            },
+        )
+        .await;
+    }
+    let peak = [
+        (storage.name, storage.rss_mib().1),
+        (registry.name, registry.rss_mib().1),
+    ];
+
+    // Tracing: the same registry ConfigMap create at the highest concurrency, on a pair that
+    // exports every span (100% sampling) to an in-process OTLP receiver, against this pair.
+    let c = cli.concurrency.iter().copied().max().unwrap_or(1);
+    println!("tracing at concurrency {c}");
+    let receiver = OtlpReceiver::start().await;
+    let otel = |name: &str| {
+        vec![
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT".to_string(),
+                receiver.endpoint.clone(),
+            ),
+            ("OTEL_SERVICE_NAME".to_string(), name.to_string()),
+            ("OTEL_TRACES_SAMPLER".to_string(), "always_on".to_string()),
+        ]
+    };
+    let storage_t = ServiceProcess::start(
+        "storage",
+        &["--etcd-endpoints".into(), etcd.endpoint()],
+        &otel("storage-svc"),
+    )
+    .await;
+    let registry_t = ServiceProcess::start(
+        "registry",
+        &["--storage-addr".into(), storage_t.url()],
+        &otel("registry-svc"),
+    )
+    .await;
+    let traced_channels = channels(&registry_t.url(), cli.channels).await;
+    let mut tracing_rows = Vec::new();
+    for (label, chans) in [
+        ("tracing off", &registry_channels),
+        ("tracing on (100%)", &traced_channels),
+    ] {
+        let cms = ConfigMaps {
+            clients: chans.iter().cloned().map(ConfigMapsClient::new).collect(),
+            prefix: format!("tr-{}-", label.len()),
+            aborted: Arc::new(AtomicU64::new(0)),
+        };
+        let m = cms.clone();
+        let layer: &'static str = if label.starts_with("tracing on") {
+            "registry-svc, tracing on"
+        } else {
+            "registry-svc, tracing off"
+        };
+        measure(
+            &mut tracing_rows,
+            layer,
+            "ConfigMaps create",
+            "create",
+            c,
+            ops,
+            move |i| {
+                let m = m.clone();
+                async move { m.create(i).await }
+            },
+        )
+        .await;
+    }
+    registry_t.stop().await;
+    storage_t.stop().await;
+    let spans = receiver.spans().len();
+    println!("  spans received by the OTLP receiver: {spans}");
+
+    let report = report(&cli, &rows, &tracing_rows, spans, &idle, &peak);
+    if let Some(dir) = cli.out.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let kept = std::fs::read_to_string(&cli.out)
+        .ok()
+        .and_then(|old| old.find(ANALYSIS_MARKER).map(|i| old[i..].to_string()))
+        .unwrap_or_else(|| format!("{ANALYSIS_MARKER}\n"));
+    std::fs::write(&cli.out, format!("{report}\n{kept}"))
+        .map_err(|e| format!("writing {}: {e}", cli.out.display()))?;
+    println!("wrote {}", cli.out.display());
+    drop(registry);
+    drop(storage);
+    Ok(())
+}
+
+const ANALYSIS_MARKER: &str = "<!-- analysis: written by hand, kept across runs -->";
+
+fn report(
+    cli: &Cli,
+    rows: &[Row],
+    tracing_rows: &[Row],
+    spans: usize,
+    idle: &[(&str, f64)],
+    peak: &[(&str, f64)],
+) -> String {
+    use std::fmt::Write;
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let etcd_version = std::process::Command::new("etcd")
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_string))
+        .unwrap_or_default();
+    let mut out = String::new();
+    let _ = writeln!(out, "# Benchmarks\n");
+    let _ = writeln!(
+        out,
+        "Machine: {cores} cores. {etcd_version}, local, one member, data on local disk. Everything \
+         (etcd, storage-svc, registry-svc, the load generator) shares those cores. {} operations per \
+         row; concurrency = workers issuing operations back to back; {} gRPC connections per client. \
+         Produced by `cargo run --release -p kubestore-bench`; ratios compare each row with raw etcd \
+         doing the same etcd work in the same run (see `bench/src/scenarios.rs`).\n",
+        cli.ops, cli.channels
+    );
+    let _ = writeln!(
+        out,
+        "| layer | operation | concurrency | ops/s | p50 ms | p99 ms | ratio to raw etcd | errors | notes |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
+    let baseline = |op: &str, c: usize| {
+        rows.iter()
+            .find(|r| r.layer == "raw etcd" && r.op == op && r.concurrency == c)
+            .map(|r| r.stats.ops_per_sec())
+    };
+    for r in rows.iter().chain(tracing_rows) {
+        let ratio = baseline(r.baseline, r.concurrency)
+            .filter(|b| *b > 0.0)
+            .map(|b| r.stats.ops_per_sec() / b);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {} | {} | {} |",
+            r.layer,
+            r.op,
+            r.concurrency,
+            r.stats.ops_per_sec(),
+            r.stats.p50.as_secs_f64() * 1e3,
+            r.stats.p99.as_secs_f64() * 1e3,
+            ratio.map_or("-".to_string(), |x| format!("{x:.2}")),
+            r.stats.errors,
+            r.note
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nSpans received by the OTLP receiver during the traced run: {spans}.\n"
+    );
+    let _ = writeln!(out, "| service | RSS idle MiB | RSS peak MiB |");
+    let _ = writeln!(out, "|---|---:|---:|");
+    for ((name, i), (_, p)) in idle.iter().zip(peak) {
+        let _ = writeln!(out, "| {name}-svc | {i:.1} | {p:.1} |");
+    }
+
+    // Targets at the highest concurrency.
+    let c = cli.concurrency.iter().copied().max().unwrap_or(1);
+    let rate = |layer: &str, op: &str| {
+        rows.iter()
+            .chain(tracing_rows)
+            .find(|r| r.layer == layer && r.op == op && r.concurrency == c)
+            .map(|r| r.stats.ops_per_sec())
+            .unwrap_or(0.0)
+    };
+    let raw = |op: &str| baseline(op, c).unwrap_or(f64::NAN);
+    let hot_note = rows
+        .iter()
+        .find(|r| {
+            r.layer == "registry-svc ConfigMaps" && r.op == "hot update" && r.concurrency == c
+        })
+        .map(|r| r.note.clone())
+        .unwrap_or_default();
+    let targets = [
+        (
+            "storage-svc Create / raw create",
+            rate("storage-svc", "create") / raw("create"),
+            0.85,
+            String::new(),
+        ),
+        (
+            "registry-svc Create / raw create",
+            rate("registry-svc ConfigMaps", "create") / raw("create"),
+            0.75,
+            String::new(),
+        ),
+        (
+            "storage-svc Get / raw get",
+            rate("storage-svc", "get") / raw("get"),
+            0.6,
+            String::new(),
+        ),
+        (
+            "registry-svc Get / raw get",
+            rate("registry-svc ConfigMaps", "get") / raw("get"),
+            0.5,
+            String::new(),
+        ),
+        (
+            "registry-svc hot update / raw hot CAS loop",
+            rate("registry-svc ConfigMaps", "hot update") / raw("hot update"),
+            2.0,
+            hot_note,
+        ),
+        (
+            "tracing on / tracing off (registry Create)",
+            rate("registry-svc, tracing on", "ConfigMaps create")
+                / rate("registry-svc, tracing off", "ConfigMaps create"),
+            0.9,
+            String::new(),
+        ),
+    ];
+    let _ = writeln!(out, "\n## Targets (concurrency {c})\n");
+    let _ = writeln!(out, "| target | measured | required | met |");
+    let _ = writeln!(out, "|---|---:|---:|---|");
+    for (name, got, want, note) in targets {
+        let note = if note.is_empty() {
+            String::new()
+        } else {
+            format!(" ({note})")
+        };
+        let _ = writeln!(
+            out,
+            "| {name}{note} | {got:.2} | >= {want} | {} |",
+            if got >= want { "yes" } else { "**no**" }
+        );
+    }
+    for (name, p) in peak {
+        let _ = writeln!(
+            out,
+            "| {name}-svc peak RSS MiB | {p:.1} | <= 64 | {} |",
+            if *p <= 64.0 { "yes" } else { "**no**" }
+        );
+    }
+    out
+}
+
+fn main() -> ExitCode {
+    let mut cli = Cli::parse();
+    match cli.command.take() {
+        Some(Command::ServeStorage(config)) => {
+            let (fmt, listen) = (config.log_format, config.listen_addr);
+            return serve("storage-svc", fmt, listen, |l| async move {
+                storage_svc::run(l, config, shutdown::signal())
+                    .await
+                    .map_err(|e| e.to_string())
+            });
+        }
+        Some(Command::ServeRegistry(config)) => {
+            let (fmt, listen) = (config.log_format, config.listen_addr);
+            return serve("registry-svc", fmt, listen, |l| async move {
+                registry_svc::run(l, config, shutdown::signal())
+                    .await
+                    .map_err(|e| e.to_string())
+            });
+        }
+        None => {}
+    }
+    if cli.smoke {
+        cli.ops = 32;
+        cli.concurrency = vec![1, 4];
+        cli.channels = 1;
+        if cli.out == std::path::Path::new("BENCHMARKS.md") {
+            cli.out = PathBuf::from("target/bench-smoke.md");
+        }
+    }
+    let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    else {
+        return ExitCode::FAILURE;
+    };
+    match rt.block_on(bench(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kubestore-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
