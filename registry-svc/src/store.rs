@@ -258,7 +258,7 @@ impl<R: Resource> Store<R> {
             m.deletion_timestamp = None;
             m.deletion_grace_period_seconds = None;
             if m.name.is_empty() && !m.generate_name.is_empty() {
-                m.name = generate_name(&m.generate_name);
+                m.name = self.strategy.generate_name(&m.generate_name);
             }
         }
         self.strategy.begin_create(&obj, dry_run)?;

@@ -74,6 +74,12 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
         false
     }
 
+    /// A name for an object created with `generateName` = `base` (upstream's
+    /// `NameGenerator.GenerateName`): by default `base` plus 5 random characters.
+    fn generate_name(&self, base: &str) -> String {
+        crate::store::generate_name(base)
+    }
+
     /// TTL in seconds for the stored object (upstream's TTLFunc), on create and every update
     /// (etcd drops the lease of a key written without one).
     fn ttl_seconds(&self, _obj: &R) -> Option<i64> {

@@ -21,6 +21,8 @@ use registry_svc::{
 struct Recorder {
     calls: Arc<Mutex<Vec<String>>>,
     fail_validation: Arc<Mutex<bool>>,
+    /// Names handed out for generateName, in order; `None` entries repeat the last one.
+    names: Arc<Mutex<Vec<String>>>,
 }
 
 impl Recorder {
@@ -33,6 +35,15 @@ impl Recorder {
 }
 
 impl Strategy<ConfigMap> for Recorder {
+    fn generate_name(&self, base: &str) -> String {
+        self.log(format!("GenerateName({base})"));
+        let mut names = self.names.lock().expect("lock");
+        if names.len() > 1 {
+            names.remove(0)
+        } else {
+            names.first().cloned().unwrap_or_default()
+        }
+    }
     fn allow_create_on_update(&self) -> bool {
         true
     }
@@ -180,4 +191,58 @@ async fn hooks_run_in_upstream_order() {
         .expect("delete");
     assert!(deleted);
     assert_eq!(rec.take(), ["AfterDelete", "Decorator"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn generated_names_are_retried_on_a_clash_up_to_eight_times() {
+    let cluster = Cluster::storage_only().await;
+    let storage = StorageClient::connect_lazy(&cluster.storage.url()).expect("client");
+    let rec = Recorder::default();
+    let store: Store<ConfigMap> = Store::new(storage, rec.clone());
+    store
+        .create(ctx(), "default", cm("web-aaaaa"), false)
+        .await
+        .expect("create");
+
+    // Three clashes, then a free name.
+    *rec.names.lock().expect("lock") = vec![
+        "web-aaaaa".into(),
+        "web-aaaaa".into(),
+        "web-aaaaa".into(),
+        "web-bbbbb".into(),
+    ];
+    let mut generated = cm("");
+    generated.metadata.as_mut().expect("meta").generate_name = "web-".into();
+    rec.take();
+    let out = store
+        .create(ctx(), "default", generated.clone(), false)
+        .await
+        .expect("fourth name is free");
+    assert_eq!(out.metadata.expect("meta").name, "web-bbbbb");
+    assert_eq!(
+        rec.take()
+            .iter()
+            .filter(|c| c.starts_with("GenerateName"))
+            .count(),
+        4
+    );
+
+    // Always the same taken name: AlreadyExists after exactly 8 attempts.
+    *rec.names.lock().expect("lock") = vec!["web-aaaaa".into()];
+    let e = store
+        .create(ctx(), "default", generated, false)
+        .await
+        .expect_err("no free name");
+    assert!(matches!(e, ApiError::AlreadyExists { .. }), "{e}");
+    assert!(
+        e.to_string().contains("not able to generate a unique name"),
+        "{e}"
+    );
+    assert_eq!(
+        rec.take()
+            .iter()
+            .filter(|c| c.starts_with("GenerateName"))
+            .count(),
+        8
+    );
 }
