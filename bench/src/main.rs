@@ -63,6 +63,13 @@ struct Cli {
     /// gRPC connections per client.
     #[arg(long, default_value_t = 4)]
     channels: usize,
+    /// Parts to run: raw, storage, registry, tracing (the report is written only when all run).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "raw,storage,registry,tracing"
+    )]
+    only: Vec<String>,
     /// A few operations only (CI smoke test); writes target/bench-smoke.md.
     #[arg(long)]
     smoke: bool,
@@ -195,406 +202,424 @@ async fn bench(cli: Cli) -> Result<(), String> {
         (storage.name, storage.rss_mib().0),
         (registry.name, registry.rss_mib().0),
     ];
-    let raw_client = etcd.client().await;
+    let mut raw_clients = Vec::new();
+    for _ in 0..cli.channels.max(1) {
+        raw_clients.push(etcd.client().await);
+    }
     let storage_channels = channels(&storage.url(), cli.channels).await;
     let registry_channels = channels(&registry.url(), cli.channels).await;
     let mut rows = Vec::new();
     let ops = cli.ops;
+    let wants = |part: &str| cli.only.iter().any(|p| p == part);
 
     for &c in &cli.concurrency {
         println!("concurrency {c}");
-        let raw = Raw {
-            client: raw_client.clone(),
-            prefix: format!("/raw/c{c}/"),
-            conflicts: Arc::new(AtomicU64::new(0)),
-        };
-        let r = raw.clone();
-        measure(
-            &mut rows,
-            "raw etcd",
-            "create",
-            "create",
-            c,
-            ops,
-            move |i| {
+        if wants("raw") {
+            let raw = Raw {
+                clients: raw_clients.clone(),
+                prefix: format!("/raw/c{c}/"),
+                conflicts: Arc::new(AtomicU64::new(0)),
+            };
+            let r = raw.clone();
+            measure(
+                &mut rows,
+                "raw etcd",
+                "create",
+                "create",
+                c,
+                ops,
+                move |i| {
+                    let r = r.clone();
+                    async move { r.create(i).await }
+                },
+            )
+            .await;
+            let r = raw.clone();
+            measure(&mut rows, "raw etcd", "get", "get", c, ops, move |i| {
                 let r = r.clone();
-                async move { r.create(i).await }
-            },
-        )
-        .await;
-        let r = raw.clone();
-        measure(&mut rows, "raw etcd", "get", "get", c, ops, move |i| {
-            let r = r.clone();
-            async move { r.get(i).await }
-        })
-        .await;
-        let r = raw.clone();
-        measure(
-            &mut rows,
-            "raw etcd",
-            "update",
-            "update",
-            c,
-            ops,
-            move |i| {
-                let r = r.clone();
-                async move { r.update(i).await }
-            },
-        )
-        .await;
-        raw.seed_hot().await;
-        let r = raw.clone();
-        measure(
-            &mut rows,
-            "raw etcd",
-            "hot update",
-            "hot update",
-            c,
-            ops,
-            move |_| {
-                let r = r.clone();
-                async move { r.hot_update().await }
-            },
-        )
-        .await;
-        if let Some(row) = rows.last_mut() {
-            row.note = format!(
-                "{:.2} conflicts/update",
-                raw.conflicts.load(Ordering::Relaxed) as f64 / row.stats.ops.max(1) as f64
-            );
+                async move { r.get(i).await }
+            })
+            .await;
+            let r = raw.clone();
+            measure(
+                &mut rows,
+                "raw etcd",
+                "update",
+                "update",
+                c,
+                ops,
+                move |i| {
+                    let r = r.clone();
+                    async move { r.update(i).await }
+                },
+            )
+            .await;
+            raw.seed_hot().await;
+            let r = raw.clone();
+            measure(
+                &mut rows,
+                "raw etcd",
+                "hot update",
+                "hot update",
+                c,
+                ops,
+                move |i| {
+                    let r = r.clone();
+                    async move { r.hot_update(i).await }
+                },
+            )
+            .await;
+            if let Some(row) = rows.last_mut() {
+                row.note = format!(
+                    "{:.2} conflicts/update",
+                    raw.conflicts.load(Ordering::Relaxed) as f64 / row.stats.ops.max(1) as f64
+                );
+            }
+            let r = raw.clone();
+            measure(
+                &mut rows,
+                "raw etcd",
+                "delete",
+                "delete",
+                c,
+                ops,
+                move |i| {
+                    let r = r.clone();
+                    async move { r.delete(i).await }
+                },
+            )
+            .await;
         }
-        let r = raw.clone();
-        measure(
-            &mut rows,
-            "raw etcd",
-            "delete",
-            "delete",
-            c,
-            ops,
-            move |i| {
-                let r = r.clone();
-                async move { r.delete(i).await }
-            },
-        )
-        .await;
-
-        let s = Storage {
-            clients: storage_channels
-                .iter()
-                .cloned()
-                .map(StorageClient::new)
-                .collect(),
-            prefix: format!("/bench/c{c}/"),
-        };
-        let st = s.clone();
-        measure(
-            &mut rows,
-            "storage-svc",
-            "create",
-            "create",
-            c,
-            ops,
-            move |i| {
+        if wants("storage") {
+            let s = Storage {
+                clients: storage_channels
+                    .iter()
+                    .cloned()
+                    .map(StorageClient::new)
+                    .collect(),
+                prefix: format!("/bench/c{c}/"),
+            };
+            let st = s.clone();
+            measure(
+                &mut rows,
+                "storage-svc",
+                "create",
+                "create",
+                c,
+                ops,
+                move |i| {
+                    let s = st.clone();
+                    async move { s.create(i).await }
+                },
+            )
+            .await;
+            let st = s.clone();
+            measure(&mut rows, "storage-svc", "get", "get", c, ops, move |i| {
                 let s = st.clone();
-                async move { s.create(i).await }
-            },
-        )
-        .await;
-        let st = s.clone();
-        measure(&mut rows, "storage-svc", "get", "get", c, ops, move |i| {
-            let s = st.clone();
-            async move { s.get(i).await }
-        })
-        .await;
-        let st = s.clone();
-        measure(
-            &mut rows,
-            "storage-svc",
-            "update",
-            "update",
-            c,
-            ops,
-            move |i| {
-                let s = st.clone();
-                async move { s.update(i).await }
-            },
-        )
-        .await;
-        s.seed_hot().await;
-        let before = storage_conflicts(&storage).await;
-        let st = s.clone();
-        measure(
-            &mut rows,
-            "storage-svc",
-            "hot update",
-            "hot update",
-            c,
-            ops,
-            move |i| {
-                let s = st.clone();
-                async move { s.hot_update(i).await }
-            },
-        )
-        .await;
-        let after = storage_conflicts(&storage).await;
-        if let Some(row) = rows.last_mut() {
-            row.note = format!(
-                "{:.2} conflicts/update",
-                (after - before) / row.stats.ops.max(1) as f64
-            );
+                async move { s.get(i).await }
+            })
+            .await;
+            let st = s.clone();
+            measure(
+                &mut rows,
+                "storage-svc",
+                "update",
+                "update",
+                c,
+                ops,
+                move |i| {
+                    let s = st.clone();
+                    async move { s.update(i).await }
+                },
+            )
+            .await;
+            s.seed_hot().await;
+            let before = storage_conflicts(&storage).await;
+            let st = s.clone();
+            measure(
+                &mut rows,
+                "storage-svc",
+                "hot update",
+                "hot update",
+                c,
+                ops,
+                move |i| {
+                    let s = st.clone();
+                    async move { s.hot_update(i).await }
+                },
+            )
+            .await;
+            let after = storage_conflicts(&storage).await;
+            if let Some(row) = rows.last_mut() {
+                row.note = format!(
+                    "{:.2} conflicts/update",
+                    (after - before) / row.stats.ops.max(1) as f64
+                );
+            }
+            let st = s.clone();
+            measure(
+                &mut rows,
+                "storage-svc",
+                "delete",
+                "delete",
+                c,
+                ops,
+                move |i| {
+                    let s = st.clone();
+                    async move { s.delete(i).await }
+                },
+            )
+            .await;
         }
-        let st = s.clone();
-        measure(
-            &mut rows,
-            "storage-svc",
-            "delete",
-            "delete",
-            c,
-            ops,
-            move |i| {
-                let s = st.clone();
-                async move { s.delete(i).await }
-            },
-        )
-        .await;
+        if wants("registry") {
+            let cms = ConfigMaps {
+                clients: registry_channels
+                    .iter()
+                    .cloned()
+                    .map(ConfigMapsClient::new)
+                    .collect(),
+                prefix: format!("cm-c{c}-"),
+                aborted: Arc::new(AtomicU64::new(0)),
+            };
+            let m = cms.clone();
+            measure(
+                &mut rows,
+                "registry-svc ConfigMaps",
+                "create",
+                "create",
+                c,
+                ops,
+                move |i| {
+                    let m = m.clone();
+                    async move { m.create(i).await }
+                },
+            )
+            .await;
+            let m = cms.clone();
+            measure(
+                &mut rows,
+                "registry-svc ConfigMaps",
+                "get",
+                "get",
+                c,
+                ops,
+                move |i| {
+                    let m = m.clone();
+                    async move { m.get(i).await }
+                },
+            )
+            .await;
+            let m = cms.clone();
+            measure(
+                &mut rows,
+                "registry-svc ConfigMaps",
+                "update (get+update rv)",
+                "update",
+                c,
+                ops,
+                move |i| {
+                    let m = m.clone();
+                    async move { m.update(i).await }
+                },
+            )
+            .await;
+            cms.seed_hot().await;
+            let before = storage_conflicts(&storage).await;
+            let m = cms.clone();
+            measure(
+                &mut rows,
+                "registry-svc ConfigMaps",
+                "hot update",
+                "hot update",
+                c,
+                ops,
+                move |i| {
+                    let m = m.clone();
+                    async move { m.hot_update(i).await }
+                },
+            )
+            .await;
+            let after = storage_conflicts(&storage).await;
+            if let Some(row) = rows.last_mut() {
+                let n = row.stats.ops.max(1) as f64;
+                row.note = format!(
+                    "{:.2} etcd conflicts/update, {:.1} ABORTED/update",
+                    (after - before) / n,
+                    cms.aborted.load(Ordering::Relaxed) as f64 / n
+                );
+            }
+            let m = cms.clone();
+            measure(
+                &mut rows,
+                "registry-svc ConfigMaps",
+                "delete",
+                "delete",
+                c,
+                ops,
+                move |i| {
+                    let m = m.clone();
+                    async move { m.delete(i).await }
+                },
+            )
+            .await;
 
-        let cms = ConfigMaps {
-            clients: registry_channels
-                .iter()
-                .cloned()
-                .map(ConfigMapsClient::new)
-                .collect(),
-            prefix: format!("cm-c{c}-"),
-            aborted: Arc::new(AtomicU64::new(0)),
-        };
-        let m = cms.clone();
-        measure(
-            &mut rows,
-            "registry-svc ConfigMaps",
-            "create",
-            "create",
-            c,
-            ops,
-            move |i| {
-                let m = m.clone();
-                async move { m.create(i).await }
-            },
-        )
-        .await;
-        let m = cms.clone();
-        measure(
-            &mut rows,
-            "registry-svc ConfigMaps",
-            "get",
-            "get",
-            c,
-            ops,
-            move |i| {
-                let m = m.clone();
-                async move { m.get(i).await }
-            },
-        )
-        .await;
-        let m = cms.clone();
-        measure(
-            &mut rows,
-            "registry-svc ConfigMaps",
-            "update (get+update rv)",
-            "update",
-            c,
-            ops,
-            move |i| {
-                let m = m.clone();
-                async move { m.update(i).await }
-            },
-        )
-        .await;
-        cms.seed_hot().await;
-        let before = storage_conflicts(&storage).await;
-        let m = cms.clone();
-        measure(
-            &mut rows,
-            "registry-svc ConfigMaps",
-            "hot update",
-            "hot update",
-            c,
-            ops,
-            move |i| {
-                let m = m.clone();
-                async move { m.hot_update(i).await }
-            },
-        )
-        .await;
-        let after = storage_conflicts(&storage).await;
-        if let Some(row) = rows.last_mut() {
-            let n = row.stats.ops.max(1) as f64;
-            row.note = format!(
-                "{:.2} etcd conflicts/update, {:.1} ABORTED/update",
-                (after - before) / n,
-                cms.aborted.load(Ordering::Relaxed) as f64 / n
-            );
+            let pods = Pods {
+                clients: registry_channels
+                    .iter()
+                    .cloned()
+                    .map(PodsClient::new)
+                    .collect(),
+                prefix: format!("pod-c{c}-"),
+            };
+            let p = pods.clone();
+            measure(
+                &mut rows,
+                "registry-svc Pods",
+                "create",
+                "create",
+                c,
+                ops,
+                move |i| {
+                    let p = p.clone();
+                    async move { p.create(i).await }
+                },
+            )
+            .await;
+            let p = pods.clone();
+            measure(
+                &mut rows,
+                "registry-svc Pods",
+                "get",
+                "get",
+                c,
+                ops,
+                move |i| {
+                    let p = p.clone();
+                    async move { p.get(i).await }
+                },
+            )
+            .await;
+            let p = pods.clone();
+            measure(
+                &mut rows,
+                "registry-svc Pods",
+                "update (get+update rv)",
+                "update",
+                c,
+                ops,
+                move |i| {
+                    let p = p.clone();
+                    async move { p.update(i).await }
+                },
+            )
+            .await;
+            let p = pods.clone();
+            measure(
+                &mut rows,
+                "registry-svc Pods",
+                "delete (graceful)",
+                "delete",
+                c,
+                ops,
+                move |i| {
+                    let p = p.clone();
+                    async move { p.delete_graceful(i).await }
+                },
+            )
+            .await;
+            let p = pods.clone();
+            measure(
+                &mut rows,
+                "registry-svc Pods",
+                "delete (grace 0)",
+                "delete",
+                c,
+                ops,
+                move |i| {
+                    let p = p.clone();
+                    async move { p.delete_now(i).await }
+                },
+            )
+            .await;
         }
-        let m = cms.clone();
-        measure(
-            &mut rows,
-            "registry-svc ConfigMaps",
-            "delete",
-            "delete",
-            c,
-            ops,
-            move |i| {
-                let m = m.clone();
-                async move { m.delete(i).await }
-            },
-        )
-        .await;
-
-        let pods = Pods {
-            clients: registry_channels
-                .iter()
-                .cloned()
-                .map(PodsClient::new)
-                .collect(),
-            prefix: format!("pod-c{c}-"),
-        };
-        let p = pods.clone();
-        measure(
-            &mut rows,
-            "registry-svc Pods",
-            "create",
-            "create",
-            c,
-            ops,
-            move |i| {
-                let p = p.clone();
-                async move { p.create(i).await }
-            },
-        )
-        .await;
-        let p = pods.clone();
-        measure(
-            &mut rows,
-            "registry-svc Pods",
-            "get",
-            "get",
-            c,
-            ops,
-            move |i| {
-                let p = p.clone();
-                async move { p.get(i).await }
-            },
-        )
-        .await;
-        let p = pods.clone();
-        measure(
-            &mut rows,
-            "registry-svc Pods",
-            "update (get+update rv)",
-            "update",
-            c,
-            ops,
-            move |i| {
-                let p = p.clone();
-                async move { p.update(i).await }
-            },
-        )
-        .await;
-        let p = pods.clone();
-        measure(
-            &mut rows,
-            "registry-svc Pods",
-            "delete (graceful)",
-            "delete",
-            c,
-            ops,
-            move |i| {
-                let p = p.clone();
-                async move { p.delete_graceful(i).await }
-            },
-        )
-        .await;
-        let p = pods.clone();
-        measure(
-            &mut rows,
-            "registry-svc Pods",
-            "delete (grace 0)",
-            "delete",
-            c,
-            ops,
-            move |i| {
-                let p = p.clone();
-                async move { p.delete_now(i).await }
-            },
-        )
-        .await;
     }
     let peak = [
         (storage.name, storage.rss_mib().1),
         (registry.name, registry.rss_mib().1),
     ];
 
-    // Tracing: the same registry ConfigMap create at the highest concurrency, on a pair that
-    // exports every span (100% sampling) to an in-process OTLP receiver, against this pair.
-    let c = cli.concurrency.iter().copied().max().unwrap_or(1);
-    println!("tracing at concurrency {c}");
-    let receiver = OtlpReceiver::start().await;
-    let otel = |name: &str| {
-        vec![
-            (
-                "OTEL_EXPORTER_OTLP_ENDPOINT".to_string(),
-                receiver.endpoint.clone(),
-            ),
-            ("OTEL_SERVICE_NAME".to_string(), name.to_string()),
-            ("OTEL_TRACES_SAMPLER".to_string(), "always_on".to_string()),
-        ]
-    };
-    let storage_t = ServiceProcess::start(
-        "storage",
-        &["--etcd-endpoints".into(), etcd.endpoint()],
-        &otel("storage-svc"),
-    )
-    .await;
-    let registry_t = ServiceProcess::start(
-        "registry",
-        &["--storage-addr".into(), storage_t.url()],
-        &otel("registry-svc"),
-    )
-    .await;
-    let traced_channels = channels(&registry_t.url(), cli.channels).await;
     let mut tracing_rows = Vec::new();
-    for (label, chans) in [
-        ("tracing off", &registry_channels),
-        ("tracing on (100%)", &traced_channels),
-    ] {
-        let cms = ConfigMaps {
-            clients: chans.iter().cloned().map(ConfigMapsClient::new).collect(),
-            prefix: format!("tr-{}-", label.len()),
-            aborted: Arc::new(AtomicU64::new(0)),
+    let mut spans = 0;
+    if wants("tracing") {
+        // Tracing: the same registry ConfigMap create at the highest concurrency, on a pair that
+        // exports every span (100% sampling) to an in-process OTLP receiver, against this pair.
+        let c = cli.concurrency.iter().copied().max().unwrap_or(1);
+        println!("tracing at concurrency {c}");
+        let receiver = OtlpReceiver::start().await;
+        let otel = |name: &str| {
+            vec![
+                (
+                    "OTEL_EXPORTER_OTLP_ENDPOINT".to_string(),
+                    receiver.endpoint.clone(),
+                ),
+                ("OTEL_SERVICE_NAME".to_string(), name.to_string()),
+                ("OTEL_TRACES_SAMPLER".to_string(), "always_on".to_string()),
+            ]
         };
-        let m = cms.clone();
-        let layer: &'static str = if label.starts_with("tracing on") {
-            "registry-svc, tracing on"
-        } else {
-            "registry-svc, tracing off"
-        };
-        measure(
-            &mut tracing_rows,
-            layer,
-            "ConfigMaps create",
-            "create",
-            c,
-            ops,
-            move |i| {
-                let m = m.clone();
-                async move { m.create(i).await }
-            },
+        let storage_t = ServiceProcess::start(
+            "storage",
+            &["--etcd-endpoints".into(), etcd.endpoint()],
+            &otel("storage-svc"),
         )
         .await;
+        let registry_t = ServiceProcess::start(
+            "registry",
+            &["--storage-addr".into(), storage_t.url()],
+            &otel("registry-svc"),
+        )
+        .await;
+        let traced_channels = channels(&registry_t.url(), cli.channels).await;
+        for (label, chans) in [
+            ("tracing off", &registry_channels),
+            ("tracing on (100%)", &traced_channels),
+        ] {
+            let cms = ConfigMaps {
+                clients: chans.iter().cloned().map(ConfigMapsClient::new).collect(),
+                prefix: format!("tr-{}-", label.len()),
+                aborted: Arc::new(AtomicU64::new(0)),
+            };
+            let m = cms.clone();
+            let layer: &'static str = if label.starts_with("tracing on") {
+                "registry-svc, tracing on"
+            } else {
+                "registry-svc, tracing off"
+            };
+            measure(
+                &mut tracing_rows,
+                layer,
+                "ConfigMaps create",
+                "create",
+                c,
+                ops,
+                move |i| {
+                    let m = m.clone();
+                    async move { m.create(i).await }
+                },
+            )
+            .await;
+        }
+        registry_t.stop().await;
+        storage_t.stop().await;
+        spans = receiver.spans().len();
+        println!("  spans received by the OTLP receiver: {spans}");
     }
-    registry_t.stop().await;
-    storage_t.stop().await;
-    let spans = receiver.spans().len();
-    println!("  spans received by the OTLP receiver: {spans}");
+    if ["raw", "storage", "registry", "tracing"]
+        .iter()
+        .any(|p| !wants(p))
+    {
+        println!("partial run: report not written");
+        return Ok(());
+    }
 
     let report = report(&cli, &rows, &tracing_rows, spans, &idle, &peak);
     if let Some(dir) = cli.out.parent() {

@@ -63,13 +63,18 @@ fn err(e: impl std::fmt::Display) -> String {
 /// Raw etcd through etcd-client.
 #[derive(Clone)]
 pub(crate) struct Raw {
-    pub(crate) client: etcd_client::Client,
+    /// One client (connection) per slot; operation `i` uses slot `i % len`.
+    pub(crate) clients: Vec<etcd_client::Client>,
     pub(crate) prefix: String,
     /// Lost compares in the hot-key loop.
     pub(crate) conflicts: Arc<AtomicU64>,
 }
 
 impl Raw {
+    fn kv(&self, i: usize) -> etcd_client::KvClient {
+        self.clients[i % self.clients.len()].kv_client()
+    }
+
     fn key(&self, i: usize) -> String {
         format!("{}{i}", self.prefix)
     }
@@ -79,7 +84,7 @@ impl Raw {
         let txn = Txn::new()
             .when([Compare::mod_revision(k.clone(), CompareOp::Equal, 0)])
             .and_then([TxnOp::put(k, config_map("x", 0).encode_to_vec(), None)]);
-        let r = self.client.kv_client().txn(txn).await.map_err(err)?;
+        let r = self.kv(i).txn(txn).await.map_err(err)?;
         if r.succeeded() {
             Ok(())
         } else {
@@ -88,12 +93,7 @@ impl Raw {
     }
 
     pub(crate) async fn get(&self, i: usize) -> Result<(), String> {
-        let r = self
-            .client
-            .kv_client()
-            .get(self.key(i), None)
-            .await
-            .map_err(err)?;
+        let r = self.kv(i).get(self.key(i), None).await.map_err(err)?;
         if r.kvs().is_empty() {
             Err("missing".into())
         } else {
@@ -101,8 +101,8 @@ impl Raw {
         }
     }
 
-    async fn cas(&self, k: String, retry: bool) -> Result<(), String> {
-        let mut kv = self.client.kv_client();
+    async fn cas(&self, i: usize, k: String, retry: bool) -> Result<(), String> {
+        let mut kv = self.kv(i);
         let r = kv.get(k.clone(), None).await.map_err(err)?;
         let cur = r.kvs().first().ok_or("missing")?;
         let (mut rev, mut val) = (cur.mod_revision(), cur.value().to_vec());
@@ -129,16 +129,16 @@ impl Raw {
     }
 
     pub(crate) async fn update(&self, i: usize) -> Result<(), String> {
-        self.cas(self.key(i), false).await
+        self.cas(i, self.key(i), false).await
     }
 
-    pub(crate) async fn hot_update(&self) -> Result<(), String> {
-        self.cas(format!("{}hot", self.prefix), true).await
+    pub(crate) async fn hot_update(&self, i: usize) -> Result<(), String> {
+        self.cas(i, format!("{}hot", self.prefix), true).await
     }
 
     pub(crate) async fn delete(&self, i: usize) -> Result<(), String> {
         let k = self.key(i);
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv(i);
         let r = kv.get(k.clone(), None).await.map_err(err)?;
         let rev = r.kvs().first().ok_or("missing")?.mod_revision();
         let txn = Txn::new()
@@ -153,9 +153,9 @@ impl Raw {
     }
 
     pub(crate) async fn seed_hot(&self) {
+        let i = 0;
         let _ = self
-            .client
-            .kv_client()
+            .kv(i)
             .put(
                 format!("{}hot", self.prefix),
                 config_map("hot", 0).encode_to_vec(),

@@ -2,7 +2,13 @@
 //! the client trace layer, the trace context. GuaranteedUpdate runs the caller's update function
 //! on each state storage sends, over the bidirectional stream.
 
-use std::time::Duration;
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
 
 use kubestore_proto::{
     meta::v1::Preconditions,
@@ -23,9 +29,16 @@ pub type TracedChannel = GrpcTraceService<Channel>;
 /// A cheap-to-clone storage-svc client.
 #[derive(Clone)]
 pub struct StorageClient {
-    inner: storage_client::StorageClient<TracedChannel>,
+    /// One client per connection; calls are spread round-robin.
+    inner: Arc<[storage_client::StorageClient<TracedChannel>]>,
+    next: Arc<AtomicUsize>,
     channel: Channel,
 }
+
+/// Connections to storage-svc. One HTTP/2 connection is driven by one task on each side, which
+/// caps it at about one core's worth of frames; a few connections let both services use every
+/// core under load.
+pub const CONNECTIONS: usize = 4;
 
 /// A state handed to an update function.
 #[derive(Debug)]
@@ -53,19 +66,33 @@ fn with_deadline<T>(msg: T, deadline: Deadline) -> Request<T> {
 impl StorageClient {
     /// A client that connects on first use and reconnects by itself.
     pub fn connect_lazy(addr: &str) -> Result<Self, tonic::transport::Error> {
-        let channel = tonic::transport::Endpoint::from_shared(addr.to_string())?
+        let endpoint = tonic::transport::Endpoint::from_shared(addr.to_string())?
             .connect_timeout(Duration::from_secs(2))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(10))
-            .keep_alive_while_idle(true)
-            .connect_lazy();
-        let traced = tower::ServiceBuilder::new()
-            .layer(GrpcTraceLayer::client())
-            .service(channel.clone());
+            .keep_alive_while_idle(true);
+        let channels: Vec<Channel> = (0..CONNECTIONS).map(|_| endpoint.connect_lazy()).collect();
+        let inner = channels
+            .iter()
+            .map(|c| {
+                storage_client::StorageClient::new(
+                    tower::ServiceBuilder::new()
+                        .layer(GrpcTraceLayer::client())
+                        .service(c.clone()),
+                )
+            })
+            .collect();
         Ok(Self {
-            inner: storage_client::StorageClient::new(traced),
-            channel,
+            inner,
+            next: Arc::new(AtomicUsize::new(0)),
+            channel: channels[0].clone(),
         })
+    }
+
+    /// The next connection's client.
+    fn client(&self) -> storage_client::StorageClient<TracedChannel> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.inner.len();
+        self.inner[i].clone()
     }
 
     /// The untraced channel (health checks).
@@ -89,8 +116,7 @@ impl StorageClient {
             dry_run,
         };
         Ok(self
-            .inner
-            .clone()
+            .client()
             .create(with_deadline(req, deadline))
             .await?
             .into_inner()
@@ -110,8 +136,7 @@ impl StorageClient {
             resource_version: String::new(),
         };
         let resp = self
-            .inner
-            .clone()
+            .client()
             .get(with_deadline(req, deadline))
             .await?
             .into_inner();
@@ -134,8 +159,7 @@ impl StorageClient {
             cached_object,
         };
         Ok(self
-            .inner
-            .clone()
+            .client()
             .delete(with_deadline(req, deadline))
             .await?
             .into_inner()
@@ -193,8 +217,7 @@ impl StorageClient {
             tx.send(msg).await.map_err(|_| gone())?;
         }
         let mut responses = self
-            .inner
-            .clone()
+            .client()
             .guaranteed_update(with_deadline(ReceiverStream::new(rx), deadline))
             .await?
             .into_inner();

@@ -177,8 +177,16 @@ pub fn build(
                     "opentelemetry_otlp",
                     tracing::level_filters::LevelFilter::OFF,
                 );
+            // Location, thread, target and busy/idle attributes cost allocations on every
+            // span and say little about an RPC; context activation is not needed because
+            // propagation reads each span's own context.
             let layer = tracing_opentelemetry::layer()
                 .with_tracer(tracer)
+                .with_location(false)
+                .with_threads(false)
+                .with_target(false)
+                .with_tracked_inactivity(false)
+                .with_context_activation(false)
                 .with_filter(quiet);
             (Some(layer), Some(provider))
         }
