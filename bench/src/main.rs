@@ -445,7 +445,31 @@ async fn bench(cli: Cli) -> Result<(), String> {
                 row.note = format!(
                     "{:.2} etcd conflicts/update, {:.1} ABORTED/update",
                     (after - before) / n,
-                    cms.aborted.load(Ordering::Relaxed) as f64 / n
+                    cms.aborted.swap(0, Ordering::Relaxed) as f64 / n
+                );
+            }
+            let before = storage_conflicts(&storage).await;
+            let m = cms.clone();
+            measure(
+                &mut rows,
+                "registry-svc ConfigMaps",
+                "hot update (no rv)",
+                "hot update",
+                c,
+                ops,
+                move |i| {
+                    let m = m.clone();
+                    async move { m.hot_update_unconditional(i).await }
+                },
+            )
+            .await;
+            let after = storage_conflicts(&storage).await;
+            if let Some(row) = rows.last_mut() {
+                let n = row.stats.ops.max(1) as f64;
+                row.note = format!(
+                    "{:.2} etcd conflicts/update, {:.1} ABORTED/update",
+                    (after - before) / n,
+                    cms.aborted.swap(0, Ordering::Relaxed) as f64 / n
                 );
             }
             let m = cms.clone();
@@ -715,13 +739,12 @@ fn report(
             .unwrap_or(0.0)
     };
     let raw = |op: &str| baseline(op, c).unwrap_or(f64::NAN);
-    let hot_note = rows
-        .iter()
-        .find(|r| {
-            r.layer == "registry-svc ConfigMaps" && r.op == "hot update" && r.concurrency == c
-        })
-        .map(|r| r.note.clone())
-        .unwrap_or_default();
+    let note = |op: &str| {
+        rows.iter()
+            .find(|r| r.layer == "registry-svc ConfigMaps" && r.op == op && r.concurrency == c)
+            .map(|r| r.note.clone())
+            .unwrap_or_default()
+    };
     let targets = [
         (
             "storage-svc Create / raw create",
@@ -748,10 +771,22 @@ fn report(
             String::new(),
         ),
         (
-            "registry-svc hot update / raw hot CAS loop",
+            "registry-svc hot update, with resourceVersion / raw hot CAS loop",
             rate("registry-svc ConfigMaps", "hot update") / raw("hot update"),
             2.0,
-            hot_note,
+            note("hot update"),
+        ),
+        (
+            "registry-svc hot update, no resourceVersion / raw hot CAS loop",
+            rate("registry-svc ConfigMaps", "hot update (no rv)") / raw("hot update"),
+            2.0,
+            note("hot update (no rv)"),
+        ),
+        (
+            "storage-svc hot GuaranteedUpdate / raw hot CAS loop",
+            rate("storage-svc", "hot update") / raw("hot update"),
+            2.0,
+            String::new(),
         ),
         (
             "tracing on / tracing off (registry Create)",

@@ -305,7 +305,13 @@ impl ConfigMaps {
             .map_err(err)
     }
 
-    async fn read_modify_write(&self, i: usize, name: String, retry: bool) -> Result<(), String> {
+    async fn read_modify_write(
+        &self,
+        i: usize,
+        name: String,
+        retry: bool,
+        conditional: bool,
+    ) -> Result<(), String> {
         let mut c = self.c(i);
         loop {
             let mut cm = c
@@ -318,6 +324,12 @@ impl ConfigMaps {
                 .into_inner();
             let n: u64 = cm.data.get("n").and_then(|v| v.parse().ok()).unwrap_or(0);
             cm.data.insert("n".into(), (n + 1).to_string());
+            if !conditional {
+                // Last writer wins: storage applies it to whatever is current.
+                if let Some(m) = cm.metadata.as_mut() {
+                    m.resource_version.clear();
+                }
+            }
             match c
                 .update(UpdateConfigMapRequest {
                     namespace: NS.into(),
@@ -336,11 +348,16 @@ impl ConfigMaps {
     }
 
     pub(crate) async fn update(&self, i: usize) -> Result<(), String> {
-        self.read_modify_write(i, self.name(i), false).await
+        self.read_modify_write(i, self.name(i), false, true).await
     }
 
     pub(crate) async fn hot_update(&self, i: usize) -> Result<(), String> {
-        self.read_modify_write(i, format!("{}hot", self.prefix), true)
+        self.read_modify_write(i, format!("{}hot", self.prefix), true, true)
+            .await
+    }
+
+    pub(crate) async fn hot_update_unconditional(&self, i: usize) -> Result<(), String> {
+        self.read_modify_write(i, format!("{}hot", self.prefix), true, false)
             .await
     }
 
