@@ -30,7 +30,6 @@ use kubestore_proto::{
     core::v1::{config_maps_client::ConfigMapsClient, pods_client::PodsClient},
     storage::v1::storage_client::StorageClient,
 };
-use kubestore_telemetry::{TelemetryConfig, shutdown, tracing_setup};
 use kubestore_tests::{
     EtcdProcess,
     otlp::OtlpReceiver,
@@ -85,45 +84,16 @@ enum Command {
     ServeRegistry(registry_svc::Config),
 }
 
-fn serve<F, Fut>(
-    name: &str,
-    log_format: kubestore_telemetry::LogFormat,
-    listen: std::net::SocketAddr,
-    f: F,
-) -> ExitCode
-where
-    F: FnOnce(tokio::net::TcpListener) -> Fut,
-    Fut: Future<Output = Result<(), String>>,
-{
-    let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    else {
-        return ExitCode::FAILURE;
-    };
-    let guard = match rt
-        .block_on(async { tracing_setup::init(&TelemetryConfig::from_env(name, log_format)) })
-    {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("{name}: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = rt.block_on(async {
-        let l = tokio::net::TcpListener::bind(listen)
-            .await
-            .map_err(|e| e.to_string())?;
-        f(l).await
-    });
-    guard.shutdown();
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{name}: {e}");
-            ExitCode::FAILURE
-        }
-    }
+/// Measures `$obj.$method(i)` as one row.
+macro_rules! bench_op {
+    ($rows:expr, $layer:expr, $op:expr, $baseline:expr, $c:expr, $ops:expr, $obj:expr, $method:ident) => {{
+        let o = $obj.clone();
+        measure($rows, $layer, $op, $baseline, $c, $ops, move |i| {
+            let o = o.clone();
+            async move { o.$method(i).await }
+        })
+        .await
+    }};
 }
 
 /// One row of the report.
@@ -212,143 +182,146 @@ async fn bench(cli: Cli) -> Result<(), String> {
     let ops = cli.ops;
     let wants = |part: &str| cli.only.iter().any(|p| p == part);
 
+    // Per concurrency and operation, the layers run back to back (raw etcd first), so each
+    // ratio compares runs minutes apart at most, on an etcd of the same size.
     for &c in &cli.concurrency {
         println!("concurrency {c}");
-        if wants("raw") {
-            let raw = Raw {
-                clients: raw_clients.clone(),
-                prefix: format!("/raw/c{c}/"),
-                conflicts: Arc::new(AtomicU64::new(0)),
-            };
-            let r = raw.clone();
-            measure(
+        let raw = Raw {
+            clients: raw_clients.clone(),
+            prefix: format!("/raw/c{c}/"),
+            conflicts: Arc::new(AtomicU64::new(0)),
+        };
+        let s = Storage {
+            clients: storage_channels
+                .iter()
+                .cloned()
+                .map(StorageClient::new)
+                .collect(),
+            prefix: format!("/bench/c{c}/"),
+        };
+        let cms = ConfigMaps {
+            clients: registry_channels
+                .iter()
+                .cloned()
+                .map(ConfigMapsClient::new)
+                .collect(),
+            prefix: format!("cm-c{c}-"),
+            aborted: Arc::new(AtomicU64::new(0)),
+        };
+        let pods = Pods {
+            clients: registry_channels
+                .iter()
+                .cloned()
+                .map(PodsClient::new)
+                .collect(),
+            prefix: format!("pod-c{c}-"),
+        };
+        let (r, st, reg) = (wants("raw"), wants("storage"), wants("registry"));
+        const CM: &str = "registry-svc ConfigMaps";
+        const POD: &str = "registry-svc Pods";
+
+        if r {
+            bench_op!(
+                &mut rows, "raw etcd", "create", "create", c, ops, raw, create
+            );
+        }
+        if st {
+            bench_op!(
                 &mut rows,
-                "raw etcd",
+                "storage-svc",
                 "create",
                 "create",
                 c,
                 ops,
-                move |i| {
-                    let r = r.clone();
-                    async move { r.create(i).await }
-                },
-            )
-            .await;
-            let r = raw.clone();
-            measure(&mut rows, "raw etcd", "get", "get", c, ops, move |i| {
-                let r = r.clone();
-                async move { r.get(i).await }
-            })
-            .await;
-            let r = raw.clone();
-            measure(
+                s,
+                create
+            );
+        }
+        if reg {
+            bench_op!(&mut rows, CM, "create", "create", c, ops, cms, create);
+            bench_op!(&mut rows, POD, "create", "create", c, ops, pods, create);
+        }
+        if r {
+            bench_op!(&mut rows, "raw etcd", "get", "get", c, ops, raw, get);
+        }
+        if st {
+            bench_op!(&mut rows, "storage-svc", "get", "get", c, ops, s, get);
+        }
+        if reg {
+            bench_op!(&mut rows, CM, "get", "get", c, ops, cms, get);
+            bench_op!(&mut rows, POD, "get", "get", c, ops, pods, get);
+        }
+        if r {
+            bench_op!(
+                &mut rows, "raw etcd", "update", "update", c, ops, raw, update
+            );
+        }
+        if st {
+            bench_op!(
                 &mut rows,
-                "raw etcd",
+                "storage-svc",
                 "update",
                 "update",
                 c,
                 ops,
-                move |i| {
-                    let r = r.clone();
-                    async move { r.update(i).await }
-                },
-            )
-            .await;
+                s,
+                update
+            );
+        }
+        if reg {
+            bench_op!(
+                &mut rows,
+                CM,
+                "update (get+update rv)",
+                "update",
+                c,
+                ops,
+                cms,
+                update
+            );
+            bench_op!(
+                &mut rows,
+                POD,
+                "update (get+update rv)",
+                "update",
+                c,
+                ops,
+                pods,
+                update
+            );
+        }
+        if r {
             raw.seed_hot().await;
-            let r = raw.clone();
-            measure(
+            bench_op!(
                 &mut rows,
                 "raw etcd",
                 "hot update",
                 "hot update",
                 c,
                 ops,
-                move |i| {
-                    let r = r.clone();
-                    async move { r.hot_update(i).await }
-                },
-            )
-            .await;
+                raw,
+                hot_update
+            );
             if let Some(row) = rows.last_mut() {
                 row.note = format!(
                     "{:.2} conflicts/update",
                     raw.conflicts.load(Ordering::Relaxed) as f64 / row.stats.ops.max(1) as f64
                 );
             }
-            let r = raw.clone();
-            measure(
-                &mut rows,
-                "raw etcd",
-                "delete",
-                "delete",
-                c,
-                ops,
-                move |i| {
-                    let r = r.clone();
-                    async move { r.delete(i).await }
-                },
-            )
-            .await;
         }
-        if wants("storage") {
-            let s = Storage {
-                clients: storage_channels
-                    .iter()
-                    .cloned()
-                    .map(StorageClient::new)
-                    .collect(),
-                prefix: format!("/bench/c{c}/"),
-            };
-            let st = s.clone();
-            measure(
-                &mut rows,
-                "storage-svc",
-                "create",
-                "create",
-                c,
-                ops,
-                move |i| {
-                    let s = st.clone();
-                    async move { s.create(i).await }
-                },
-            )
-            .await;
-            let st = s.clone();
-            measure(&mut rows, "storage-svc", "get", "get", c, ops, move |i| {
-                let s = st.clone();
-                async move { s.get(i).await }
-            })
-            .await;
-            let st = s.clone();
-            measure(
-                &mut rows,
-                "storage-svc",
-                "update",
-                "update",
-                c,
-                ops,
-                move |i| {
-                    let s = st.clone();
-                    async move { s.update(i).await }
-                },
-            )
-            .await;
+        if st {
             s.seed_hot().await;
             let before = storage_conflicts(&storage).await;
-            let st = s.clone();
-            measure(
+            bench_op!(
                 &mut rows,
                 "storage-svc",
                 "hot update",
                 "hot update",
                 c,
                 ops,
-                move |i| {
-                    let s = st.clone();
-                    async move { s.hot_update(i).await }
-                },
-            )
-            .await;
+                s,
+                hot_update
+            );
             let after = storage_conflicts(&storage).await;
             if let Some(row) = rows.last_mut() {
                 row.note = format!(
@@ -356,215 +329,75 @@ async fn bench(cli: Cli) -> Result<(), String> {
                     (after - before) / row.stats.ops.max(1) as f64
                 );
             }
-            let st = s.clone();
-            measure(
+        }
+        if reg {
+            cms.seed_hot().await;
+            for (op, conditional) in [("hot update", true), ("hot update (no rv)", false)] {
+                let before = storage_conflicts(&storage).await;
+                if conditional {
+                    bench_op!(&mut rows, CM, op, "hot update", c, ops, cms, hot_update);
+                } else {
+                    bench_op!(
+                        &mut rows,
+                        CM,
+                        op,
+                        "hot update",
+                        c,
+                        ops,
+                        cms,
+                        hot_update_unconditional
+                    );
+                }
+                let after = storage_conflicts(&storage).await;
+                if let Some(row) = rows.last_mut() {
+                    let n = row.stats.ops.max(1) as f64;
+                    row.note = format!(
+                        "{:.2} etcd conflicts/update, {:.1} ABORTED/update",
+                        (after - before) / n,
+                        cms.aborted.swap(0, Ordering::Relaxed) as f64 / n
+                    );
+                }
+            }
+        }
+        if r {
+            bench_op!(
+                &mut rows, "raw etcd", "delete", "delete", c, ops, raw, delete
+            );
+        }
+        if st {
+            bench_op!(
                 &mut rows,
                 "storage-svc",
                 "delete",
                 "delete",
                 c,
                 ops,
-                move |i| {
-                    let s = st.clone();
-                    async move { s.delete(i).await }
-                },
-            )
-            .await;
+                s,
+                delete
+            );
         }
-        if wants("registry") {
-            let cms = ConfigMaps {
-                clients: registry_channels
-                    .iter()
-                    .cloned()
-                    .map(ConfigMapsClient::new)
-                    .collect(),
-                prefix: format!("cm-c{c}-"),
-                aborted: Arc::new(AtomicU64::new(0)),
-            };
-            let m = cms.clone();
-            measure(
+        if reg {
+            bench_op!(&mut rows, CM, "delete", "delete", c, ops, cms, delete);
+            bench_op!(
                 &mut rows,
-                "registry-svc ConfigMaps",
-                "create",
-                "create",
-                c,
-                ops,
-                move |i| {
-                    let m = m.clone();
-                    async move { m.create(i).await }
-                },
-            )
-            .await;
-            let m = cms.clone();
-            measure(
-                &mut rows,
-                "registry-svc ConfigMaps",
-                "get",
-                "get",
-                c,
-                ops,
-                move |i| {
-                    let m = m.clone();
-                    async move { m.get(i).await }
-                },
-            )
-            .await;
-            let m = cms.clone();
-            measure(
-                &mut rows,
-                "registry-svc ConfigMaps",
-                "update (get+update rv)",
-                "update",
-                c,
-                ops,
-                move |i| {
-                    let m = m.clone();
-                    async move { m.update(i).await }
-                },
-            )
-            .await;
-            cms.seed_hot().await;
-            let before = storage_conflicts(&storage).await;
-            let m = cms.clone();
-            measure(
-                &mut rows,
-                "registry-svc ConfigMaps",
-                "hot update",
-                "hot update",
-                c,
-                ops,
-                move |i| {
-                    let m = m.clone();
-                    async move { m.hot_update(i).await }
-                },
-            )
-            .await;
-            let after = storage_conflicts(&storage).await;
-            if let Some(row) = rows.last_mut() {
-                let n = row.stats.ops.max(1) as f64;
-                row.note = format!(
-                    "{:.2} etcd conflicts/update, {:.1} ABORTED/update",
-                    (after - before) / n,
-                    cms.aborted.swap(0, Ordering::Relaxed) as f64 / n
-                );
-            }
-            let before = storage_conflicts(&storage).await;
-            let m = cms.clone();
-            measure(
-                &mut rows,
-                "registry-svc ConfigMaps",
-                "hot update (no rv)",
-                "hot update",
-                c,
-                ops,
-                move |i| {
-                    let m = m.clone();
-                    async move { m.hot_update_unconditional(i).await }
-                },
-            )
-            .await;
-            let after = storage_conflicts(&storage).await;
-            if let Some(row) = rows.last_mut() {
-                let n = row.stats.ops.max(1) as f64;
-                row.note = format!(
-                    "{:.2} etcd conflicts/update, {:.1} ABORTED/update",
-                    (after - before) / n,
-                    cms.aborted.swap(0, Ordering::Relaxed) as f64 / n
-                );
-            }
-            let m = cms.clone();
-            measure(
-                &mut rows,
-                "registry-svc ConfigMaps",
-                "delete",
-                "delete",
-                c,
-                ops,
-                move |i| {
-                    let m = m.clone();
-                    async move { m.delete(i).await }
-                },
-            )
-            .await;
-
-            let pods = Pods {
-                clients: registry_channels
-                    .iter()
-                    .cloned()
-                    .map(PodsClient::new)
-                    .collect(),
-                prefix: format!("pod-c{c}-"),
-            };
-            let p = pods.clone();
-            measure(
-                &mut rows,
-                "registry-svc Pods",
-                "create",
-                "create",
-                c,
-                ops,
-                move |i| {
-                    let p = p.clone();
-                    async move { p.create(i).await }
-                },
-            )
-            .await;
-            let p = pods.clone();
-            measure(
-                &mut rows,
-                "registry-svc Pods",
-                "get",
-                "get",
-                c,
-                ops,
-                move |i| {
-                    let p = p.clone();
-                    async move { p.get(i).await }
-                },
-            )
-            .await;
-            let p = pods.clone();
-            measure(
-                &mut rows,
-                "registry-svc Pods",
-                "update (get+update rv)",
-                "update",
-                c,
-                ops,
-                move |i| {
-                    let p = p.clone();
-                    async move { p.update(i).await }
-                },
-            )
-            .await;
-            let p = pods.clone();
-            measure(
-                &mut rows,
-                "registry-svc Pods",
+                POD,
                 "delete (graceful)",
                 "delete",
                 c,
                 ops,
-                move |i| {
-                    let p = p.clone();
-                    async move { p.delete_graceful(i).await }
-                },
-            )
-            .await;
-            let p = pods.clone();
-            measure(
+                pods,
+                delete_graceful
+            );
+            bench_op!(
                 &mut rows,
-                "registry-svc Pods",
+                POD,
                 "delete (grace 0)",
                 "delete",
                 c,
                 ops,
-                move |i| {
-                    let p = p.clone();
-                    async move { p.delete_now(i).await }
-                },
-            )
-            .await;
+                pods,
+                delete_now
+            );
         }
     }
     let peak = [
@@ -612,25 +445,21 @@ async fn bench(cli: Cli) -> Result<(), String> {
                 prefix: format!("tr-{}-", label.len()),
                 aborted: Arc::new(AtomicU64::new(0)),
             };
-            let m = cms.clone();
             let layer: &'static str = if label.starts_with("tracing on") {
                 "registry-svc, tracing on"
             } else {
                 "registry-svc, tracing off"
             };
-            measure(
+            bench_op!(
                 &mut tracing_rows,
                 layer,
                 "ConfigMaps create",
                 "create",
                 c,
                 ops,
-                move |i| {
-                    let m = m.clone();
-                    async move { m.create(i).await }
-                },
-            )
-            .await;
+                cms,
+                create
+            );
         }
         registry_t.stop().await;
         storage_t.stop().await;
@@ -826,19 +655,23 @@ fn main() -> ExitCode {
     match cli.command.take() {
         Some(Command::ServeStorage(config)) => {
             let (fmt, listen) = (config.log_format, config.listen_addr);
-            return serve("storage-svc", fmt, listen, |l| async move {
-                storage_svc::run(l, config, shutdown::signal())
-                    .await
-                    .map_err(|e| e.to_string())
-            });
+            return kubestore_telemetry::process::main(
+                "storage-svc",
+                fmt,
+                listen,
+                false,
+                |l, stop| storage_svc::run(l, config, stop),
+            );
         }
         Some(Command::ServeRegistry(config)) => {
             let (fmt, listen) = (config.log_format, config.listen_addr);
-            return serve("registry-svc", fmt, listen, |l| async move {
-                registry_svc::run(l, config, shutdown::signal())
-                    .await
-                    .map_err(|e| e.to_string())
-            });
+            return kubestore_telemetry::process::main(
+                "registry-svc",
+                fmt,
+                listen,
+                false,
+                |l, stop| registry_svc::run(l, config, stop),
+            );
         }
         None => {}
     }

@@ -34,7 +34,11 @@ use kubestore_proto::core::v1::{
     GetPodRequest, Pod, UpdateConfigMapRequest, UpdateEventRequest, UpdatePodRequest,
     config_maps_server::ConfigMapsServer, events_server::EventsServer, pods_server::PodsServer,
 };
-use kubestore_telemetry::{GrpcTraceLayer, LogFormat, Metrics, deadline::parse_duration};
+use kubestore_telemetry::{
+    LogFormat, Metrics,
+    deadline::parse_duration,
+    serving::{self, Serving},
+};
 use tokio::net::TcpListener;
 use tonic_health::{
     ServingStatus,
@@ -152,86 +156,31 @@ pub async fn run_with_metrics(
     let storage =
         StorageClient::connect_lazy(&config.storage_addr).map_err(RunError::StorageAddr)?;
 
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|s| *s).await;
-    };
-    if let Some(l) = metrics_listener {
-        let m = metrics.clone();
-        let stop = stopped(stop_rx.clone());
-        tokio::spawn(async move {
-            if let Err(e) = m.serve(l, stop).await {
-                tracing::warn!(error = %e, "metrics endpoint stopped");
-            }
-        });
-    }
-
-    let services = ["", "core.v1.Pods", "core.v1.ConfigMaps", "core.v1.Events"];
-    let (health, health_service) = tonic_health::server::health_reporter();
-    for s in services {
-        health
-            .set_service_status(s, ServingStatus::NotServing)
-            .await;
-    }
+    let serving = Serving::start(
+        &["core.v1.Pods", "core.v1.ConfigMaps", "core.v1.Events"],
+        metrics,
+        metrics_listener,
+        shutdown,
+    )
+    .await;
     // SERVING only while storage-svc says it is.
     let poller = {
-        let health = health.clone();
-        let mut client = HealthClient::new(storage.channel());
-        tokio::spawn(async move {
-            let mut last = None;
-            loop {
-                let mut req = tonic::Request::new(HealthCheckRequest {
-                    service: String::new(),
-                });
+        let client = HealthClient::new(storage.channel());
+        serving.follow("storage-svc", move || {
+            let mut client = client.clone();
+            async move {
+                let mut req = tonic::Request::new(HealthCheckRequest { service: String::new() });
                 req.set_timeout(Duration::from_secs(2));
-                let ok = matches!(client.check(req).await, Ok(r) if r.get_ref().status() == ServingStatus::Serving.into());
-                if last != Some(ok) {
-                    let status = if ok {
-                        ServingStatus::Serving
-                    } else {
-                        ServingStatus::NotServing
-                    };
-                    for s in services {
-                        health.set_service_status(s, status).await;
-                    }
-                    if ok {
-                        tracing::info!("storage-svc is serving: SERVING");
-                    } else {
-                        tracing::warn!("storage-svc is not serving: NOT_SERVING");
-                    }
-                    last = Some(ok);
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                matches!(client.check(req).await, Ok(r) if r.get_ref().status() == ServingStatus::Serving.into())
             }
         })
     };
-
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(kubestore_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
-
+    let reflection = serving::reflection(&[kubestore_proto::FILE_DESCRIPTOR_SET])?;
     tracing::info!(addr = ?listener.local_addr().ok(), storage = %config.storage_addr, "registry-svc serving");
-    let drain = {
-        let health = health.clone();
-        let rx = stop_rx.clone();
-        async move {
-            stopped(rx).await;
-            for s in services {
-                health
-                    .set_service_status(s, ServingStatus::NotServing)
-                    .await;
-            }
-        }
-    };
     // One registration line per kind.
-    let result = tonic::transport::Server::builder()
-        .layer(GrpcTraceLayer::server(metrics.rpc.clone()))
-        .add_service(health_service)
+    let result = serving
+        .server()
+        .add_service(serving.health_service())
         .add_service(reflection)
         .add_service(PodsServer::new(ResourceService::new(Store::new(
             storage.clone(),
@@ -247,17 +196,9 @@ pub async fn run_with_metrics(
                 ttl: config.event_ttl,
             },
         ))))
-        .serve_with_incoming_shutdown(incoming(listener), drain)
+        .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained())
         .await;
     poller.abort();
     tracing::info!("registry-svc stopped");
     Ok(result?)
-}
-
-/// Accepted connections with TCP_NODELAY: request/response and stream messages are small, and
-/// Nagle's algorithm against delayed ACKs would add ~40 ms to every exchange.
-fn incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming {
-    tonic::transport::server::TcpIncoming::from(listener)
-        .with_nodelay(Some(true))
-        .with_keepalive(Some(Duration::from_secs(60)))
 }

@@ -30,9 +30,12 @@ pub mod update;
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use kubestore_proto::storage::v1::storage_server::StorageServer;
-use kubestore_telemetry::{GrpcTraceLayer, LogFormat, Metrics, deadline::parse_duration};
+use kubestore_telemetry::{
+    LogFormat, Metrics,
+    deadline::parse_duration,
+    serving::{self, Serving},
+};
 use tokio::net::TcpListener;
-use tonic_health::ServingStatus;
 
 use crate::{
     etcd::{Etcd, StorageMetrics},
@@ -134,98 +137,26 @@ pub async fn run_with_metrics(
         },
     ));
 
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|s| *s).await;
-    };
-
-    if let Some(l) = metrics_listener {
-        let m = metrics.clone();
-        let stop = stopped(stop_rx.clone());
-        tokio::spawn(async move {
-            if let Err(e) = m.serve(l, stop).await {
-                tracing::warn!(error = %e, "metrics endpoint stopped");
-            }
-        });
-    }
-
-    let (health, health_service) = tonic_health::server::health_reporter();
-    health
-        .set_not_serving::<StorageServer<StorageService>>()
-        .await;
-    health
-        .set_service_status("", ServingStatus::NotServing)
-        .await;
+    let serving =
+        Serving::start(&["storage.v1.Storage"], metrics, metrics_listener, shutdown).await;
     let poller = {
         let store = store.clone();
-        let health = health.clone();
-        tokio::spawn(async move {
-            let key = store.health_key();
-            let mut last = None;
-            loop {
-                let ok = store.etcd.healthy(&key, Duration::from_secs(2)).await;
-                if last != Some(ok) {
-                    let status = if ok {
-                        ServingStatus::Serving
-                    } else {
-                        ServingStatus::NotServing
-                    };
-                    health.set_service_status("", status).await;
-                    health
-                        .set_service_status("storage.v1.Storage", status)
-                        .await;
-                    if ok {
-                        tracing::info!("etcd answers: SERVING");
-                    } else {
-                        tracing::warn!("etcd does not answer: NOT_SERVING");
-                    }
-                    last = Some(ok);
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
+        let key = store.health_key();
+        serving.follow("etcd", move || {
+            let (store, key) = (store.clone(), key.clone());
+            async move { store.etcd.healthy(&key, Duration::from_secs(2)).await }
         })
     };
-
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(kubestore_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
-
+    let reflection = serving::reflection(&[kubestore_proto::FILE_DESCRIPTOR_SET])?;
     tracing::info!(addr = ?listener.local_addr().ok(), etcd = ?config.etcd_endpoints, prefix = %config.etcd_prefix, "storage-svc serving");
-    let drain = {
-        let health = health.clone();
-        let rx = stop_rx.clone();
-        async move {
-            stopped(rx).await;
-            // Tell load balancers and compose first, then drain.
-            health
-                .set_service_status("", ServingStatus::NotServing)
-                .await;
-            health
-                .set_service_status("storage.v1.Storage", ServingStatus::NotServing)
-                .await;
-        }
-    };
-    let result = tonic::transport::Server::builder()
-        .layer(GrpcTraceLayer::server(metrics.rpc.clone()))
-        .add_service(health_service)
+    let result = serving
+        .server()
+        .add_service(serving.health_service())
         .add_service(reflection)
         .add_service(StorageServer::new(StorageService::new(store)))
-        .serve_with_incoming_shutdown(incoming(listener), drain)
+        .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained())
         .await;
     poller.abort();
     tracing::info!("storage-svc stopped");
     Ok(result?)
-}
-
-/// Accepted connections with TCP_NODELAY: request/response and stream messages are small, and
-/// Nagle's algorithm against delayed ACKs would add ~40 ms to every exchange.
-fn incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming {
-    tonic::transport::server::TcpIncoming::from(listener)
-        .with_nodelay(Some(true))
-        .with_keepalive(Some(Duration::from_secs(60)))
 }

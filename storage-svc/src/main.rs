@@ -1,9 +1,9 @@
-//! The storage-svc binary: parse configuration, start telemetry, call [`storage_svc::run`].
+//! The storage-svc binary: parse configuration, then [`kubestore_telemetry::process::main`]
+//! starts telemetry and calls [`storage_svc::run`].
 
-use std::{process::ExitCode, time::Duration};
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use kubestore_telemetry::{TelemetryConfig, shutdown, tracing_setup};
 
 #[derive(Parser)]
 #[command(
@@ -26,57 +26,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("storage-svc: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if let Some(Command::Healthcheck) = cli.command {
-        let addr = cli.config.listen_addr;
-        let host = if addr.ip().is_unspecified() {
-            "127.0.0.1".to_string()
-        } else {
-            addr.ip().to_string()
-        };
-        let url = format!("http://{host}:{}", addr.port());
-        return match runtime.block_on(kubestore_telemetry::health::check(
-            &url,
-            "",
-            Duration::from_secs(3),
-        )) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("storage-svc healthcheck: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
     let config = cli.config;
-    let guard = match runtime.block_on(async {
-        tracing_setup::init(&TelemetryConfig::from_env("storage-svc", config.log_format))
-    }) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("storage-svc: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(config.listen_addr).await?;
-        storage_svc::run(listener, config, shutdown::signal()).await
-    });
-    // Flush spans after the server has drained (outside the runtime's block_on).
-    guard.shutdown();
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("storage-svc: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let healthcheck = matches!(cli.command, Some(Command::Healthcheck));
+    kubestore_telemetry::process::main(
+        "storage-svc",
+        config.log_format,
+        config.listen_addr,
+        healthcheck,
+        |listener, shutdown| storage_svc::run(listener, config, shutdown),
+    )
 }

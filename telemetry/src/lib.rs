@@ -9,12 +9,15 @@
 //! - [`metrics`]: the Prometheus registry and the `/metrics` admin endpoint.
 //! - [`deadline`]: the caller's `grpc-timeout`, so work below us ends inside it.
 //! - [`health`]: the `healthcheck` subcommand's client (docker-compose healthchecks).
-//! - [`shutdown`]: SIGTERM and SIGINT.
+//! - [`shutdown`]: SIGTERM and SIGINT; [`process`]: the binaries' `main` around `run`;
+//! - [`serving`]: health, reflection, stop signal and the trace layer around every server.
 
 pub mod deadline;
 pub mod grpc_trace;
 pub mod health;
 pub mod metrics;
+pub mod process;
+pub mod serving;
 pub mod shutdown;
 pub mod tracing_setup;
 

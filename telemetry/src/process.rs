@@ -1,0 +1,80 @@
+//! What every kubestore binary does around its library's `run`: a multi-threaded runtime,
+//! the `healthcheck` subcommand, telemetry from the standard variables, binding, SIGTERM/SIGINT,
+//! and flushing spans after the server has drained.
+
+use std::{
+    fmt::Display, future::Future, net::SocketAddr, pin::Pin, process::ExitCode, time::Duration,
+};
+
+use crate::{LogFormat, TelemetryConfig, shutdown, tracing_setup};
+
+/// The shutdown future handed to `run`.
+pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Runs a service binary. With `healthcheck`, only asks the server at `listen` whether it is
+/// SERVING (exit 0) and returns.
+pub fn main<F, Fut, E>(
+    name: &str,
+    log_format: LogFormat,
+    listen: SocketAddr,
+    healthcheck: bool,
+    run: F,
+) -> ExitCode
+where
+    F: FnOnce(tokio::net::TcpListener, Shutdown) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+    E: Display,
+{
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{name}: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if healthcheck {
+        let host = if listen.ip().is_unspecified() {
+            "127.0.0.1".to_string()
+        } else {
+            listen.ip().to_string()
+        };
+        let url = format!("http://{host}:{}", listen.port());
+        return match runtime.block_on(crate::health::check(&url, "", Duration::from_secs(3))) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{name} healthcheck: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    // The exporter's channel must be created inside the runtime.
+    let guard = match runtime
+        .block_on(async { tracing_setup::init(&TelemetryConfig::from_env(name, log_format)) })
+    {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| format!("cannot bind {listen}: {e}"))?;
+        run(listener, Box::pin(shutdown::signal()))
+            .await
+            .map_err(|e| e.to_string())
+    });
+    // Flush spans after the server has drained, outside block_on (the SDK's flush blocks).
+    guard.shutdown();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
