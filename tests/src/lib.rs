@@ -10,9 +10,19 @@
 //! - [`update`]: drives a storage GuaranteedUpdate stream from a closure.
 
 pub mod etcd;
+pub mod fixtures_registry;
+pub mod fixtures_storage;
 pub mod otlp;
 pub mod services;
 pub mod update;
 
 pub use etcd::EtcdProcess;
 pub use services::{Cluster, ClusterOptions};
+
+/// The `google.rpc.ErrorInfo` reason of a status ("" without one).
+pub fn reason(s: &tonic::Status) -> String {
+    use tonic_types::StatusExt;
+    s.get_details_error_info()
+        .map(|i| i.reason)
+        .unwrap_or_default()
+}
