@@ -26,6 +26,11 @@ use std::{
 };
 
 use clap::{Parser, Subcommand};
+
+/// glibc's allocator spent a third of the service's CPU in malloc/free/memmove under load
+/// (BENCHMARKS.md); mimalloc's thread-local free lists suit tonic's many small allocations.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use kubestore_proto::{
     core::v1::{config_maps_client::ConfigMapsClient, pods_client::PodsClient},
     storage::v1::storage_client::StorageClient,

@@ -5,6 +5,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// glibc's allocator spent a third of the service's CPU in malloc/free/memmove under load
+/// (BENCHMARKS.md); mimalloc's thread-local free lists suit tonic's many small allocations.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "registry-svc",
