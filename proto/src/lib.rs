@@ -13,6 +13,25 @@ pub mod meta {
     /// Version 1.
     pub mod v1 {
         tonic::include_proto!("meta.v1");
+
+        /// Any resource message seen only through its field 1, `metadata`: what storage and
+        /// generic clients need from an encoded object of any kind.
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct MetadataOnly {
+            /// Field 1 of every resource message.
+            #[prost(message, optional, tag = "1")]
+            pub metadata: Option<ObjectMeta>,
+        }
+
+        /// `metadata.resource_version` of an encoded resource of any kind ("" if absent or
+        /// undecodable).
+        pub fn resource_version_of(object: &[u8]) -> String {
+            <MetadataOnly as prost::Message>::decode(object)
+                .ok()
+                .and_then(|e| e.metadata)
+                .map(|m| m.resource_version)
+                .unwrap_or_default()
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use std::{
 };
 
 use kubestore_proto::{
-    meta::v1::Preconditions,
+    meta::v1::{Preconditions, resource_version_of},
     storage::v1::{
         CreateRequest, DeleteRequest, GetRequest, GuaranteedUpdateRequest, UpdateAbort,
         UpdateProposal, UpdateResult, UpdateStart, guaranteed_update_request::Message as Req,
@@ -255,19 +255,4 @@ impl StorageClient {
 /// recorded as OK rather than cancelled.
 async fn drain<T>(responses: &mut tonic::Streaming<T>) {
     while let Ok(Some(_)) = responses.message().await {}
-}
-
-/// The resource_version inside an encoded object (field 1 = metadata).
-fn resource_version_of(object: &[u8]) -> String {
-    use prost::Message;
-    #[derive(Clone, PartialEq, prost::Message)]
-    struct Envelope {
-        #[prost(message, optional, tag = "1")]
-        metadata: Option<kubestore_proto::meta::v1::ObjectMeta>,
-    }
-    Envelope::decode(object)
-        .ok()
-        .and_then(|e| e.metadata)
-        .map(|m| m.resource_version)
-        .unwrap_or_default()
 }

@@ -33,16 +33,7 @@ pub fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
 
 /// The resource version of any encoded object (reads field 1 only, as storage does).
 pub fn rv_of(bytes: &[u8]) -> String {
-    #[derive(Clone, PartialEq, prost::Message)]
-    struct Envelope {
-        #[prost(message, optional, tag = "1")]
-        metadata: Option<ObjectMeta>,
-    }
-    Envelope::decode(bytes)
-        .expect("decodes")
-        .metadata
-        .expect("meta")
-        .resource_version
+    kubestore_proto::meta::v1::resource_version_of(bytes)
 }
 
 pub async fn create(

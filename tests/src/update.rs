@@ -1,5 +1,6 @@
 //! Drives a storage-svc GuaranteedUpdate stream from a test closure.
 
+use kubestore_proto::meta::v1::resource_version_of;
 use kubestore_proto::storage::v1::{
     GuaranteedUpdateRequest, UpdateAbort, UpdateProposal, UpdateStart,
     guaranteed_update_request::Message as Req, guaranteed_update_response::Message as Resp,
@@ -93,18 +94,4 @@ pub async fn guaranteed_update(
             None => return Err(Status::internal("empty response")),
         }
     }
-}
-
-fn resource_version_of(object: &[u8]) -> String {
-    use prost::Message;
-    #[derive(Clone, PartialEq, prost::Message)]
-    struct Envelope {
-        #[prost(message, optional, tag = "1")]
-        metadata: Option<kubestore_proto::meta::v1::ObjectMeta>,
-    }
-    Envelope::decode(object)
-        .ok()
-        .and_then(|e| e.metadata)
-        .map(|m| m.resource_version)
-        .unwrap_or_default()
 }
