@@ -69,7 +69,7 @@ fn meta_line(m: &ObjectMeta) -> String {
         m.resource_version,
         m.generation,
         m.deletion_timestamp
-            .map_or("-".to_string(), |t| t.seconds.to_string()),
+            .map_or("-".to_string(), |t| rfc3339(t.seconds)),
         m.deletion_grace_period_seconds
             .map_or("-".to_string(), |g| g.to_string()),
         m.finalizers
@@ -94,16 +94,6 @@ fn rfc3339(secs: i64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn timestamps_render_as_rfc3339() {
-        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(super::rfc3339(1_795_353_701), "2026-11-22T13:21:41Z");
-    }
 }
 
 async fn demo(channel: Channel, ns: &str) -> Result<(), Status> {
@@ -363,5 +353,15 @@ async fn main() -> ExitCode {
             eprintln!("kubestore: {}", describe(&s));
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timestamps_render_as_rfc3339() {
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(super::rfc3339(1_795_353_701), "2026-11-22T13:21:41Z");
     }
 }
