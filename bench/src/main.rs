@@ -11,6 +11,7 @@
 //! each has its own RSS. Timings are reported, never asserted.
 
 mod procs;
+mod report;
 mod runner;
 mod scenarios;
 
@@ -43,7 +44,8 @@ use kubestore_tests::{
 
 use crate::{
     procs::ServiceProcess,
-    runner::{Stats, run},
+    report::{ANALYSIS_MARKER, Row, report},
+    runner::run,
     scenarios::{ConfigMaps, Pods, Raw, Storage},
 };
 
@@ -99,16 +101,6 @@ macro_rules! bench_op {
         })
         .await
     }};
-}
-
-/// One row of the report.
-struct Row {
-    layer: &'static str,
-    op: &'static str,
-    baseline: &'static str,
-    concurrency: usize,
-    stats: Stats,
-    note: String,
 }
 
 async fn measure<F, Fut>(
@@ -493,166 +485,6 @@ async fn bench(cli: Cli) -> Result<(), String> {
     drop(registry);
     drop(storage);
     Ok(())
-}
-
-const ANALYSIS_MARKER: &str = "<!-- analysis: written by hand, kept across runs -->";
-
-fn report(
-    cli: &Cli,
-    rows: &[Row],
-    tracing_rows: &[Row],
-    spans: usize,
-    idle: &[(&str, f64)],
-    peak: &[(&str, f64)],
-) -> String {
-    use std::fmt::Write;
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let etcd_version = std::process::Command::new("etcd")
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.lines().next().map(str::to_string))
-        .unwrap_or_default();
-    let mut out = String::new();
-    let _ = writeln!(out, "# Benchmarks\n");
-    let _ = writeln!(
-        out,
-        "Machine: {cores} cores. {etcd_version}, local, one member, data on local disk. Everything \
-         (etcd, storage-svc, registry-svc, the load generator) shares those cores. {} operations per \
-         row; concurrency = workers issuing operations back to back; {} gRPC connections per client. \
-         Produced by `cargo run --release -p kubestore-bench`; ratios compare each row with raw etcd \
-         doing the same etcd work in the same run (see `bench/src/scenarios.rs`).\n",
-        cli.ops, cli.channels
-    );
-    let _ = writeln!(
-        out,
-        "| layer | operation | concurrency | ops/s | p50 ms | p99 ms | ratio to raw etcd | errors | notes |"
-    );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
-    let baseline = |op: &str, c: usize| {
-        rows.iter()
-            .find(|r| r.layer == "raw etcd" && r.op == op && r.concurrency == c)
-            .map(|r| r.stats.ops_per_sec())
-    };
-    for r in rows.iter().chain(tracing_rows) {
-        let ratio = baseline(r.baseline, r.concurrency)
-            .filter(|b| *b > 0.0)
-            .map(|b| r.stats.ops_per_sec() / b);
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {} | {} | {} |",
-            r.layer,
-            r.op,
-            r.concurrency,
-            r.stats.ops_per_sec(),
-            r.stats.p50.as_secs_f64() * 1e3,
-            r.stats.p99.as_secs_f64() * 1e3,
-            ratio.map_or("-".to_string(), |x| format!("{x:.2}")),
-            r.stats.errors,
-            r.note
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\nSpans received by the OTLP receiver during the traced run: {spans}.\n"
-    );
-    let _ = writeln!(out, "| service | RSS idle MiB | RSS peak MiB |");
-    let _ = writeln!(out, "|---|---:|---:|");
-    for ((name, i), (_, p)) in idle.iter().zip(peak) {
-        let _ = writeln!(out, "| {name}-svc | {i:.1} | {p:.1} |");
-    }
-
-    // Targets at the highest concurrency.
-    let c = cli.concurrency.iter().copied().max().unwrap_or(1);
-    let rate = |layer: &str, op: &str| {
-        rows.iter()
-            .chain(tracing_rows)
-            .find(|r| r.layer == layer && r.op == op && r.concurrency == c)
-            .map(|r| r.stats.ops_per_sec())
-            .unwrap_or(0.0)
-    };
-    let raw = |op: &str| baseline(op, c).unwrap_or(f64::NAN);
-    let note = |op: &str| {
-        rows.iter()
-            .find(|r| r.layer == "registry-svc ConfigMaps" && r.op == op && r.concurrency == c)
-            .map(|r| r.note.clone())
-            .unwrap_or_default()
-    };
-    let targets = [
-        (
-            "storage-svc Create / raw create",
-            rate("storage-svc", "create") / raw("create"),
-            0.85,
-            String::new(),
-        ),
-        (
-            "registry-svc Create / raw create",
-            rate("registry-svc ConfigMaps", "create") / raw("create"),
-            0.75,
-            String::new(),
-        ),
-        (
-            "storage-svc Get / raw get",
-            rate("storage-svc", "get") / raw("get"),
-            0.6,
-            String::new(),
-        ),
-        (
-            "registry-svc Get / raw get",
-            rate("registry-svc ConfigMaps", "get") / raw("get"),
-            0.5,
-            String::new(),
-        ),
-        (
-            "registry-svc hot update, with resourceVersion / raw hot CAS loop",
-            rate("registry-svc ConfigMaps", "hot update") / raw("hot update"),
-            2.0,
-            note("hot update"),
-        ),
-        (
-            "registry-svc hot update, no resourceVersion / raw hot CAS loop",
-            rate("registry-svc ConfigMaps", "hot update (no rv)") / raw("hot update"),
-            2.0,
-            note("hot update (no rv)"),
-        ),
-        (
-            "storage-svc hot GuaranteedUpdate / raw hot CAS loop",
-            rate("storage-svc", "hot update") / raw("hot update"),
-            2.0,
-            String::new(),
-        ),
-        (
-            "tracing on / tracing off (registry Create)",
-            rate("registry-svc, tracing on", "ConfigMaps create")
-                / rate("registry-svc, tracing off", "ConfigMaps create"),
-            0.9,
-            String::new(),
-        ),
-    ];
-    let _ = writeln!(out, "\n## Targets (concurrency {c})\n");
-    let _ = writeln!(out, "| target | measured | required | met |");
-    let _ = writeln!(out, "|---|---:|---:|---|");
-    for (name, got, want, note) in targets {
-        let note = if note.is_empty() {
-            String::new()
-        } else {
-            format!(" ({note})")
-        };
-        let _ = writeln!(
-            out,
-            "| {name}{note} | {got:.2} | >= {want} | {} |",
-            if got >= want { "yes" } else { "**no**" }
-        );
-    }
-    for (name, p) in peak {
-        let _ = writeln!(
-            out,
-            "| {name}-svc peak RSS MiB | {p:.1} | <= 64 | {} |",
-            if *p <= 64.0 { "yes" } else { "**no**" }
-        );
-    }
-    out
 }
 
 fn main() -> ExitCode {
