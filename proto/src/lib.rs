@@ -4,9 +4,15 @@
 //! - [`storage::v1`]: the resource-agnostic `Storage` service (storage-svc).
 //! - [`core::v1`]: the typed resources served by registry-svc (`Pods`, `ConfigMaps`, `Events`).
 //!
+//! - [`codec`]: the codec of every generated client and server (malformed = INVALID_ARGUMENT);
+//! - [`limits`]: sizes both services agree on, and bounded error texts.
+//!
 //! Maps are generated as `BTreeMap` so that encoding is deterministic (see `build.rs`).
 
 #![allow(missing_docs, unreachable_pub, clippy::doc_lazy_continuation)]
+
+pub mod codec;
+pub mod limits;
 
 /// Object metadata and options shared by every resource kind.
 pub mod meta {
@@ -51,5 +57,8 @@ pub mod core {
     }
 }
 
-/// Encoded `FileDescriptorSet` of every kubestore proto, for gRPC server reflection.
-pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("kubestore_descriptor");
+/// Encoded `FileDescriptorSet` of `storage.v1` and what it imports, for storage-svc's reflection.
+pub const STORAGE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("storage_descriptor");
+
+/// Encoded `FileDescriptorSet` of `core.v1` and what it imports, for registry-svc's reflection.
+pub const CORE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("core_descriptor");

@@ -84,6 +84,9 @@ impl<R: Resource> Store<R> {
         let span = tracing::Span::current();
         let ns = self.request_namespace(namespace, "")?;
         let key = self.key(ns, name)?;
+        if let Some(e) = self.impossible_name(name) {
+            return Err(e);
+        }
         validate_options(R::KIND, name, &options)?;
         let dry_run = options.dry_run;
         let existing_bytes = self

@@ -2,11 +2,23 @@
 //!
 //! Reasons follow upstream's `metav1.StatusReason`; codes follow what the caller should do:
 //! ABORTED = re-read and retry the read-modify-write (Conflict); UNAVAILABLE = retry the call;
-//! INVALID_ARGUMENT = fix the request (Invalid carries a `google.rpc.BadRequest` listing every
-//! field violation). Storage errors are translated in [`ApiError::from_storage`], once.
+//! INVALID_ARGUMENT = fix the request (Invalid carries a `google.rpc.BadRequest` listing the
+//! field violations); RESOURCE_EXHAUSTED = etcd is out of space, an operator must act. Storage
+//! errors are translated in [`ApiError::from_storage`], once, into what upstream says about the
+//! object: storage keys never reach a client.
+//!
+//! Every status fits in the trailers of any gRPC client: messages, metadata values and the
+//! BadRequest details are bounded (`kubestore_proto::limits`, `violations`), with "and N more"
+//! where violations were left out.
 
+use kubestore_proto::limits::{MAX_METADATA_VALUE_BYTES, MAX_STATUS_MESSAGE_BYTES, bounded};
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, FieldViolation, StatusExt};
+
+use crate::violations::Violations;
+
+/// Bytes of field violations put in a `google.rpc.BadRequest`.
+const MAX_BAD_REQUEST_BYTES: usize = 3072;
 
 /// `ErrorInfo.domain` of every registry-svc error.
 pub const DOMAIN: &str = "registry.kubestore.io";
@@ -15,7 +27,7 @@ pub const DOMAIN: &str = "registry.kubestore.io";
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ApiError {
     /// The object does not exist.
-    #[error("{resource} \"{name}\" not found")]
+    #[error("{resource} \"{}\" not found", shown(.name))]
     NotFound {
         /// Plural resource, e.g. `pods`.
         resource: String,
@@ -33,7 +45,7 @@ pub enum ApiError {
         message: String,
     },
     /// Optimistic-concurrency or precondition failure.
-    #[error("Operation cannot be fulfilled on {resource} \"{name}\": {message}")]
+    #[error("Operation cannot be fulfilled on {resource} \"{}\": {message}", shown(.name))]
     Conflict {
         /// Plural resource.
         resource: String,
@@ -42,19 +54,34 @@ pub enum ApiError {
         /// What did not match.
         message: String,
     },
-    /// The object fails validation; every violation is listed.
-    #[error("{kind} \"{name}\" is invalid: {}", render(.violations))]
+    /// The object fails validation; the violations are listed.
+    #[error("{kind} \"{}\" is invalid: {}", shown(.name), render(.violations))]
     Invalid {
         /// Kind, e.g. `Pod`.
         kind: String,
         /// Object name.
         name: String,
-        /// (field path, description).
-        violations: Vec<(String, String)>,
+        /// (field path, description), bounded.
+        violations: Violations,
     },
     /// The request itself is malformed (missing object, namespace mismatch, bad name).
     #[error("{0}")]
     BadRequest(String),
+    /// The object is larger than storage can hold (upstream's 413 RequestEntityTooLarge).
+    #[error("Request entity too large: {kind} \"{}\" is {bytes} bytes encoded; storage accepts at most {limit} bytes per object, its key included", shown(.name))]
+    TooLarge {
+        /// Kind.
+        kind: String,
+        /// Object name.
+        name: String,
+        /// Encoded size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// etcd is out of space: writes fail until an operator frees space; reads work.
+    #[error("{0}")]
+    StorageFull(String),
     /// storage-svc or etcd cannot serve now.
     #[error("{message}")]
     Unavailable {
@@ -68,17 +95,33 @@ pub enum ApiError {
     Internal(String),
 }
 
-fn render(violations: &[(String, String)]) -> String {
-    let parts: Vec<String> = violations
-        .iter()
-        .map(|(f, d)| {
-            if f.is_empty() {
-                d.clone()
-            } else {
-                format!("{f}: {d}")
-            }
-        })
-        .collect();
+/// A client-supplied name as shown in messages: at most a valid name's length.
+fn shown(name: &str) -> std::borrow::Cow<'_, str> {
+    bounded(name, 256)
+}
+
+/// `[field: description, ..., and N more]`, within the status message budget.
+fn render(violations: &Violations) -> String {
+    let budget = MAX_STATUS_MESSAGE_BYTES / 2;
+    let mut parts: Vec<String> = Vec::new();
+    let mut used = 0;
+    let mut left_out = violations.omitted();
+    for (f, d) in violations.iter() {
+        let part = if f.is_empty() {
+            d.clone()
+        } else {
+            format!("{f}: {d}")
+        };
+        if used + part.len() > budget && !parts.is_empty() {
+            left_out += 1;
+            continue;
+        }
+        used += part.len() + 2;
+        parts.push(part);
+    }
+    if left_out > 0 {
+        parts.push(format!("and {left_out} more"));
+    }
     format!("[{}]", parts.join(", "))
 }
 
@@ -91,6 +134,8 @@ impl ApiError {
             Self::Conflict { .. } => "Conflict",
             Self::Invalid { .. } => "Invalid",
             Self::BadRequest(_) => "BadRequest",
+            Self::TooLarge { .. } => "RequestEntityTooLarge",
+            Self::StorageFull(_) => "StorageFull",
             Self::Unavailable { reason, .. } => reason,
             Self::Internal(_) => "InternalError",
         }
@@ -102,13 +147,18 @@ impl ApiError {
             Self::NotFound { .. } => Code::NotFound,
             Self::AlreadyExists { .. } => Code::AlreadyExists,
             Self::Conflict { .. } => Code::Aborted,
-            Self::Invalid { .. } | Self::BadRequest(_) => Code::InvalidArgument,
+            Self::Invalid { .. } | Self::BadRequest(_) | Self::TooLarge { .. } => {
+                Code::InvalidArgument
+            }
+            Self::StorageFull(_) => Code::ResourceExhausted,
             Self::Unavailable { .. } => Code::Unavailable,
             Self::Internal(_) => Code::Internal,
         }
     }
 
-    /// Translates a storage-svc status for an operation on `resource`/`name`.
+    /// Translates a storage-svc status for an operation on `resource`/`name`. Storage's
+    /// messages name no keys, so they can be passed on; errors that did not come from storage's
+    /// handlers (no ErrorInfo: the connection, the transport) are UNAVAILABLE.
     pub fn from_storage(status: &Status, kind: &str, resource: &str, name: &str) -> Self {
         let reason = status.get_details_error_info().map(|i| i.reason);
         let message = status.message().to_string();
@@ -130,7 +180,7 @@ impl ApiError {
             Some("Invalid") => Self::Invalid {
                 kind: kind.into(),
                 name: name.into(),
-                violations: vec![(String::new(), message)],
+                violations: Violations::from(vec![(String::new(), message)]),
             },
             Some("Timeout") => Self::Unavailable {
                 reason: "Timeout",
@@ -140,14 +190,19 @@ impl ApiError {
                 reason: "ServiceUnavailable",
                 message,
             },
+            Some("StorageFull") => Self::StorageFull(message),
+            // InternalError, or a request storage could not decode (BadRequest): our bug.
             Some(_) => Self::Internal(message),
-            // No ErrorInfo: the call never reached storage-svc's handlers.
             None => match status.code() {
                 Code::DeadlineExceeded | Code::Cancelled => Self::Unavailable {
                     reason: "Timeout",
                     message: format!("storage-svc did not answer in time: {message}"),
                 },
-                Code::Unavailable | Code::Unknown => Self::Unavailable {
+                Code::Unavailable
+                | Code::Unknown
+                | Code::Internal
+                | Code::ResourceExhausted
+                | Code::Aborted => Self::Unavailable {
                     reason: "ServiceUnavailable",
                     message: format!("storage-svc is unavailable: {message}"),
                 },
@@ -157,11 +212,11 @@ impl ApiError {
     }
 
     /// An Invalid error for one object.
-    pub fn invalid(kind: &str, name: &str, violations: Vec<(String, String)>) -> Self {
+    pub fn invalid(kind: &str, name: &str, violations: impl Into<Violations>) -> Self {
         Self::Invalid {
             kind: kind.into(),
             name: name.into(),
-            violations,
+            violations: violations.into(),
         }
     }
 }
@@ -170,32 +225,64 @@ impl From<ApiError> for Status {
     fn from(e: ApiError) -> Self {
         let mut details = ErrorDetails::new();
         let mut meta = std::collections::HashMap::new();
+        let mut put = |k: &str, v: &str| {
+            meta.insert(
+                k.to_string(),
+                bounded(v, MAX_METADATA_VALUE_BYTES).into_owned(),
+            );
+        };
         match &e {
             ApiError::NotFound { resource, name }
             | ApiError::AlreadyExists { resource, name, .. }
             | ApiError::Conflict { resource, name, .. } => {
-                meta.insert("resource".to_string(), resource.clone());
-                meta.insert("name".to_string(), name.clone());
+                put("resource", resource);
+                put("name", name);
             }
             ApiError::Invalid {
                 kind,
                 name,
                 violations,
             } => {
-                meta.insert("kind".to_string(), kind.clone());
-                meta.insert("name".to_string(), name.clone());
-                details.set_bad_request(
-                    violations
-                        .iter()
-                        .map(|(f, d)| FieldViolation::new(f.clone(), d.clone()))
-                        .collect::<Vec<_>>(),
-                );
+                put("kind", kind);
+                put("name", name);
+                details.set_bad_request(bad_request(violations));
+            }
+            ApiError::TooLarge { kind, name, .. } => {
+                put("kind", kind);
+                put("name", name);
             }
             _ => {}
         }
         details.set_error_info(e.reason(), DOMAIN, meta);
-        Status::with_error_details(e.code(), e.to_string(), details)
+        let message = e.to_string();
+        Status::with_error_details(
+            e.code(),
+            bounded(&message, MAX_STATUS_MESSAGE_BYTES),
+            details,
+        )
     }
+}
+
+/// The kept violations that fit in [`MAX_BAD_REQUEST_BYTES`], and one entry counting the rest.
+fn bad_request(violations: &Violations) -> Vec<FieldViolation> {
+    let mut out = Vec::new();
+    let mut used = 0;
+    let mut left_out = violations.omitted();
+    for (f, d) in violations.iter() {
+        if used + f.len() + d.len() > MAX_BAD_REQUEST_BYTES {
+            left_out += 1;
+            continue;
+        }
+        used += f.len() + d.len();
+        out.push(FieldViolation::new(f.clone(), d.clone()));
+    }
+    if left_out > 0 {
+        out.push(FieldViolation::new(
+            "",
+            format!("and {left_out} more violations, not listed"),
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -208,8 +295,8 @@ mod tests {
             "Pod",
             "x",
             vec![
-                ("metadata.name".into(), "bad".into()),
-                ("spec.containers".into(), "Required value".into()),
+                ("metadata.name".to_string(), "bad".to_string()),
+                ("spec.containers".to_string(), "Required value".to_string()),
             ],
         );
         assert_eq!(
@@ -262,5 +349,42 @@ mod tests {
                 .reason(),
             "Timeout"
         );
+        let full = ApiError::from_storage(
+            &storage("StorageFull", Code::ResourceExhausted),
+            "Pod",
+            "pods",
+            "a",
+        );
+        assert_eq!(
+            (full.code(), full.reason()),
+            (Code::ResourceExhausted, "StorageFull")
+        );
+        // A transport failure (no ErrorInfo) is UNAVAILABLE, whatever code the client made up.
+        assert_eq!(
+            ApiError::from_storage(&Status::internal("h2 protocol error"), "Pod", "pods", "a")
+                .code(),
+            Code::Unavailable
+        );
+    }
+
+    #[test]
+    fn statuses_fit_in_sixteen_kib_of_trailers() {
+        let many: Vec<(String, String)> = (0..100_000)
+            .map(|i| {
+                (
+                    format!("metadata.ownerReferences[{i}].uid"),
+                    "é".repeat(600),
+                )
+            })
+            .collect();
+        let s = Status::from(ApiError::invalid("Pod", &"n".repeat(6000), many));
+        assert!(s.message().len() <= MAX_STATUS_MESSAGE_BYTES);
+        assert!(s.message().contains("more]"), "{}", s.message());
+        // grpc-message is percent-encoded (non-ASCII: 3x), details are base64 (4/3x).
+        let trailer_bytes = s.message().len() * 3 + s.details().len() * 4 / 3;
+        assert!(trailer_bytes < 12 * 1024, "{trailer_bytes}");
+        let br = s.get_details_bad_request().expect("BadRequest");
+        let last = br.field_violations.last().expect("one");
+        assert!(last.description.contains("more violations"), "{last:?}");
     }
 }

@@ -9,7 +9,17 @@
 use kubestore_proto::meta::v1::{DeleteOptions, ObjectMeta, PropagationPolicy};
 use prost_types::Timestamp;
 
-use crate::strategy::GcPolicy;
+/// Default garbage-collection policy of a kind (upstream's
+/// `GarbageCollectionDeleteStrategy.DefaultGarbageCollectionPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcPolicy {
+    /// Dependents are deleted in the background (no finalizer added by default).
+    DeleteDependents,
+    /// Dependents are orphaned by default (the `orphan` finalizer is added).
+    OrphanDependents,
+    /// No garbage-collection finalizers are ever added or removed.
+    Unsupported,
+}
 
 /// Finalizer asking the garbage collector to orphan dependents.
 pub const ORPHAN: &str = "orphan";

@@ -10,7 +10,7 @@
 use kubestore_proto::meta::v1::{DeleteOptions, PropagationPolicy};
 use prost_types::Timestamp;
 
-use crate::{error::ApiError, resource::Resource, strategy::Strategy};
+use crate::{error::ApiError, resource::Resource, strategy::Strategy, violations::Violations};
 
 /// The decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,19 +21,36 @@ pub struct Decision {
     pub pending: bool,
 }
 
+/// Longest grace period accepted (100 years). Upstream has none, and adds the period to the
+/// current time with Go's wrapping arithmetic; near `i64::MAX` that stored a timestamp in year
+/// -292 billion that protobuf JSON renderers reject. 100 years keeps every deletion timestamp
+/// far inside protobuf's range (up to 9999-12-31) while allowing any real-world grace.
+pub const MAX_GRACE_PERIOD_SECONDS: i64 = 100 * 365 * 86_400;
+
+/// The description of a grace period outside `0..=MAX_GRACE_PERIOD_SECONDS`, if it is.
+pub fn grace_period_problem(g: i64) -> Option<String> {
+    if g < 0 {
+        Some(format!(
+            "Invalid value: {g}: must be greater than or equal to 0"
+        ))
+    } else if g > MAX_GRACE_PERIOD_SECONDS {
+        Some(format!(
+            "Invalid value: {g}: must be at most {MAX_GRACE_PERIOD_SECONDS} (100 years)"
+        ))
+    } else {
+        None
+    }
+}
+
 /// Rejects options that are wrong in themselves (upstream's `ValidateDeleteOptions`).
 ///
-/// Deliberate difference: upstream silently turns a negative grace period into 1 second; we
-/// reject it, because a client asking for -5 has a bug that a silent coercion would hide.
+/// Deliberate differences: upstream silently turns a negative grace period into 1 second; we
+/// reject it, because a client asking for -5 has a bug that a silent coercion would hide. And
+/// a grace period is at most [`MAX_GRACE_PERIOD_SECONDS`].
 pub fn validate_options(kind: &str, name: &str, options: &DeleteOptions) -> Result<(), ApiError> {
-    let mut v = Vec::new();
-    if let Some(g) = options.grace_period_seconds
-        && g < 0
-    {
-        v.push((
-            "gracePeriodSeconds".to_string(),
-            format!("Invalid value: {g}: must be greater than or equal to 0"),
-        ));
+    let mut v = Violations::new();
+    if let Some(problem) = options.grace_period_seconds.and_then(grace_period_problem) {
+        v.push(("gracePeriodSeconds".to_string(), problem));
     }
     if PropagationPolicy::try_from(options.propagation_policy).is_err() {
         v.push((
@@ -126,7 +143,7 @@ pub fn before_delete<R: Resource>(
             // A grace period can only be shortened.
             return Ok(PENDING);
         }
-        let mut new_dt = dt.seconds - existing + period;
+        let mut new_dt = dt.seconds.saturating_sub(existing).saturating_add(period);
         if new_dt < now.seconds {
             new_dt = now.seconds;
             if period != 0 {
@@ -154,9 +171,12 @@ pub fn before_delete<R: Resource>(
             "options.gracePeriodSeconds should not be nil".into(),
         ));
     };
+    // A strategy's default (a pod's terminationGracePeriodSeconds) is bounded like a request's.
+    let grace = grace.clamp(0, MAX_GRACE_PERIOD_SECONDS);
+    options.grace_period_seconds = Some(grace);
     let meta = obj.meta_mut();
     meta.deletion_timestamp = Some(Timestamp {
-        seconds: now.seconds + grace,
+        seconds: now.seconds.saturating_add(grace),
         nanos: 0,
     });
     meta.deletion_grace_period_seconds = Some(grace);
@@ -290,6 +310,27 @@ mod tests {
     }
 
     #[test]
+    fn deletion_timestamps_never_overflow() {
+        // A stored pod whose own default grace is absurd (written before the bound existed).
+        let mut pod = scheduled_pod();
+        if let Some(s) = pod.spec.as_mut() {
+            s.termination_grace_period_seconds = Some(i64::MAX);
+        }
+        let mut o = grace(None);
+        before_delete(&PodStrategy, &mut pod, &mut o, at(T0)).expect("ok");
+        let m = pod.metadata.clone().expect("meta");
+        assert_eq!(
+            m.deletion_timestamp,
+            Some(at(T0 + MAX_GRACE_PERIOD_SECONDS))
+        );
+        assert!(m.deletion_timestamp.expect("set").seconds < 253_402_300_799);
+        // Shortening a deletion that started with a huge grace.
+        before_delete(&PodStrategy, &mut pod, &mut grace(Some(5)), at(T0 + 1)).expect("ok");
+        let m = pod.metadata.expect("meta");
+        assert_eq!(m.deletion_timestamp, Some(at(T0 + 5)));
+    }
+
+    #[test]
     fn preconditions_are_checked_first() {
         let mut pod = scheduled_pod();
         let mut o = DeleteOptions {
@@ -329,6 +370,8 @@ mod tests {
     #[test]
     fn negative_grace_and_unknown_policies_are_invalid() {
         assert!(validate_options("Pod", "p", &grace(Some(-1))).is_err());
+        assert!(validate_options("Pod", "p", &grace(Some(i64::MAX - 5))).is_err());
+        assert!(validate_options("Pod", "p", &grace(Some(MAX_GRACE_PERIOD_SECONDS))).is_ok());
         assert!(
             validate_options(
                 "Pod",

@@ -6,24 +6,31 @@
 //!
 //! Modules:
 //! - [`resource`], [`strategy`]: what a kind is and how it behaves; [`kinds`]: Pod, ConfigMap, Event;
-//! - [`store`] (Create, Get, Update) and [`delete`]; [`graceful`] (BeforeDelete) and
-//!   [`finalizers`] (GC finalizers, markAsDeleting, delete-during-update);
-//! - [`validation`], [`quantity`]: ObjectMeta rules and Kubernetes quantities;
+//! - [`store`] (what every verb shares), one module per verb: [`get`], [`create`], [`update`],
+//!   [`delete`]; [`graceful`] (BeforeDelete) and [`finalizers`] (GC finalizers, markAsDeleting,
+//!   delete-during-update);
+//! - [`validation`], [`violations`], [`quantity`], [`names`]: ObjectMeta rules, bounded field
+//!   violations, Kubernetes quantities, generated names;
 //! - [`storage`]: the storage-svc client; [`error`]: API errors and their gRPC mapping;
 //! - [`service`]: the gRPC glue.
 
+pub mod create;
 pub mod delete;
 pub mod error;
 pub mod finalizers;
+pub mod get;
 pub mod graceful;
 pub mod kinds;
+pub mod names;
 pub mod quantity;
 pub mod resource;
 pub mod service;
 pub mod storage;
 pub mod store;
 pub mod strategy;
+pub mod update;
 pub mod validation;
+pub mod violations;
 
 use std::{future::Future, net::SocketAddr, time::Duration};
 
@@ -34,6 +41,7 @@ use kubestore_proto::core::v1::{
     GetPodRequest, Pod, UpdateConfigMapRequest, UpdateEventRequest, UpdatePodRequest,
     config_maps_server::ConfigMapsServer, events_server::EventsServer, pods_server::PodsServer,
 };
+use kubestore_proto::limits::REGISTRY_MAX_MESSAGE_BYTES;
 use kubestore_telemetry::{
     LogFormat, Metrics,
     deadline::parse_duration,
@@ -157,7 +165,7 @@ pub async fn run_with_metrics(
         StorageClient::connect_lazy(&config.storage_addr).map_err(RunError::StorageAddr)?;
 
     let serving = Serving::start(
-        &["core.v1.Pods", "core.v1.ConfigMaps", "core.v1.Events"],
+        &[kubestore_proto::CORE_DESCRIPTOR_SET],
         metrics,
         metrics_listener,
         shutdown,
@@ -175,27 +183,36 @@ pub async fn run_with_metrics(
             }
         })
     };
-    let reflection = serving::reflection(&[kubestore_proto::FILE_DESCRIPTOR_SET])?;
+    let reflection = serving.reflection()?;
     tracing::info!(addr = ?listener.local_addr().ok(), storage = %config.storage_addr, "registry-svc serving");
     // One registration line per kind.
     let result = serving
         .server()
         .add_service(serving.health_service())
         .add_service(reflection)
-        .add_service(PodsServer::new(ResourceService::new(Store::new(
-            storage.clone(),
-            PodStrategy,
-        ))))
-        .add_service(ConfigMapsServer::new(ResourceService::new(Store::new(
-            storage.clone(),
-            ConfigMapStrategy,
-        ))))
-        .add_service(EventsServer::new(ResourceService::new(Store::new(
-            storage.clone(),
-            EventStrategy {
-                ttl: config.event_ttl,
-            },
-        ))))
+        .add_service(
+            PodsServer::new(ResourceService::new(Store::new(
+                storage.clone(),
+                PodStrategy,
+            )))
+            .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            ConfigMapsServer::new(ResourceService::new(Store::new(
+                storage.clone(),
+                ConfigMapStrategy,
+            )))
+            .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            EventsServer::new(ResourceService::new(Store::new(
+                storage.clone(),
+                EventStrategy {
+                    ttl: config.event_ttl,
+                },
+            )))
+            .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+        )
         .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained())
         .await;
     poller.abort();

@@ -40,6 +40,9 @@ pub struct StorageClient {
 /// core under load.
 pub const CONNECTIONS: usize = 4;
 
+/// Largest response accepted from storage-svc (a List page can be large).
+pub const MAX_RESPONSE_BYTES: usize = 1 << 30;
+
 /// A state handed to an update function.
 #[derive(Debug)]
 pub struct StorageState<'a> {
@@ -80,6 +83,8 @@ impl StorageClient {
                         .layer(GrpcTraceLayer::client())
                         .service(c.clone()),
                 )
+                // storage-svc is trusted, and a List page may be large.
+                .max_decoding_message_size(MAX_RESPONSE_BYTES)
             })
             .collect();
         Ok(Self {

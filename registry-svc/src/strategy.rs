@@ -11,19 +11,7 @@
 
 use kubestore_proto::meta::v1::DeleteOptions;
 
-use crate::{error::ApiError, resource::Resource, validation::Violations};
-
-/// Default garbage-collection policy of a kind (upstream's
-/// `GarbageCollectionDeleteStrategy.DefaultGarbageCollectionPolicy`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GcPolicy {
-    /// Dependents are deleted in the background (no finalizer added by default).
-    DeleteDependents,
-    /// Dependents are orphaned by default (the `orphan` finalizer is added).
-    OrphanDependents,
-    /// No garbage-collection finalizers are ever added or removed.
-    Unsupported,
-}
+use crate::{error::ApiError, finalizers::GcPolicy, resource::Resource, violations::Violations};
 
 /// The strategy of one kind.
 pub trait Strategy<R: Resource>: Send + Sync + 'static {
@@ -37,7 +25,7 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
 
     /// Kind-specific validation on create.
     fn validate(&self, _obj: &R) -> Violations {
-        Vec::new()
+        Violations::new()
     }
 
     /// Normalises the object after validation.
@@ -58,7 +46,7 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
 
     /// Kind-specific validation on update.
     fn validate_update(&self, _new: &R, _old: &R) -> Violations {
-        Vec::new()
+        Violations::new()
     }
 
     /// Whether the kind implements graceful deletion at all (upstream: the strategy implements
@@ -77,7 +65,7 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
     /// A name for an object created with `generateName` = `base` (upstream's
     /// `NameGenerator.GenerateName`): by default `base` plus 5 random characters.
     fn generate_name(&self, base: &str) -> String {
-        crate::store::generate_name(base)
+        crate::names::generate_name(base)
     }
 
     /// TTL in seconds for the stored object (upstream's TTLFunc), on create and every update

@@ -7,8 +7,7 @@
 
 use kubestore_proto::meta::v1::ObjectMeta;
 
-/// Field violations: (field path, description).
-pub type Violations = Vec<(String, String)>;
+use crate::{finalizers, violations::Violations};
 
 /// Longest DNS-1123 subdomain.
 pub const DNS1123_SUBDOMAIN_MAX: usize = 253;
@@ -16,6 +15,11 @@ pub const DNS1123_SUBDOMAIN_MAX: usize = 253;
 pub const DNS1123_LABEL_MAX: usize = 63;
 /// Total size of all annotations, upstream's `TotalAnnotationSizeLimitB`.
 pub const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
+/// Most owner references an object may carry. Upstream has no count limit (only the request
+/// size); we bound it so that a request cannot make validation walk a million entries.
+pub const MAX_OWNER_REFERENCES: usize = 1000;
+/// Most finalizers an object may carry (same reason as [`MAX_OWNER_REFERENCES`]).
+pub const MAX_FINALIZERS: usize = 1000;
 
 fn is_alnum_lower(b: u8) -> bool {
     b.is_ascii_lowercase() || b.is_ascii_digit()
@@ -179,28 +183,42 @@ pub fn object_meta(meta: &ObjectMeta, namespaced: bool, v: &mut Violations) {
             format!("Too long: must have at most {ANNOTATIONS_MAX_BYTES} bytes"),
         );
     }
-    for (i, f) in meta.finalizers.iter().enumerate() {
-        if let Some(e) = qualified_name(f) {
-            add(
-                &format!("metadata.finalizers[{i}]"),
-                format!("Invalid value: {f:?}: {e}"),
-            );
+    if meta.finalizers.len() > MAX_FINALIZERS {
+        add(
+            "metadata.finalizers",
+            format!(
+                "Too many: {}: must have at most {MAX_FINALIZERS} items",
+                meta.finalizers.len()
+            ),
+        );
+    } else {
+        for (i, f) in meta.finalizers.iter().enumerate() {
+            if let Some(e) = qualified_name(f) {
+                add(
+                    &format!("metadata.finalizers[{i}]"),
+                    format!("Invalid value: {f:?}: {e}"),
+                );
+            }
         }
     }
-    if meta
-        .finalizers
-        .iter()
-        .any(|f| f == crate::finalizers::ORPHAN)
-        && meta
-            .finalizers
-            .iter()
-            .any(|f| f == crate::finalizers::FOREGROUND)
+    if meta.finalizers.iter().any(|f| f == finalizers::ORPHAN)
+        && meta.finalizers.iter().any(|f| f == finalizers::FOREGROUND)
     {
         add(
             "metadata.finalizers",
             "Invalid value: finalizers \"orphan\" and \"foregroundDeletion\" cannot be both set"
                 .into(),
         );
+    }
+    if meta.owner_references.len() > MAX_OWNER_REFERENCES {
+        add(
+            "metadata.ownerReferences",
+            format!(
+                "Too many: {}: must have at most {MAX_OWNER_REFERENCES} items",
+                meta.owner_references.len()
+            ),
+        );
+        return;
     }
     let mut controllers = 0;
     for (i, o) in meta.owner_references.iter().enumerate() {
@@ -229,7 +247,9 @@ pub fn object_meta(meta: &ObjectMeta, namespaced: bool, v: &mut Violations) {
     }
 }
 
-/// Validates what may not change on update (`ValidateObjectMetaUpdate`).
+/// Validates what may not change on update (`ValidateObjectMetaUpdate`). The deletion fields
+/// are immutable whatever the old object holds: only Delete sets them (an Update that could
+/// set them could delete an object, or make a running pod look terminating).
 pub fn object_meta_update(new: &ObjectMeta, old: &ObjectMeta, v: &mut Violations) {
     let mut immutable = |field: &str, changed: bool| {
         if changed {
@@ -248,12 +268,11 @@ pub fn object_meta_update(new: &ObjectMeta, old: &ObjectMeta, v: &mut Violations
     );
     immutable(
         "metadata.deletionTimestamp",
-        old.deletion_timestamp.is_some() && new.deletion_timestamp != old.deletion_timestamp,
+        new.deletion_timestamp != old.deletion_timestamp,
     );
     immutable(
         "metadata.deletionGracePeriodSeconds",
-        old.deletion_grace_period_seconds.is_some()
-            && new.deletion_grace_period_seconds != old.deletion_grace_period_seconds,
+        new.deletion_grace_period_seconds != old.deletion_grace_period_seconds,
     );
     if new.generation < old.generation {
         v.push((
@@ -313,7 +332,7 @@ mod tests {
             finalizers: vec!["orphan".into(), "foregroundDeletion".into()],
             ..Default::default()
         };
-        let mut v = Vec::new();
+        let mut v = Violations::new();
         object_meta(&meta, true, &mut v);
         let fields: Vec<&str> = v.iter().map(|(f, _)| f.as_str()).collect();
         assert!(fields.contains(&"metadata.name"), "{v:?}");
@@ -321,5 +340,49 @@ mod tests {
         assert!(fields.contains(&"metadata.labels"), "{v:?}");
         assert!(fields.contains(&"metadata.labels[bad key!]"), "{v:?}");
         assert!(fields.contains(&"metadata.finalizers"), "{v:?}");
+    }
+
+    #[test]
+    fn repeated_fields_are_bounded_before_their_items_are_checked() {
+        let meta = ObjectMeta {
+            name: "a".into(),
+            namespace: "default".into(),
+            owner_references: vec![Default::default(); 1_000_000],
+            finalizers: vec![String::new(); MAX_FINALIZERS + 1],
+            ..Default::default()
+        };
+        let mut v = Violations::new();
+        object_meta(&meta, true, &mut v);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v.iter().any(|(f, d)| f == "metadata.ownerReferences" && d.starts_with("Too many: 1000000")));
+    }
+
+    #[test]
+    fn an_update_can_neither_set_nor_change_deletion_fields() {
+        let live = ObjectMeta {
+            name: "a".into(),
+            ..Default::default()
+        };
+        let terminating = ObjectMeta {
+            deletion_timestamp: Some(prost_types::Timestamp {
+                seconds: 100,
+                nanos: 0,
+            }),
+            deletion_grace_period_seconds: Some(30),
+            ..live.clone()
+        };
+        let mut v = Violations::new();
+        object_meta_update(&terminating, &live, &mut v);
+        let fields: Vec<&str> = v.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "metadata.deletionTimestamp",
+                "metadata.deletionGracePeriodSeconds"
+            ]
+        );
+        let mut v = Violations::new();
+        object_meta_update(&terminating, &terminating, &mut v);
+        assert!(v.is_empty(), "{v:?}");
     }
 }

@@ -7,7 +7,14 @@
 //! - ABORTED: redo the read-modify-write (conflicts, failed preconditions);
 //! - UNAVAILABLE: retry the same call later (etcd unreachable, too slow, or not yet at the
 //!   requested revision);
-//! - INVALID_ARGUMENT: the request itself is wrong; retrying cannot help.
+//! - INVALID_ARGUMENT: the request itself is wrong; retrying cannot help;
+//! - RESOURCE_EXHAUSTED: etcd is out of space (its NOSPACE alarm); writes fail until an operator
+//!   compacts, defragments and disarms the alarm, reads keep working.
+//!
+//! Messages say what happened without repeating the key: it travels in `ErrorInfo.metadata`
+//! (`key`), and registry-svc passes messages on to its own clients, who never see storage keys.
+//! Messages and metadata are bounded (`kubestore_proto::limits`) so that a status always fits in
+//! the trailers of every gRPC client.
 
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
@@ -31,7 +38,7 @@ pub enum StorageError {
         key: String,
     },
     /// A precondition failed, or the update loop ran out of attempts.
-    #[error("conflict on key {key:?}: {message}")]
+    #[error("{message}")]
     Conflict {
         /// The caller's key.
         key: String,
@@ -42,15 +49,15 @@ pub enum StorageError {
         precondition: Option<&'static str>,
     },
     /// Bad input: key, object bytes, resource version, size, TTL, stream protocol.
-    #[error("invalid request for key {key:?}: {message}")]
+    #[error("{message}")]
     Invalid {
         /// The caller's key ("" when the key itself could not be read).
         key: String,
         /// What is wrong.
         message: String,
     },
-    /// etcd could not be reached or failed.
-    #[error("etcd is unavailable (key {key:?}): {message}")]
+    /// etcd could not be reached or failed, or the caller went away.
+    #[error("{message}")]
     Unavailable {
         /// The caller's key.
         key: String,
@@ -59,21 +66,39 @@ pub enum StorageError {
     },
     /// etcd did not answer within the request's deadline, or the requested minimum resource
     /// version is ahead of etcd (upstream's TooLargeResourceVersion, a 504 Timeout).
-    #[error("timeout on key {key:?}: {message}")]
+    #[error("{message}")]
     Timeout {
         /// The caller's key.
         key: String,
         /// What timed out.
         message: String,
     },
+    /// etcd is out of space (NOSPACE alarm): no write can succeed until an operator frees
+    /// space and disarms the alarm. Reads still work.
+    #[error("{message}")]
+    StorageFull {
+        /// The caller's key.
+        key: String,
+        /// etcd's words, with what to do.
+        message: String,
+    },
     /// A bug or corrupt data: stored bytes that do not decode, an etcd answer that breaks
     /// etcd's own contract.
-    #[error("internal error on key {key:?}: {message}")]
+    #[error("{message}")]
     Internal {
         /// The caller's key.
         key: String,
         /// What happened.
         message: String,
+    },
+    /// The etcd lease a write was attached to no longer exists (revoked, or expired early).
+    /// The writer drops its cached lease and retries once; if it escapes, it is UNAVAILABLE.
+    #[error("etcd lease {lease:x} not found")]
+    LeaseNotFound {
+        /// The caller's key.
+        key: String,
+        /// The lease id.
+        lease: i64,
     },
 }
 
@@ -85,8 +110,9 @@ impl StorageError {
             Self::AlreadyExists { .. } => "AlreadyExists",
             Self::Conflict { .. } => "Conflict",
             Self::Invalid { .. } => "Invalid",
-            Self::Unavailable { .. } => "ServiceUnavailable",
+            Self::Unavailable { .. } | Self::LeaseNotFound { .. } => "ServiceUnavailable",
             Self::Timeout { .. } => "Timeout",
+            Self::StorageFull { .. } => "StorageFull",
             Self::Internal { .. } => "InternalError",
         }
     }
@@ -98,7 +124,10 @@ impl StorageError {
             Self::AlreadyExists { .. } => Code::AlreadyExists,
             Self::Conflict { .. } => Code::Aborted,
             Self::Invalid { .. } => Code::InvalidArgument,
-            Self::Unavailable { .. } | Self::Timeout { .. } => Code::Unavailable,
+            Self::Unavailable { .. } | Self::Timeout { .. } | Self::LeaseNotFound { .. } => {
+                Code::Unavailable
+            }
+            Self::StorageFull { .. } => Code::ResourceExhausted,
             Self::Internal { .. } => Code::Internal,
         }
     }
@@ -111,7 +140,9 @@ impl StorageError {
             | Self::Invalid { key, .. }
             | Self::Unavailable { key, .. }
             | Self::Timeout { key, .. }
-            | Self::Internal { key, .. } => key,
+            | Self::StorageFull { key, .. }
+            | Self::Internal { key, .. }
+            | Self::LeaseNotFound { key, .. } => key,
         }
     }
 
@@ -156,8 +187,13 @@ impl StorageError {
 
 impl From<StorageError> for Status {
     fn from(e: StorageError) -> Self {
-        let mut metadata =
-            std::collections::HashMap::from([("key".to_string(), e.key().to_string())]);
+        use kubestore_proto::limits::{
+            MAX_METADATA_VALUE_BYTES, MAX_STATUS_MESSAGE_BYTES, bounded,
+        };
+        let mut metadata = std::collections::HashMap::from([(
+            "key".to_string(),
+            bounded(e.key(), MAX_METADATA_VALUE_BYTES).into_owned(),
+        )]);
         if let StorageError::Conflict {
             precondition: Some(p),
             ..
@@ -166,7 +202,12 @@ impl From<StorageError> for Status {
             metadata.insert("precondition".to_string(), p.to_string());
         }
         let details = ErrorDetails::with_error_info(e.reason(), DOMAIN, metadata);
-        Status::with_error_details(e.code(), e.to_string(), details)
+        let message = e.to_string();
+        Status::with_error_details(
+            e.code(),
+            bounded(&message, MAX_STATUS_MESSAGE_BYTES),
+            details,
+        )
     }
 }
 
@@ -219,15 +260,43 @@ mod tests {
                 Code::Internal,
                 "InternalError",
             ),
+            (
+                StorageError::StorageFull {
+                    key: "/a".into(),
+                    message: "x".into(),
+                },
+                Code::ResourceExhausted,
+                "StorageFull",
+            ),
+            (
+                StorageError::LeaseNotFound {
+                    key: "/a".into(),
+                    lease: 7,
+                },
+                Code::Unavailable,
+                "ServiceUnavailable",
+            ),
         ];
         for (err, code, reason) in cases {
             let status = Status::from(err);
             assert_eq!(status.code(), code);
-            assert!(status.message().contains("\"/a\""), "{}", status.message());
             let info = status.get_details_error_info().expect("ErrorInfo attached");
             assert_eq!(info.reason, reason);
             assert_eq!(info.domain, DOMAIN);
             assert_eq!(info.metadata.get("key").map(String::as_str), Some("/a"));
         }
+    }
+
+    #[test]
+    fn messages_and_metadata_are_bounded() {
+        let long = "x".repeat(10_000);
+        let status = Status::from(StorageError::invalid(
+            &format!("/{long}"),
+            format!("invalid key {long:?}"),
+        ));
+        assert!(status.message().len() <= 1024, "{}", status.message().len());
+        let info = status.get_details_error_info().expect("ErrorInfo");
+        assert!(info.metadata["key"].len() <= 256);
+        assert!(status.details().len() < 4096, "{}", status.details().len());
     }
 }

@@ -209,28 +209,97 @@ pub fn txn_outcome(resp: &TxnResponse) -> (i64, Option<KeyValue>) {
 
 fn map_error(key: &str, operation: &str, e: etcd_client::Error) -> StorageError {
     use tonic::Code;
-    match e {
-        etcd_client::Error::GRpcStatus(s)
-            if matches!(
-                s.code(),
-                Code::InvalidArgument | Code::ResourceExhausted | Code::OutOfRange
-            ) =>
-        {
-            // e.g. "etcdserver: request is too large": the request, not etcd, is at fault.
-            StorageError::invalid(
-                key,
-                format!("etcd rejected the {operation}: {}", s.message()),
-            )
-        }
-        etcd_client::Error::GRpcStatus(s) if s.code() == Code::DeadlineExceeded => {
-            StorageError::Timeout {
+    let etcd_client::Error::GRpcStatus(s) = e else {
+        return StorageError::Unavailable {
+            key: key.to_string(),
+            message: format!("etcd {operation} failed: {e}"),
+        };
+    };
+    let said = s.message();
+    match s.code() {
+        // etcd's NOSPACE alarm (ErrGRPCNoSpace): the cluster, not the request, is at fault, and
+        // no retry helps until an operator acts.
+        Code::ResourceExhausted if said.contains("database space exceeded") => {
+            StorageError::StorageFull {
                 key: key.to_string(),
-                message: format!("etcd {operation}: {}", s.message()),
+                message: format!(
+                    "etcd is out of space ({said}): writes fail until its database is compacted, \
+                     defragmented and the NOSPACE alarm is disarmed; reads still work"
+                ),
             }
         }
-        other => StorageError::Unavailable {
+        // "etcdserver: too many requests" (ErrGRPCTooManyRequests) and any other overload.
+        Code::ResourceExhausted => StorageError::Unavailable {
             key: key.to_string(),
-            message: format!("etcd {operation} failed: {other}"),
+            message: format!("etcd is overloaded: {said}"),
         },
+        Code::NotFound if said.contains("lease not found") => StorageError::LeaseNotFound {
+            key: key.to_string(),
+            lease: 0,
+        },
+        // e.g. "etcdserver: request is too large": the request, not etcd, is at fault.
+        Code::InvalidArgument | Code::OutOfRange => {
+            StorageError::invalid(key, format!("etcd rejected the {operation}: {said}"))
+        }
+        Code::DeadlineExceeded => StorageError::Timeout {
+            key: key.to_string(),
+            message: format!("etcd {operation}: {said}"),
+        },
+        _ => StorageError::Unavailable {
+            key: key.to_string(),
+            message: format!("etcd {operation} failed: {said}"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: tonic::Code, message: &str) -> etcd_client::Error {
+        etcd_client::Error::GRpcStatus(tonic::Status::new(code, message))
+    }
+
+    #[test]
+    fn etcd_errors_map_to_what_the_caller_should_do() {
+        use tonic::Code;
+        let e = map_error(
+            "/k",
+            "Txn",
+            status(
+                Code::ResourceExhausted,
+                "etcdserver: mvcc: database space exceeded",
+            ),
+        );
+        assert_eq!(e.code(), Code::ResourceExhausted);
+        assert_eq!(e.reason(), "StorageFull");
+        assert!(e.to_string().contains("out of space"), "{e}");
+        let e = map_error(
+            "/k",
+            "Txn",
+            status(Code::ResourceExhausted, "etcdserver: too many requests"),
+        );
+        assert_eq!(
+            (e.code(), e.reason()),
+            (Code::Unavailable, "ServiceUnavailable")
+        );
+        let e = map_error(
+            "/k",
+            "Txn",
+            status(Code::NotFound, "etcdserver: requested lease not found"),
+        );
+        assert!(matches!(e, StorageError::LeaseNotFound { .. }), "{e}");
+        let e = map_error(
+            "/k",
+            "Txn",
+            status(Code::InvalidArgument, "etcdserver: request is too large"),
+        );
+        assert_eq!(e.code(), Code::InvalidArgument);
+        let e = map_error(
+            "/k",
+            "Range",
+            status(Code::Unavailable, "connection refused"),
+        );
+        assert_eq!(e.code(), Code::Unavailable);
     }
 }

@@ -29,7 +29,9 @@ pub mod update;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
-use kubestore_proto::storage::v1::storage_server::StorageServer;
+use kubestore_proto::{
+    limits::STORAGE_MAX_MESSAGE_BYTES, storage::v1::storage_server::StorageServer,
+};
 use kubestore_telemetry::{
     LogFormat, Metrics,
     deadline::parse_duration,
@@ -66,6 +68,10 @@ pub struct Config {
     /// Longest time a request may spend on etcd when the caller's deadline is later or unset.
     #[arg(long, env = "STORAGE_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// How long an update may keep its key's turn while waiting for its caller's answer; a
+    /// slower caller loses its place in the key's queue (its update still completes).
+    #[arg(long, env = "STORAGE_UPDATE_TURN_HOLD", default_value = "100ms", value_parser = parse_duration)]
+    pub update_turn_hold: Duration,
     /// Address of the Prometheus `/metrics` endpoint; unset: no endpoint.
     #[arg(long, env = "STORAGE_METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
@@ -82,6 +88,7 @@ impl Default for Config {
             etcd_prefix: "/registry".into(),
             max_update_attempts: 100,
             request_timeout: Duration::from_secs(10),
+            update_turn_hold: store::DEFAULT_TURN_HOLD,
             metrics_addr: None,
             log_format: LogFormat::Text,
         }
@@ -134,11 +141,17 @@ pub async fn run_with_metrics(
             prefix: config.etcd_prefix.clone(),
             max_attempts: config.max_update_attempts.max(1),
             request_timeout: config.request_timeout,
+            turn_hold: config.update_turn_hold,
         },
     ));
 
-    let serving =
-        Serving::start(&["storage.v1.Storage"], metrics, metrics_listener, shutdown).await;
+    let serving = Serving::start(
+        &[kubestore_proto::STORAGE_DESCRIPTOR_SET],
+        metrics,
+        metrics_listener,
+        shutdown,
+    )
+    .await;
     let poller = {
         let store = store.clone();
         let key = store.health_key();
@@ -147,13 +160,16 @@ pub async fn run_with_metrics(
             async move { store.etcd.healthy(&key, Duration::from_secs(2)).await }
         })
     };
-    let reflection = serving::reflection(&[kubestore_proto::FILE_DESCRIPTOR_SET])?;
+    let reflection = serving.reflection()?;
     tracing::info!(addr = ?listener.local_addr().ok(), etcd = ?config.etcd_endpoints, prefix = %config.etcd_prefix, "storage-svc serving");
     let result = serving
         .server()
         .add_service(serving.health_service())
         .add_service(reflection)
-        .add_service(StorageServer::new(StorageService::new(store)))
+        .add_service(
+            StorageServer::new(StorageService::new(store))
+                .max_decoding_message_size(STORAGE_MAX_MESSAGE_BYTES),
+        )
         .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained())
         .await;
     poller.abort();

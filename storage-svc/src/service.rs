@@ -102,10 +102,11 @@ impl Storage for StorageService {
         };
         let (tx, rx) = mpsc::channel(4);
         let store = self.store.clone();
-        let task = async move {
+        let outbound = tx.clone();
+        let update = async move {
             let mut peer = StreamPeer {
                 inbound,
-                outbound: tx.clone(),
+                outbound,
                 deadline,
                 key: start.key.clone(),
             };
@@ -116,7 +117,7 @@ impl Storage for StorageService {
                 dry_run: start.dry_run,
                 cached: start.cached_object.as_deref(),
             };
-            let message = match store.guaranteed_update(req, &mut peer, deadline).await {
+            match store.guaranteed_update(req, &mut peer, deadline).await {
                 Ok(UpdateOutcome::Done {
                     result,
                     attempts,
@@ -131,13 +132,26 @@ impl Storage for StorageService {
                     guaranteed_update_response::Message::Aborted(UpdateAborted { attempts }),
                 ),
                 Err(e) => Err(Status::from(e)),
+            }
+        };
+        // The loop runs in its own task, inside this RPC's span. A panic in it must not end the
+        // stream with OK and no result: it ends with INTERNAL.
+        let loop_task = tokio::spawn(update.instrument(tracing::Span::current()));
+        tokio::spawn(async move {
+            let message = match loop_task.await {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::error!(error = %e, "GuaranteedUpdate task failed");
+                    Err(Status::from(StorageError::internal(
+                        "",
+                        "the update loop failed unexpectedly (a bug): nothing more was written",
+                    )))
+                }
             };
             let _ = tx
                 .send(message.map(|m| GuaranteedUpdateResponse { message: Some(m) }))
                 .await;
-        };
-        // The loop runs in its own task, inside this RPC's span.
-        tokio::spawn(task.instrument(tracing::Span::current()));
+        });
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -234,5 +248,15 @@ impl UpdatePeer for StreamPeer {
 
     async fn unasked(&mut self) -> Result<Answer, StorageError> {
         self.receive().await
+    }
+
+    fn gone(&self) -> bool {
+        // The response stream is dropped by the server once the caller resets the stream or
+        // the connection ends.
+        self.outbound.is_closed()
+    }
+
+    async fn closed(&self) {
+        self.outbound.closed().await;
     }
 }

@@ -3,30 +3,34 @@
 //!
 //! Every operation validates the key and the object before etcd is touched, runs inside a span
 //! named like upstream's (`Create etcd3`, ...) with `key` and `resource` attributes, and records
-//! an event at each stage.
+//! an event at each stage. An object's length is checked before its metadata is decoded, so an
+//! oversized request costs no more than its bytes.
 
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
-use kubestore_proto::meta::v1::Preconditions;
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnResponse};
+use kubestore_proto::{
+    limits::{ETCD_MAX_REQUEST_BYTES, etcd_request_bytes},
+    meta::v1::Preconditions,
+};
 use kubestore_telemetry::Deadline;
 use tracing::{Instrument, field::Empty};
 
 use crate::{
     error::StorageError,
     etcd::{Etcd, EtcdCall, txn_outcome},
-    keylock::KeyLocks,
+    keylock::{KeyLocks, KeyTurn},
     keys::KeyPrefix,
-    lease::LeaseManager,
+    lease::{LeaseManager, validate_ttl},
     object::StoredObject,
     preconditions,
     state::{ObjState, parse_resource_version},
 };
 
-/// etcd's default `--max-request-bytes` (1.5 MiB): a larger txn is refused by etcd.
-pub const ETCD_MAX_REQUEST_BYTES: usize = 1536 * 1024;
-/// Bytes of a put txn besides the value and (twice) the key: compare, op headers, lease.
-const TXN_OVERHEAD_BYTES: usize = 64;
+/// How long an update may keep its key's turn while it waits for its caller's answer. A caller
+/// that is slower (or gone) loses the turn: the updates queued behind it go on, and its own
+/// update continues without the queue (its write still compares `mod_revision`).
+pub const DEFAULT_TURN_HOLD: Duration = Duration::from_millis(100);
 
 /// Settings of a [`Store`].
 #[derive(Clone, Debug)]
@@ -37,6 +41,8 @@ pub struct StoreConfig {
     pub max_attempts: u32,
     /// Longest time a request may spend on etcd when the caller sets no shorter deadline.
     pub request_timeout: Duration,
+    /// How long an update keeps its key's turn while waiting for its caller.
+    pub turn_hold: Duration,
 }
 
 impl Default for StoreConfig {
@@ -45,6 +51,7 @@ impl Default for StoreConfig {
             prefix: "/registry".into(),
             max_attempts: 100,
             request_timeout: Duration::from_secs(10),
+            turn_hold: DEFAULT_TURN_HOLD,
         }
     }
 }
@@ -123,30 +130,77 @@ impl Store {
         etcd_key: &str,
         data: &[u8],
     ) -> Result<(), StorageError> {
-        let request = data.len() + 2 * etcd_key.len() + TXN_OVERHEAD_BYTES;
-        if request > ETCD_MAX_REQUEST_BYTES {
-            return Err(StorageError::invalid(
-                key,
-                format!(
-                    "object is too large: {} bytes; etcd accepts requests of at most {ETCD_MAX_REQUEST_BYTES} bytes (1.5 MiB) including the key",
-                    data.len()
-                ),
-            ));
+        if etcd_request_bytes(etcd_key.len(), data.len()) > ETCD_MAX_REQUEST_BYTES {
+            return Err(too_large(key, data.len()));
         }
         Ok(())
     }
 
-    pub(crate) async fn lease(&self, call: &EtcdCall<'_>, ttl: i64) -> Result<i64, StorageError> {
-        if ttl < 0 {
-            return Err(StorageError::invalid(
-                call.key,
-                format!("ttl_seconds must not be negative, got {ttl}"),
-            ));
+    /// Waits for `etcd_key`'s turn (see `keylock`) until the deadline.
+    pub(crate) async fn take_turn(
+        &self,
+        key: &str,
+        etcd_key: &str,
+        deadline: Deadline,
+    ) -> Result<KeyTurn, StorageError> {
+        // Counted while waiting, also when the wait is abandoned (the caller went away).
+        struct Waiting<'a>(&'a prometheus_client::metrics::gauge::Gauge);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.dec();
+            }
         }
-        if ttl == 0 {
-            return Ok(0);
+        self.etcd.metrics.updates_waiting.inc();
+        let _waiting = Waiting(&self.etcd.metrics.updates_waiting);
+        let waited = tokio::time::timeout_at(deadline.instant(), self.locks.turn(etcd_key)).await;
+        waited.map_err(|_| StorageError::Timeout {
+            key: key.to_string(),
+            message: "timed out waiting behind other updates of this key".into(),
+        })
+    }
+
+    /// `Txn(If(mod_revision(key) == expected) Then(Put [lease]) Else(Get))`. A lease that etcd
+    /// no longer knows is forgotten and the txn retried once with a fresh one.
+    pub(crate) async fn put_if(
+        &self,
+        call: &EtcdCall<'_>,
+        etcd_key: &str,
+        expected_rev: i64,
+        data: &[u8],
+        ttl: i64,
+    ) -> Result<TxnResponse, StorageError> {
+        validate_ttl(call.key, ttl)?;
+        let mut retried = false;
+        loop {
+            let lease = if ttl == 0 {
+                0
+            } else {
+                self.leases.lease_for(&self.etcd, call, ttl).await?
+            };
+            let txn = Txn::new()
+                .when([Compare::mod_revision(
+                    etcd_key,
+                    CompareOp::Equal,
+                    expected_rev,
+                )])
+                .and_then([TxnOp::put(
+                    etcd_key,
+                    data,
+                    Some(PutOptions::new().with_lease(lease)),
+                )])
+                .or_else([TxnOp::get(etcd_key, None)]);
+            match self.etcd.txn(call, txn).await {
+                Err(StorageError::LeaseNotFound { key, .. }) if lease != 0 => {
+                    tracing::warn!(lease, "etcd lease not found (revoked?): granting a new one");
+                    self.leases.forget(lease).await;
+                    if retried {
+                        return Err(StorageError::LeaseNotFound { key, lease });
+                    }
+                    retried = true;
+                }
+                other => return other,
+            }
         }
-        self.leases.lease_for(&self.etcd, call, ttl).await
     }
 
     /// Reads the current state of `etcd_key`.
@@ -172,21 +226,14 @@ impl Store {
         let span = op_span("Create", key);
         async {
             let etcd_key = self.prefix.etcd_key(key)?;
-            let parsed = StoredObject::parse(object).map_err(|e| {
-                StorageError::invalid(key, format!("object is not a valid message: {e}"))
-            })?;
+            let parsed = parse_object(key, object, "object")?;
             if parse_resource_version(key, &parsed.meta.resource_version)? != 0 {
                 return Err(StorageError::invalid(
                     key,
                     "resourceVersion should not be set on objects to be created",
                 ));
             }
-            if ttl < 0 {
-                return Err(StorageError::invalid(
-                    key,
-                    format!("ttl_seconds must not be negative, got {ttl}"),
-                ));
-            }
+            validate_ttl(key, ttl)?;
             self.check_size(key, &etcd_key, &parsed.data)?;
             tracing::debug!("Encode succeeded");
             let call = EtcdCall { key, deadline };
@@ -202,16 +249,7 @@ impl Store {
                     rev: 0,
                 });
             }
-            let lease = self.lease(&call, ttl).await?;
-            let put = TxnOp::put(
-                etcd_key.clone(),
-                parsed.data.clone(),
-                Some(PutOptions::new().with_lease(lease)),
-            );
-            let txn = Txn::new()
-                .when([Compare::mod_revision(etcd_key, CompareOp::Equal, 0)])
-                .and_then([put]);
-            let resp = self.etcd.txn(&call, txn).await?;
+            let resp = self.put_if(&call, &etcd_key, 0, &parsed.data, ttl).await?;
             if !resp.succeeded() {
                 tracing::debug!("Txn call failed: key exists");
                 return Err(StorageError::AlreadyExists {
@@ -278,6 +316,11 @@ impl Store {
     /// Delete: preconditions checked against the current state, then
     /// `Txn(If(mod_revision == seen) Then(Delete) Else(Get))`, retried on conflict. Returns the
     /// last state stamped with the revision of the delete (the current revision in a dry run).
+    ///
+    /// A delete takes its key's turn like an update (not in a dry run): it starts from the state
+    /// the last turn saw when the caller sent none, and leaves "unknown" behind, so that an
+    /// update queued after it reads etcd and finds the key gone (NotFound) rather than judging
+    /// its preconditions against a state that no longer exists.
     pub async fn delete(
         &self,
         key: &str,
@@ -288,78 +331,125 @@ impl Store {
     ) -> Result<Versioned, StorageError> {
         let span = op_span("Delete", key);
         let mut attempts = 0u32;
-        let attempts_ref = &mut attempts;
-        let result = async {
-            let etcd_key = self.prefix.etcd_key(key)?;
-            let call = EtcdCall { key, deadline };
-            let (mut state, mut current) = match cached {
-                Some(c) => (ObjState::from_cached(key, c)?, false),
-                None => (self.current(&call, &etcd_key, false).await?, true),
-            };
-            loop {
-                *attempts_ref += 1;
-                if *attempts_ref > self.config.max_attempts {
-                    return Err(StorageError::conflict(
-                        key,
-                        format!(
-                            "gave up after {} attempts: the key kept changing",
-                            self.config.max_attempts
-                        ),
-                    ));
-                }
-                if let Err(e) = preconditions::check(key, pre, &state.meta) {
-                    if current || (state.observed && preconditions::never_again(pre, state.rev)) {
-                        return Err(e);
-                    }
-                    let cached_rev = state.rev;
-                    state = self.current(&call, &etcd_key, false).await?;
-                    current = true;
-                    if state.rev == cached_rev {
-                        return Err(e);
-                    }
-                    continue;
-                }
-                if dry_run {
-                    if !current {
-                        state = self.current(&call, &etcd_key, false).await?;
-                        current = true;
-                        continue;
-                    }
-                    return Ok(Versioned {
-                        object: state.object_at(key, state.rev)?,
-                        rev: state.rev,
-                    });
-                }
-                let txn = Txn::new()
-                    .when([Compare::mod_revision(
-                        etcd_key.clone(),
-                        CompareOp::Equal,
-                        state.rev,
-                    )])
-                    .and_then([TxnOp::delete(etcd_key.clone(), None)])
-                    .or_else([TxnOp::get(etcd_key.clone(), None)]);
-                let resp = self.etcd.txn(&call, txn).await?;
-                let (rev, kv) = txn_outcome(&resp);
-                if resp.succeeded() {
-                    tracing::debug!("Txn call succeeded");
-                    return Ok(Versioned {
-                        object: state.object_at(key, rev)?,
-                        rev,
-                    });
-                }
-                self.etcd.metrics.conflicts.inc();
-                tracing::debug!("Txn call failed: conflict");
-                state = ObjState::from_kv(key, kv, false)?;
-                current = true;
-                tracing::debug!("Retry with fresh state");
-            }
-        }
-        .instrument(span.clone())
-        .await;
+        let result = self
+            .delete_loop(key, pre, dry_run, cached, deadline, &mut attempts)
+            .instrument(span.clone())
+            .await;
         span.record("attempts", attempts);
         if result.is_err() {
             span.record("otel.status_code", "ERROR");
         }
         result
     }
+
+    async fn delete_loop(
+        &self,
+        key: &str,
+        pre: Option<&Preconditions>,
+        dry_run: bool,
+        cached: Option<&[u8]>,
+        deadline: Deadline,
+        attempts: &mut u32,
+    ) -> Result<Versioned, StorageError> {
+        let etcd_key = self.prefix.etcd_key(key)?;
+        let call = EtcdCall { key, deadline };
+        let cached = match cached {
+            Some(c) => Some(ObjState::from_cached(key, c)?),
+            None => None,
+        };
+        let mut turn = if dry_run {
+            None
+        } else {
+            Some(self.take_turn(key, &etcd_key, deadline).await?)
+        };
+        let suggestion = cached.or_else(|| turn.as_ref().and_then(|t| (**t).clone()));
+        let (mut state, mut current) = match suggestion {
+            Some(s) => (s, false),
+            None => (self.current(&call, &etcd_key, false).await?, true),
+        };
+        let result = loop {
+            *attempts += 1;
+            if *attempts > self.config.max_attempts {
+                break Err(StorageError::conflict(
+                    key,
+                    format!(
+                        "gave up after {} attempts: the key kept changing",
+                        self.config.max_attempts
+                    ),
+                ));
+            }
+            if let Err(e) = preconditions::check(key, pre, &state.meta) {
+                if current || (state.observed && preconditions::never_again(pre, state.rev)) {
+                    break Err(e);
+                }
+                let cached_rev = state.rev;
+                state = self.current(&call, &etcd_key, false).await?;
+                current = true;
+                if state.rev == cached_rev {
+                    break Err(e);
+                }
+                continue;
+            }
+            if dry_run {
+                if !current {
+                    state = self.current(&call, &etcd_key, false).await?;
+                    current = true;
+                    continue;
+                }
+                break Ok(Versioned {
+                    object: state.object_at(key, state.rev)?,
+                    rev: state.rev,
+                });
+            }
+            let txn = Txn::new()
+                .when([Compare::mod_revision(
+                    etcd_key.clone(),
+                    CompareOp::Equal,
+                    state.rev,
+                )])
+                .and_then([TxnOp::delete(etcd_key.clone(), None)])
+                .or_else([TxnOp::get(etcd_key.clone(), None)]);
+            let resp = self.etcd.txn(&call, txn).await?;
+            let (rev, kv) = txn_outcome(&resp);
+            if resp.succeeded() {
+                tracing::debug!("Txn call succeeded");
+                break Ok(Versioned {
+                    object: state.object_at(key, rev)?,
+                    rev,
+                });
+            }
+            self.etcd.metrics.conflicts.inc();
+            tracing::debug!("Txn call failed: conflict");
+            state = ObjState::from_kv(key, kv, false)?;
+            current = true;
+            tracing::debug!("Retry with fresh state");
+        };
+        // Whatever happened, the next turn reads etcd: the key is gone, or its state unknown.
+        if let Some(t) = turn.as_mut() {
+            **t = None;
+        }
+        result
+    }
+}
+
+/// The object of a request, size-checked before its metadata is decoded.
+pub(crate) fn parse_object(
+    key: &str,
+    object: &[u8],
+    what: &str,
+) -> Result<StoredObject, StorageError> {
+    if object.len() > ETCD_MAX_REQUEST_BYTES {
+        return Err(too_large(key, object.len()));
+    }
+    StoredObject::parse(object)
+        .map_err(|e| StorageError::invalid(key, format!("{what} is not a valid message: {e}")))
+}
+
+fn too_large(key: &str, len: usize) -> StorageError {
+    StorageError::invalid(
+        key,
+        format!(
+            "object is too large: {len} bytes; etcd accepts requests of at most {ETCD_MAX_REQUEST_BYTES} bytes (1.5 MiB) including the key"
+        ),
+    )
 }

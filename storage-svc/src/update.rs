@@ -18,8 +18,16 @@
 //! Differences from upstream, on purpose: attempts are bounded (`max_attempts`, then ABORTED)
 //! and reported; updates to one key take turns inside this process (see `keylock`), starting
 //! from the state the previous turn wrote.
+//!
+//! The caller is remote, so two rules keep one caller from hurting others or the data:
+//! - a turn is held across a round trip to the caller for at most `turn_hold`; a slower caller
+//!   loses its turn (the queue moves on) and finishes its update without it;
+//! - nothing is written once the caller has gone: a cancelled caller that was waiting for its
+//!   turn leaves the queue, and the caller's presence is checked right before every txn.
+//!
+//! A caller that sends a cached object sends its proposal for it at once; that answer is read
+//! before the turn is taken, so the turn is never spent waiting for it.
 
-use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use kubestore_proto::meta::v1::Preconditions;
 use kubestore_telemetry::Deadline;
 use tracing::Instrument;
@@ -27,10 +35,11 @@ use tracing::Instrument;
 use crate::{
     error::StorageError,
     etcd::{EtcdCall, txn_outcome},
-    object::StoredObject,
+    keylock::KeyTurn,
+    lease::validate_ttl,
     preconditions,
     state::ObjState,
-    store::{Store, Versioned, op_span},
+    store::{Store, Versioned, op_span, parse_object},
 };
 
 /// What the caller answered for a state.
@@ -77,6 +86,10 @@ pub trait UpdatePeer {
     ) -> Result<Answer, StorageError>;
     /// Waits for the answer the caller sent without being asked (for its cached object).
     async fn unasked(&mut self) -> Result<Answer, StorageError>;
+    /// Whether the caller has gone (cancelled, disconnected): nothing may be written for it.
+    fn gone(&self) -> bool;
+    /// Resolves once the caller has gone.
+    async fn closed(&self);
 }
 
 /// The parameters of one GuaranteedUpdate.
@@ -156,56 +169,46 @@ impl Store {
         let key = req.key;
         let etcd_key = self.prefix.etcd_key(key)?;
         let call = EtcdCall { key, deadline };
+        let gone = || StorageError::Unavailable {
+            key: key.to_string(),
+            message: "the caller went away: nothing was written".into(),
+        };
         let mut cached_state = match req.cached {
             Some(c) => Some(ObjState::from_cached(key, c)?),
             None => None,
         };
-        // A caller that sent a cached object already sent its proposal for it.
-        let mut unasked_pending = cached_state.is_some();
+        // A caller that sent a cached object already sent its proposal for it: read it now,
+        // before queueing, so that no turn is ever spent waiting for it.
+        let mut unasked = if cached_state.is_some() {
+            Some(peer.unasked().await?)
+        } else {
+            None
+        };
 
         // Take this key's turn (not for dry runs: they write nothing). Our own last write is a
-        // better suggestion than none, but a caller's cached copy comes first.
+        // better suggestion than none, but a caller's cached copy comes first. A caller that
+        // goes away while queued leaves the queue.
         let mut turn = if req.dry_run {
             None
         } else {
-            self.etcd.metrics.updates_waiting.inc();
-            let waited =
-                tokio::time::timeout_at(deadline.instant(), self.locks.turn(&etcd_key)).await;
-            self.etcd.metrics.updates_waiting.dec();
-            match waited {
-                Ok(t) => Some(t),
-                Err(_) => {
-                    return Err(StorageError::Timeout {
-                        key: key.to_string(),
-                        message: "timed out waiting behind other updates of this key".into(),
-                    });
-                }
+            tokio::select! {
+                t = self.take_turn(key, &etcd_key, deadline) => Some(t?),
+                () = peer.closed() => return Err(gone()),
             }
         };
         if cached_state.is_none() {
             cached_state = turn.as_ref().and_then(|t| (**t).clone());
         }
-        let remember = |turn: &mut Option<crate::keylock::KeyTurn>, s: &ObjState| {
-            if let Some(t) = turn.as_mut() {
-                **t = s.exists().then(|| s.clone());
-            }
-        };
         let (mut state, mut current) = match cached_state {
             Some(s) => (s, false),
             None => (
-                self.refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember)
+                self.refresh(&call, &etcd_key, req.ignore_not_found, &mut turn)
                     .await?,
                 true,
             ),
         };
 
         loop {
-            let unasked = if unasked_pending {
-                unasked_pending = false;
-                Some(peer.unasked().await?)
-            } else {
-                None
-            };
             // A. preconditions
             if let Err(e) = preconditions::check(key, req.preconditions, &state.meta) {
                 if current
@@ -213,8 +216,9 @@ impl Store {
                 {
                     return Err(e);
                 }
+                unasked = None;
                 state = self
-                    .refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember)
+                    .refresh(&call, &etcd_key, req.ignore_not_found, &mut turn)
                     .await?;
                 current = true;
                 continue;
@@ -230,11 +234,23 @@ impl Store {
                 ));
             }
             // B. the caller's update function
-            let answer = match unasked {
+            let answer = match unasked.take() {
                 Some(a) => a,
                 None => {
                     let object = state.object_at(key, state.rev)?;
-                    peer.ask(&state, object, *attempts).await?
+                    let mut ask = std::pin::pin!(peer.ask(&state, object, *attempts));
+                    if turn.is_some() {
+                        match tokio::time::timeout(self.config.turn_hold, &mut ask).await {
+                            Ok(answer) => answer?,
+                            Err(_) => {
+                                tracing::debug!("Caller is slow: turn released");
+                                turn = None;
+                                ask.await?
+                            }
+                        }
+                    } else {
+                        ask.await?
+                    }
                 }
             };
             if !same_version(answer.based_on(), &state) {
@@ -257,7 +273,7 @@ impl Store {
                     }
                     let cached_rev = state.rev;
                     state = self
-                        .refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember)
+                        .refresh(&call, &etcd_key, req.ignore_not_found, &mut turn)
                         .await?;
                     current = true;
                     if state.rev == cached_rev {
@@ -270,15 +286,8 @@ impl Store {
                 Answer::Proposal { object, ttl, .. } => (object, ttl),
             };
             // C. encode
-            let parsed = StoredObject::parse(&object).map_err(|e| {
-                StorageError::invalid(key, format!("proposed object is not a valid message: {e}"))
-            })?;
-            if ttl < 0 {
-                return Err(StorageError::invalid(
-                    key,
-                    format!("ttl_seconds must not be negative, got {ttl}"),
-                ));
-            }
+            let parsed = parse_object(key, &object, "proposed object")?;
+            validate_ttl(key, ttl)?;
             self.check_size(key, &etcd_key, &parsed.data)?;
             tracing::debug!("Encode succeeded");
             let data = parsed.data;
@@ -286,7 +295,7 @@ impl Store {
             if state.data.as_deref() == Some(data.as_slice()) {
                 if !current {
                     state = self
-                        .refresh(&call, &etcd_key, req.ignore_not_found, &mut turn, remember)
+                        .refresh(&call, &etcd_key, req.ignore_not_found, &mut turn)
                         .await?;
                     current = true;
                     if state.data.as_deref() != Some(data.as_slice()) {
@@ -326,21 +335,12 @@ impl Store {
                     written: false,
                 });
             }
-            // F. compare-and-swap; a lost compare returns the fresh state in the same round trip
-            let lease = self.lease(&call, ttl).await?;
-            let txn = Txn::new()
-                .when([Compare::mod_revision(
-                    etcd_key.clone(),
-                    CompareOp::Equal,
-                    state.rev,
-                )])
-                .and_then([TxnOp::put(
-                    etcd_key.clone(),
-                    data.clone(),
-                    Some(PutOptions::new().with_lease(lease)),
-                )])
-                .or_else([TxnOp::get(etcd_key.clone(), None)]);
-            let resp = self.etcd.txn(&call, txn).await?;
+            // F. compare-and-swap, only for a caller still there; a lost compare returns the
+            // fresh state in the same round trip
+            if peer.gone() {
+                return Err(gone());
+            }
+            let resp = self.put_if(&call, &etcd_key, state.rev, &data, ttl).await?;
             let (rev, kv) = txn_outcome(&resp);
             if !resp.succeeded() {
                 self.etcd.metrics.conflicts.inc();
@@ -379,11 +379,17 @@ impl Store {
         call: &EtcdCall<'_>,
         etcd_key: &str,
         ignore_not_found: bool,
-        turn: &mut Option<crate::keylock::KeyTurn>,
-        remember: impl Fn(&mut Option<crate::keylock::KeyTurn>, &ObjState),
+        turn: &mut Option<KeyTurn>,
     ) -> Result<ObjState, StorageError> {
         let s = self.current(call, etcd_key, ignore_not_found).await?;
         remember(turn, &s);
         Ok(s)
+    }
+}
+
+/// Leaves `state` as the next turn's suggestion (a missing key suggests nothing).
+fn remember(turn: &mut Option<KeyTurn>, state: &ObjState) {
+    if let Some(t) = turn.as_mut() {
+        **t = state.exists().then(|| state.clone());
     }
 }

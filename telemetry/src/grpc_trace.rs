@@ -12,10 +12,14 @@
 //! with its real code. The span lives until the body ends.
 //!
 //! Health checks and reflection are neither traced nor counted: a probe every few seconds
-//! would bury the traces users look for.
+//! would bury the traces users look for. On servers, a path that names no served method is
+//! recorded as service and method `unknown` (span `unknown gRPC method`): label values taken
+//! from request paths would let any client grow `/metrics` without bound.
 
 use std::{
+    collections::HashSet,
     pin::Pin,
+    sync::Arc,
     task::{Context, Poll},
     time::Instant,
 };
@@ -42,14 +46,17 @@ pub enum Kind {
 pub struct GrpcTraceLayer {
     kind: Kind,
     metrics: Option<RpcMetrics>,
+    known: Option<Arc<HashSet<String>>>,
 }
 
 impl GrpcTraceLayer {
-    /// For a server, recording RPC metrics into `metrics`.
-    pub fn server(metrics: RpcMetrics) -> Self {
+    /// For a server serving the method paths in `known` (`/package.Service/Method`), recording
+    /// RPC metrics into `metrics`.
+    pub fn server(metrics: RpcMetrics, known: Arc<HashSet<String>>) -> Self {
         Self {
             kind: Kind::Server,
             metrics: Some(metrics),
+            known: Some(known),
         }
     }
 
@@ -58,6 +65,7 @@ impl GrpcTraceLayer {
         Self {
             kind: Kind::Client,
             metrics: None,
+            known: None,
         }
     }
 }
@@ -69,6 +77,7 @@ impl<S> tower::Layer<S> for GrpcTraceLayer {
             inner,
             kind: self.kind,
             metrics: self.metrics.clone(),
+            known: self.known.clone(),
         }
     }
 }
@@ -79,7 +88,11 @@ pub struct GrpcTraceService<S> {
     inner: S,
     kind: Kind,
     metrics: Option<RpcMetrics>,
+    known: Option<Arc<HashSet<String>>>,
 }
+
+/// Label value of a service or method that is not served.
+pub const UNKNOWN: &str = "unknown";
 
 /// `/pkg.Service/Method` -> (`pkg.Service`, `Method`).
 fn split_path(path: &str) -> (&str, &str) {
@@ -295,8 +308,20 @@ where
                 Ok(resp.map(tonic::body::Body::new))
             });
         }
-        let (service, method) = (service.to_string(), method.to_string());
-        let name = format!("{service}/{method}");
+        let served = self.known.as_ref().is_none_or(|k| k.contains(&path));
+        let (service, method, name) = if served {
+            (
+                service.to_string(),
+                method.to_string(),
+                format!("{service}/{method}"),
+            )
+        } else {
+            (
+                UNKNOWN.to_string(),
+                UNKNOWN.to_string(),
+                "unknown gRPC method".to_string(),
+            )
+        };
         let span = match self.kind {
             Kind::Server => tracing::info_span!(
                 "grpc.server",

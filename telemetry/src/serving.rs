@@ -1,14 +1,17 @@
 //! What every kubestore gRPC server does around its own services, so that storage-svc and
 //! registry-svc differ only in what they serve:
 //!
+//! - the served services and their methods, read from the descriptor set that reflection serves;
 //! - a stop signal shared by the gRPC server and the `/metrics` endpoint;
 //! - `grpc.health.v1`: NOT_SERVING until a dependency probe succeeds, following it afterwards
 //!   (etcd for storage-svc, storage-svc for registry-svc), and NOT_SERVING again before draining;
 //! - reflection over our descriptors and health's;
-//! - accepted connections with TCP_NODELAY;
+//! - accepted connections with TCP_NODELAY, and per-connection limits (streams, concurrency);
 //! - the tracing/metrics layer on every RPC.
 
-use std::{future::Future, time::Duration};
+use std::{collections::HashSet, future::Future, sync::Arc, time::Duration};
+
+use prost::Message;
 
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
 use tonic::transport::{Server, server::TcpIncoming};
@@ -20,21 +23,63 @@ use tonic_health::{
 
 use crate::{GrpcTraceLayer, Metrics};
 
+/// HTTP/2 streams one client connection may have open at once. Each open watch is a stream,
+/// and registry-svc carries its clients' watches to storage-svc over a few connections, so
+/// this is generous; it bounds what one connection can make a server hold.
+pub const MAX_CONCURRENT_STREAMS: u32 = 4096;
+
+/// Requests of one connection whose handlers run at once; more wait in that connection's queue.
+/// A streaming call counts until its handler returns the stream, not while it streams.
+pub const MAX_CONCURRENT_REQUESTS_PER_CONNECTION: usize = 256;
+
 /// The server-side plumbing of one service instance.
 pub struct Serving {
     /// The service's metrics registry.
     pub metrics: Metrics,
     health: HealthReporter,
     /// Health service names: "" (the whole server) and each gRPC service.
-    services: Vec<&'static str>,
+    services: Vec<String>,
+    /// `/package.Service/Method` of every served method (the others share one metric label).
+    methods: Arc<HashSet<String>>,
+    descriptor_sets: Vec<&'static [u8]>,
     stop: watch::Receiver<bool>,
 }
 
+/// The services (`package.Service`) and method paths (`/package.Service/Method`) declared in
+/// encoded `FileDescriptorSet`s.
+pub fn declared_methods(descriptor_sets: &[&[u8]]) -> (Vec<String>, HashSet<String>) {
+    let mut services = Vec::new();
+    let mut methods = HashSet::new();
+    for set in descriptor_sets {
+        let Ok(set) = prost_types::FileDescriptorSet::decode(*set) else {
+            continue;
+        };
+        for file in set.file {
+            let package = file.package();
+            for svc in &file.service {
+                let full = if package.is_empty() {
+                    svc.name().to_string()
+                } else {
+                    format!("{package}.{}", svc.name())
+                };
+                for m in &svc.method {
+                    methods.insert(format!("/{full}/{}", m.name()));
+                }
+                if !services.contains(&full) {
+                    services.push(full);
+                }
+            }
+        }
+    }
+    (services, methods)
+}
+
 impl Serving {
-    /// Starts the plumbing: every service NOT_SERVING, `/metrics` on `metrics_listener` (if
-    /// any), and a stop signal raised when `shutdown` resolves.
+    /// Starts the plumbing for the services declared in `descriptor_sets`: every service
+    /// NOT_SERVING, `/metrics` on `metrics_listener` (if any), and a stop signal raised when
+    /// `shutdown` resolves.
     pub async fn start(
-        services: &[&'static str],
+        descriptor_sets: &[&'static [u8]],
         metrics: Metrics,
         metrics_listener: Option<TcpListener>,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -44,12 +89,15 @@ impl Serving {
             shutdown.await;
             let _ = tx.send(true);
         });
-        let mut all = vec![""];
-        all.extend_from_slice(services);
+        let (declared, methods) = declared_methods(descriptor_sets);
+        let mut all = vec![String::new()];
+        all.extend(declared);
         let me = Self {
             metrics,
             health: HealthReporter::new(),
             services: all,
+            methods: Arc::new(methods),
+            descriptor_sets: descriptor_sets.to_vec(),
             stop,
         };
         me.set_health(ServingStatus::NotServing).await;
@@ -66,7 +114,7 @@ impl Serving {
 
     async fn set_health(&self, status: ServingStatus) {
         for s in &self.services {
-            self.health.set_service_status(*s, status).await;
+            self.health.set_service_status(s.as_str(), status).await;
         }
     }
 
@@ -97,7 +145,7 @@ impl Serving {
                         ServingStatus::NotServing
                     };
                     for s in &services {
-                        health.set_service_status(*s, status).await;
+                        health.set_service_status(s.as_str(), status).await;
                     }
                     if ok {
                         tracing::info!("{dependency} answers: SERVING");
@@ -116,11 +164,29 @@ impl Serving {
         HealthServer::new(HealthService::from_health_reporter(self.health.clone()))
     }
 
-    /// A server builder with the trace/metrics layer.
+    /// A server builder with per-connection limits and the trace/metrics layer.
     pub fn server(
         &self,
     ) -> Server<tower::layer::util::Stack<GrpcTraceLayer, tower::layer::util::Identity>> {
-        Server::builder().layer(GrpcTraceLayer::server(self.metrics.rpc.clone()))
+        Server::builder()
+            .max_concurrent_streams(Some(MAX_CONCURRENT_STREAMS))
+            .concurrency_limit_per_connection(MAX_CONCURRENT_REQUESTS_PER_CONNECTION)
+            .layer(GrpcTraceLayer::server(
+                self.metrics.rpc.clone(),
+                self.methods.clone(),
+            ))
+    }
+
+    /// Reflection (v1) over the served descriptor sets and the health service's.
+    pub fn reflection(
+        &self,
+    ) -> Result<
+        tonic_reflection::server::v1::ServerReflectionServer<
+            impl tonic_reflection::server::v1::ServerReflection,
+        >,
+        tonic_reflection::server::Error,
+    > {
+        reflection(&self.descriptor_sets)
     }
 
     /// Resolves on the stop signal after turning every service NOT_SERVING: load balancers and
@@ -133,7 +199,7 @@ impl Serving {
             stopped.await;
             for s in &services {
                 health
-                    .set_service_status(*s, ServingStatus::NotServing)
+                    .set_service_status(s.as_str(), ServingStatus::NotServing)
                     .await;
             }
         }

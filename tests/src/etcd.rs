@@ -13,6 +13,7 @@ pub struct EtcdProcess {
     dir: tempfile::TempDir,
     client_port: u16,
     peer_port: u16,
+    extra_args: Vec<String>,
 }
 
 /// A free loopback port (bound then released; the kernel does not hand it out again at once).
@@ -45,12 +46,18 @@ fn etcd_binary() -> PathBuf {
 impl EtcdProcess {
     /// Starts etcd and waits until it answers.
     pub async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// Starts etcd with extra command-line flags (e.g. `--quota-backend-bytes`).
+    pub async fn start_with(extra_args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir for etcd");
         let mut me = Self {
             child: None,
             dir,
             client_port: free_port(),
             peer_port: free_port(),
+            extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
         };
         me.spawn().await;
         me
@@ -84,6 +91,7 @@ impl EtcdProcess {
                 "--log-outputs",
                 "stderr",
             ])
+            .args(&self.extra_args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

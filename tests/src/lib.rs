@@ -8,11 +8,13 @@
 //!   exported under different service names, as separate processes would.
 //! - [`otlp`]: an in-process OTLP/gRPC trace receiver (a real `TraceService/Export` server).
 //! - [`update`]: drives a storage GuaranteedUpdate stream from a closure.
+//! - [`raw`]: calls with raw bytes (malformed messages, made-up methods), and this process's RSS.
 
 pub mod etcd;
 pub mod fixtures_registry;
 pub mod fixtures_storage;
 pub mod otlp;
+pub mod raw;
 pub mod services;
 pub mod update;
 

@@ -115,6 +115,8 @@ pub struct ClusterOptions {
     pub registry_dispatch: Option<tracing::Dispatch>,
     /// Start registry-svc too.
     pub with_registry: bool,
+    /// Extra etcd flags.
+    pub etcd_args: Vec<&'static str>,
 }
 
 /// etcd + storage-svc (+ registry-svc).
@@ -176,7 +178,7 @@ impl Cluster {
 
     /// Starts what `options` asks for and waits until it serves.
     pub async fn start(options: ClusterOptions) -> Self {
-        let etcd = EtcdProcess::start().await;
+        let etcd = EtcdProcess::start_with(&options.etcd_args).await;
         let storage = spawn_storage(
             options.storage.unwrap_or_default(),
             etcd.endpoint(),

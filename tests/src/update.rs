@@ -95,3 +95,92 @@ pub async fn guaranteed_update(
         }
     }
 }
+
+/// An update that holds its key's turn: it received its first state and has not answered.
+pub struct Holder {
+    tx: mpsc::Sender<GuaranteedUpdateRequest>,
+    responses: tonic::Streaming<kubestore_proto::storage::v1::GuaranteedUpdateResponse>,
+    /// The state storage sent.
+    pub state: CurrentState,
+}
+
+impl Holder {
+    /// Opens a GuaranteedUpdate of `start.key` and waits for its first state (the turn is then
+    /// held until the holder answers, or for the storage's `--update-turn-hold`).
+    pub async fn take(client: &mut StorageClient<Channel>, start: UpdateStart) -> Self {
+        let (tx, rx) = mpsc::channel(4);
+        tx.send(GuaranteedUpdateRequest {
+            message: Some(Req::Start(start)),
+        })
+        .await
+        .expect("send start");
+        let mut responses = client
+            .guaranteed_update(ReceiverStream::new(rx))
+            .await
+            .expect("open stream")
+            .into_inner();
+        let Some(Resp::State(state)) = responses
+            .message()
+            .await
+            .expect("state")
+            .and_then(|m| m.message)
+        else {
+            panic!("expected a state")
+        };
+        Self {
+            tx,
+            responses,
+            state,
+        }
+    }
+
+    /// Answers with `reply` and returns how the update ended.
+    pub async fn answer(mut self, reply: Reply) -> Result<Ended, Status> {
+        let based_on = self.state.resource_version.clone();
+        let message = match reply {
+            Reply::Write(object, ttl) => Req::Proposal(UpdateProposal {
+                based_on_resource_version: based_on,
+                object,
+                ttl_seconds: ttl,
+            }),
+            Reply::Abort(message) => Req::Abort(UpdateAbort {
+                based_on_resource_version: based_on,
+                code: tonic::Code::Aborted as i32,
+                message,
+            }),
+        };
+        self.tx
+            .send(GuaranteedUpdateRequest {
+                message: Some(message),
+            })
+            .await
+            .map_err(|_| Status::internal("send"))?;
+        match self.responses.message().await?.and_then(|m| m.message) {
+            Some(Resp::Result(r)) => Ok(Ended::Result(r)),
+            Some(Resp::Aborted(a)) => Ok(Ended::Aborted(a.attempts)),
+            other => Err(Status::internal(format!("unexpected {other:?}"))),
+        }
+    }
+}
+
+/// storage-svc settings under which a [`Holder`] keeps its turn as long as a test needs.
+pub fn long_turn_hold() -> storage_svc::Config {
+    storage_svc::Config {
+        update_turn_hold: std::time::Duration::from_secs(60),
+        ..Default::default()
+    }
+}
+
+/// Waits (at most 10 s) until `n` updates wait for a turn, per storage-svc's metrics.
+pub async fn wait_for_waiting(metrics: std::net::SocketAddr, n: u32) {
+    use crate::services::{sample, scrape};
+    for _ in 0..1000 {
+        if sample(&scrape(metrics).await, "storage_guaranteed_updates_waiting")
+            == Some(f64::from(n))
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("{n} updates never waited for a turn");
+}

@@ -467,7 +467,11 @@ async fn a_queued_update_overtaken_by_a_newer_write_fails_without_reading_etcd()
         UpdateProposal, guaranteed_update_response::Message as Resp,
     };
     use kubestore_tests::services::{sample, scrape};
-    let cluster = Cluster::storage_only().await;
+    let cluster = Cluster::start(ClusterOptions {
+        storage: Some(kubestore_tests::update::long_turn_hold()),
+        ..Default::default()
+    })
+    .await;
     let mut c = cluster.storage_client().await;
     let key = "/configmaps/default/hot";
     let rv = create(&mut c, key, &cm("hot", &[("n", "0")]), 0)

@@ -14,7 +14,7 @@ use registry_svc::{
     storage::StorageClient,
     store::{Ctx, Store},
     strategy::Strategy,
-    validation::Violations,
+    violations::Violations,
 };
 
 #[derive(Clone, Default)]
@@ -53,9 +53,9 @@ impl Strategy<ConfigMap> for Recorder {
     fn validate(&self, _: &ConfigMap) -> Violations {
         self.log("Validate");
         if *self.fail_validation.lock().expect("lock") {
-            vec![("data".into(), "Invalid value: test".into())]
+            vec![("data".into(), "Invalid value: test".into())].into()
         } else {
-            vec![]
+            Violations::new()
         }
     }
     fn begin_create(&self, _: &ConfigMap, _: bool) -> Result<(), ApiError> {

@@ -3,7 +3,7 @@
 
 use kubestore_proto::core::v1::ConfigMap;
 
-use crate::{strategy::Strategy, validation::Violations};
+use crate::{strategy::Strategy, violations::Violations};
 
 /// Largest total size of a ConfigMap's data (keys + values), upstream's `MaxSecretSize`.
 pub const MAX_DATA_BYTES: usize = 1024 * 1024;
@@ -28,7 +28,7 @@ fn config_key(key: &str) -> Option<&'static str> {
 
 impl Strategy<ConfigMap> for ConfigMapStrategy {
     fn validate(&self, cm: &ConfigMap) -> Violations {
-        let mut v = Vec::new();
+        let mut v = Violations::new();
         let mut total = 0;
         for (k, val) in &cm.data {
             total += k.len() + val.len();

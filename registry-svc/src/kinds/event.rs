@@ -1,12 +1,14 @@
-//! The Event strategy: events are written with a TTL (`--event-ttl`, default 1 h) so etcd
-//! expires them, as kube-apiserver's `--event-ttl` does. The TTL is set on create and on every
-//! update, because etcd drops the lease of a key written without one.
+//! The Event strategy (upstream's `pkg/registry/core/event`): events are written with a TTL
+//! (`--event-ttl`, default 1 h) so etcd expires them, as kube-apiserver's `--event-ttl` does.
+//! The TTL is set on create and on every update, because etcd drops the lease of a key written
+//! without one. As upstream: Update may create a missing event, and garbage collection is
+//! `Unsupported` (no GC finalizer is ever added, so an orphan/foreground delete is immediate).
 
 use std::time::Duration;
 
 use kubestore_proto::core::v1::Event;
 
-use crate::{strategy::Strategy, validation::Violations};
+use crate::{finalizers::GcPolicy, strategy::Strategy, violations::Violations};
 
 /// The Event strategy.
 #[derive(Debug, Clone, Copy)]
@@ -25,7 +27,7 @@ impl Default for EventStrategy {
 
 impl Strategy<Event> for EventStrategy {
     fn validate(&self, e: &Event) -> Violations {
-        let mut v = Vec::new();
+        let mut v = Violations::new();
         if !["", "Normal", "Warning"].contains(&e.r#type.as_str()) {
             v.push((
                 "type".into(),
@@ -55,6 +57,14 @@ impl Strategy<Event> for EventStrategy {
     }
 
     fn ttl_seconds(&self, _e: &Event) -> Option<i64> {
-        Some(self.ttl.as_secs().max(1) as i64)
+        Some(self.ttl.as_secs().clamp(1, i64::MAX as u64) as i64)
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+
+    fn gc_policy(&self) -> GcPolicy {
+        GcPolicy::Unsupported
     }
 }

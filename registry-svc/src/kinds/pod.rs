@@ -15,7 +15,8 @@ use kubestore_proto::{
 use crate::{
     quantity::Quantity,
     strategy::Strategy,
-    validation::{Violations, dns1123_label, dns1123_subdomain},
+    validation::{dns1123_label, dns1123_subdomain},
+    violations::Violations,
 };
 
 /// Grace period of a pod delete when neither the request nor the pod gives one.
@@ -165,11 +166,11 @@ fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
             ),
         ));
     }
-    if spec.termination_grace_period_seconds.is_some_and(|g| g < 0) {
-        v.push((
-            "spec.terminationGracePeriodSeconds".into(),
-            "Invalid value: must be greater than or equal to 0".into(),
-        ));
+    if let Some(problem) = spec
+        .termination_grace_period_seconds
+        .and_then(crate::graceful::grace_period_problem)
+    {
+        v.push(("spec.terminationGracePeriodSeconds".into(), problem));
     }
 }
 
@@ -186,7 +187,7 @@ impl Strategy<Pod> for PodStrategy {
     }
 
     fn validate(&self, pod: &Pod) -> Violations {
-        let mut v = Vec::new();
+        let mut v = Violations::new();
         validate_spec(pod.spec.as_ref(), &mut v);
         v
     }
@@ -203,7 +204,7 @@ impl Strategy<Pod> for PodStrategy {
     }
 
     fn validate_update(&self, new: &Pod, old: &Pod) -> Violations {
-        let mut v = Vec::new();
+        let mut v = Violations::new();
         validate_spec(new.spec.as_ref(), &mut v);
         // Everything but container images is immutable: compare with the images put back.
         let (Some(new_spec), Some(old_spec)) = (new.spec.as_ref(), old.spec.as_ref()) else {

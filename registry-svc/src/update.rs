@@ -1,0 +1,275 @@
+//! Update (upstream's `Store.Update` and `rest.BeforeUpdate`) with optimistic concurrency.
+//!
+//! Every read-modify-write goes through storage's GuaranteedUpdate stream, so the update
+//! function below runs once per storage attempt, on the state storage read, and a stale
+//! resourceVersion is a Conflict only against current data.
+
+use kubestore_proto::{meta::v1::Preconditions, storage::v1::UpdateStart};
+
+use crate::{
+    error::ApiError,
+    finalizers::should_delete_during_update,
+    graceful::now,
+    resource::{MetaExt, Resource},
+    storage::{StorageState, UpdateEnd},
+    store::{Ctx, Store},
+    validation,
+    violations::Violations,
+};
+
+/// Upstream's message for a stale resourceVersion on update.
+const MODIFIED: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
+
+/// The precondition storage reported as failed, if any.
+fn failed_precondition(status: &tonic::Status) -> Option<&'static str> {
+    use tonic_types::StatusExt;
+    match status
+        .get_details_error_info()?
+        .metadata
+        .get("precondition")?
+        .as_str()
+    {
+        "resourceVersion" => Some("resourceVersion"),
+        "uid" => Some("uid"),
+        _ => None,
+    }
+}
+
+/// Why an update function stopped.
+pub(crate) enum Abort<R> {
+    /// Return this error.
+    Api(ApiError),
+    /// The update removed the last finalizer of an object whose deletion is due: delete it.
+    DeleteNow(R),
+}
+
+impl<R> From<ApiError> for Abort<R> {
+    fn from(e: ApiError) -> Self {
+        Self::Api(e)
+    }
+}
+
+impl<R: Resource> Store<R> {
+    /// Update with optimistic concurrency; see the module docs.
+    pub async fn update(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        obj: R,
+        dry_run: bool,
+    ) -> Result<R, ApiError> {
+        let ns = self
+            .request_namespace(namespace, obj.meta().map_or("", |m| m.namespace.as_str()))?
+            .to_string();
+        let name = obj.name().to_string();
+        let key = self.key(&ns, &name)?;
+        if !self.strategy.allow_create_on_update()
+            && let Some(e) = self.impossible_name(&name)
+        {
+            return Err(e);
+        }
+        let uid = obj.meta().map(|m| m.uid.clone()).unwrap_or_default();
+        let preconditions = (!uid.is_empty()).then_some(Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        });
+        // A conditional update also hands its resourceVersion to storage as a precondition:
+        // the same check as `try_update` makes, but storage can then fail an update queued
+        // behind a newer write without asking us (see storage-svc's `preconditions::never_again`).
+        // Not with create-on-update, where a missing object must reach the update function.
+        let rv = self.parse_resource_version(
+            &name,
+            obj.meta().map_or("", |m| m.resource_version.as_str()),
+        )?;
+        let mut update_preconditions = preconditions.clone();
+        if rv != 0 && !self.strategy.allow_create_on_update() {
+            update_preconditions
+                .get_or_insert_with(Preconditions::default)
+                .resource_version = Some(rv.to_string());
+        }
+        let start = UpdateStart {
+            key: key.clone(),
+            preconditions: update_preconditions,
+            ignore_not_found: self.strategy.allow_create_on_update(),
+            dry_run,
+            cached_object: None,
+        };
+        let mut creating = false;
+        let end = self
+            .storage
+            .guaranteed_update(ctx.deadline, start, |state| {
+                let (o, ttl) = self.try_update(&ns, &obj, rv, state, dry_run, &mut creating)?;
+                let encoded = o.encode_to_vec();
+                self.check_size(&key, &name, &encoded)?;
+                Ok((encoded, ttl))
+            })
+            .await
+            .map_err(|s| match self.storage_error(&s, &name) {
+                ApiError::Conflict { resource, name, .. }
+                    if failed_precondition(&s) == Some("resourceVersion") =>
+                {
+                    ApiError::Conflict {
+                        resource,
+                        name,
+                        message: MODIFIED.into(),
+                    }
+                }
+                other => other,
+            })?;
+        match end {
+            UpdateEnd::Done(result) => {
+                let mut out = self.decode(&result.object)?;
+                if creating {
+                    self.strategy.after_create(&out, dry_run);
+                } else {
+                    self.strategy.after_update(&out, dry_run);
+                }
+                self.strategy.decorate(&mut out);
+                Ok(out)
+            }
+            UpdateEnd::Aborted(Abort::Api(e)) => Err(e),
+            UpdateEnd::Aborted(Abort::DeleteNow(updated)) => {
+                self.delete_without_finalizers(ctx, key, &name, preconditions, dry_run, updated)
+                    .await
+            }
+        }
+    }
+
+    /// Upstream's `deleteWithoutFinalizers`: the update emptied the finalizers of an object
+    /// due for deletion, so it is deleted; the caller gets its updated object.
+    async fn delete_without_finalizers(
+        &self,
+        ctx: Ctx,
+        key: String,
+        name: &str,
+        preconditions: Option<Preconditions>,
+        dry_run: bool,
+        mut updated: R,
+    ) -> Result<R, ApiError> {
+        match self
+            .storage
+            .delete(ctx.deadline, key, preconditions, dry_run, None)
+            .await
+        {
+            Ok(_) => {}
+            Err(s) => match self.storage_error(&s, name) {
+                ApiError::NotFound { .. } => {}
+                other => return Err(other),
+            },
+        }
+        self.strategy.after_delete(&updated, dry_run);
+        self.strategy.decorate(&mut updated);
+        Ok(updated)
+    }
+
+    /// The update function: runs on each state storage sends.
+    fn try_update(
+        &self,
+        ns: &str,
+        request: &R,
+        request_rv: u64,
+        state: StorageState<'_>,
+        dry_run: bool,
+        creating: &mut bool,
+    ) -> Result<(R, i64), Abort<R>> {
+        *creating = false;
+        let name = request.name();
+        let Some(existing_bytes) = state.object else {
+            if !self.strategy.allow_create_on_update() {
+                return Err(ApiError::NotFound {
+                    resource: R::RESOURCE.into(),
+                    name: name.into(),
+                }
+                .into());
+            }
+            // Create on update: fresh system fields, create hooks and checks.
+            let mut obj = request.clone();
+            let m = obj.meta_mut();
+            m.uid = uuid::Uuid::new_v4().to_string();
+            m.creation_timestamp = Some(now());
+            m.deletion_timestamp = None;
+            m.deletion_grace_period_seconds = None;
+            m.resource_version.clear();
+            self.strategy.begin_create(&obj, dry_run)?;
+            let r = self.before_create(ns, &mut obj);
+            self.strategy.finish_create(&obj, r.is_ok());
+            r?;
+            *creating = true;
+            let ttl = self.strategy.ttl_seconds(&obj).unwrap_or(0);
+            return Ok((obj, ttl));
+        };
+        let existing = self.decode(existing_bytes)?;
+        let mut obj = request.clone();
+        if request_rv == 0 {
+            if !self.strategy.allow_unconditional_update() {
+                return Err(ApiError::invalid(
+                    R::KIND,
+                    name,
+                    vec![(
+                        "metadata.resourceVersion".to_string(),
+                        "Invalid value: 0: must be specified for an update".to_string(),
+                    )],
+                )
+                .into());
+            }
+            obj.meta_mut().resource_version = state.resource_version.to_string();
+        } else if state.resource_version.parse::<u64>().ok() != Some(request_rv) {
+            return Err(ApiError::Conflict {
+                resource: R::RESOURCE.into(),
+                name: name.into(),
+                message: MODIFIED.into(),
+            }
+            .into());
+        }
+        self.strategy.begin_update(&obj, &existing, dry_run)?;
+        let r = self.before_update(ns, &mut obj, &existing);
+        let r = r.map_err(Abort::Api).and_then(|()| {
+            let (new_meta, old_meta) = (
+                obj.meta().cloned().unwrap_or_default(),
+                existing.meta().cloned().unwrap_or_default(),
+            );
+            if should_delete_during_update(&new_meta, &old_meta) {
+                return Err(Abort::DeleteNow(obj.clone()));
+            }
+            Ok(())
+        });
+        self.strategy.finish_update(&obj, r.is_ok());
+        r?;
+        let ttl = self.strategy.ttl_seconds(&obj).unwrap_or(0);
+        Ok((obj, ttl))
+    }
+
+    /// `rest.BeforeUpdate`: server-owned fields from the stored object, then validation.
+    fn before_update(&self, ns: &str, obj: &mut R, existing: &R) -> Result<(), ApiError> {
+        let _span = tracing::info_span!("BeforeUpdate", kind = R::KIND).entered();
+        let old = existing.meta().cloned().unwrap_or_default();
+        self.reconcile_namespace(ns, obj.meta_mut())?;
+        obj.meta_mut().generation = old.generation;
+        self.strategy.prepare_for_update(obj, existing);
+        let m = obj.meta_mut();
+        if m.uid.is_empty() {
+            m.uid = old.uid.clone();
+        }
+        if old.creation_timestamp.is_some() {
+            m.creation_timestamp = old.creation_timestamp;
+        }
+        if old.deletion_timestamp.is_some() {
+            m.deletion_timestamp = old.deletion_timestamp;
+        }
+        if old.deletion_grace_period_seconds.is_some() && m.deletion_grace_period_seconds.is_none()
+        {
+            m.deletion_grace_period_seconds = old.deletion_grace_period_seconds;
+        }
+        {
+            let _span = tracing::info_span!("Validate", kind = R::KIND).entered();
+            let mut v = Violations::new();
+            validation::object_meta(obj.meta_mut(), self.strategy.namespace_scoped(), &mut v);
+            validation::object_meta_update(obj.meta_mut(), &old, &mut v);
+            v.merge(self.strategy.validate_update(obj, existing));
+            Self::invalid(obj, v)?;
+        }
+        self.strategy.canonicalize(obj);
+        Ok(())
+    }
+}

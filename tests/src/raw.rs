@@ -1,0 +1,93 @@
+//! Calls with raw request bytes (to send what no generated client would: malformed messages,
+//! made-up methods), and the memory of this test process.
+
+use bytes::{Buf, BufMut};
+use tonic::{
+    Request, Status,
+    codec::{BufferSettings, Codec, DecodeBuf, Decoder, EncodeBuf, Encoder},
+    transport::Channel,
+};
+
+/// A codec that sends and receives bytes as they are.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawCodec;
+
+/// Encoder/decoder of [`RawCodec`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawBytes;
+
+impl Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawBytes;
+    type Decoder = RawBytes;
+    fn encoder(&mut self) -> RawBytes {
+        RawBytes
+    }
+    fn decoder(&mut self) -> RawBytes {
+        RawBytes
+    }
+}
+
+impl Encoder for RawBytes {
+    type Item = Vec<u8>;
+    type Error = Status;
+    fn encode(&mut self, item: Vec<u8>, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        buf.put_slice(&item);
+        Ok(())
+    }
+    fn buffer_settings(&self) -> BufferSettings {
+        BufferSettings::default()
+    }
+}
+
+impl Decoder for RawBytes {
+    type Item = Vec<u8>;
+    type Error = Status;
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
+        Ok(Some(buf.copy_to_bytes(buf.remaining()).to_vec()))
+    }
+    fn buffer_settings(&self) -> BufferSettings {
+        BufferSettings::default()
+    }
+}
+
+/// Calls the unary method at `path` (`/package.Service/Method`) with `body` as the request.
+pub async fn call(channel: Channel, path: &str, body: Vec<u8>) -> Result<Vec<u8>, Status> {
+    let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(64 << 20);
+    grpc.ready()
+        .await
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+    let path = http::uri::PathAndQuery::try_from(path)
+        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+    grpc.unary(Request::new(body), path, RawCodec)
+        .await
+        .map(|r| r.into_inner())
+}
+
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// This process's current resident set, in MiB.
+pub fn rss_mib() -> u64 {
+    status_kib("VmRSS:") / 1024
+}
+
+/// This process's peak resident set since [`reset_peak_rss`], in MiB.
+pub fn peak_rss_mib() -> u64 {
+    status_kib("VmHWM:") / 1024
+}
+
+/// Resets the peak resident set to the current one (`/proc/self/clear_refs`).
+pub fn reset_peak_rss() {
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak RSS");
+}

@@ -1,0 +1,130 @@
+//! What callers see when etcd itself is in trouble: out of space, or a lease that vanished.
+//! Each test reproduces a defect found by review (issue 12), named in its comment.
+
+use kubestore_proto::{
+    core::v1::{ConfigMap, CreateConfigMapRequest, CreateEventRequest, Event, GetConfigMapRequest},
+    meta::v1::ObjectMeta,
+};
+use kubestore_tests::{
+    Cluster, ClusterOptions,
+    fixtures_registry::{NS, reason},
+};
+use tonic::Code;
+
+fn big_cm(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: Some(ObjectMeta {
+            name: name.into(),
+            ..Default::default()
+        }),
+        data: [("blob".to_string(), "x".repeat(900_000))].into(),
+        immutable: None,
+    }
+}
+
+/// Defect 5: etcd's "database space exceeded" became INVALID_ARGUMENT "ConfigMap ... is
+/// invalid", as if the client were at fault.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_etcd_is_resource_exhausted_and_reads_still_work() {
+    let cluster = Cluster::start(ClusterOptions {
+        with_registry: true,
+        etcd_args: vec!["--quota-backend-bytes", "4194304"],
+        ..Default::default()
+    })
+    .await;
+    let mut cms = cluster.config_maps().await;
+    let mut full = None;
+    let mut created = Vec::new();
+    for i in 0..40 {
+        let name = format!("big-{i}");
+        match cms
+            .create(CreateConfigMapRequest {
+                namespace: NS.into(),
+                config_map: Some(big_cm(&name)),
+                dry_run: false,
+            })
+            .await
+        {
+            Ok(_) => created.push(name),
+            Err(e) => {
+                full = Some(e);
+                break;
+            }
+        }
+    }
+    let e = full.expect("etcd never filled up");
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::ResourceExhausted, "StorageFull"),
+        "{}",
+        e.message()
+    );
+    assert!(e.message().contains("out of space"), "{}", e.message());
+    assert!(!e.message().contains("/configmaps/"), "{}", e.message());
+    // Reads keep working.
+    let first = created.first().expect("something fit");
+    cms.get(GetConfigMapRequest {
+        namespace: NS.into(),
+        name: first.clone(),
+    })
+    .await
+    .expect("read while full");
+    // storage-svc says the same to its own clients.
+    let mut c = cluster.storage_client().await;
+    let e = kubestore_tests::fixtures_storage::create(
+        &mut c,
+        "/configmaps/default/small",
+        &kubestore_tests::fixtures_storage::cm("small", &[("k", "v")]),
+        0,
+    )
+    .await
+    .expect_err("full");
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::ResourceExhausted, "StorageFull")
+    );
+}
+
+/// Defect 13: after `etcdctl lease revoke`, every Event create failed UNAVAILABLE until the
+/// cached lease's local expiry (up to an hour).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_revoked_lease_is_replaced_on_the_next_write() {
+    let cluster = Cluster::full().await;
+    let mut events = cluster.events().await;
+    let event = |name: &str| CreateEventRequest {
+        namespace: NS.into(),
+        event: Some(Event {
+            metadata: Some(ObjectMeta {
+                name: name.into(),
+                ..Default::default()
+            }),
+            reason: "Test".into(),
+            ..Default::default()
+        }),
+        dry_run: false,
+    };
+    events.create(event("e1")).await.expect("create");
+    let mut etcd = cluster.etcd.client().await;
+    let lease_of = |kvs: Vec<etcd_client::KeyValue>| kvs.first().map(|kv| kv.lease());
+    let first = lease_of(
+        etcd.get("/registry/events/default/e1", None)
+            .await
+            .expect("get")
+            .take_kvs(),
+    )
+    .expect("stored");
+    assert_ne!(first, 0, "events carry a lease");
+    etcd.lease_revoke(first).await.expect("revoke");
+    events
+        .create(event("e2"))
+        .await
+        .expect("a new lease is granted");
+    let second = lease_of(
+        etcd.get("/registry/events/default/e2", None)
+            .await
+            .expect("get")
+            .take_kvs(),
+    )
+    .expect("stored");
+    assert!(second != 0 && second != first, "{second} vs {first}");
+}
