@@ -82,6 +82,18 @@ pub enum ApiError {
     /// etcd is out of space: writes fail until an operator frees space; reads work.
     #[error("{0}")]
     StorageFull(String),
+    /// The requested resourceVersion was compacted (upstream's 410 Gone): list again, or
+    /// follow `continue_token` (sent as `ErrorInfo.metadata["continue"]`).
+    #[error("{message}")]
+    Expired {
+        /// Upstream's words.
+        message: String,
+        /// A token continuing the list at the current revision.
+        continue_token: Option<String>,
+    },
+    /// A watcher that stopped reading was cut off.
+    #[error("{0}")]
+    WatcherTooSlow(String),
     /// storage-svc or etcd cannot serve now.
     #[error("{message}")]
     Unavailable {
@@ -136,6 +148,8 @@ impl ApiError {
             Self::BadRequest(_) => "BadRequest",
             Self::TooLarge { .. } => "RequestEntityTooLarge",
             Self::StorageFull(_) => "StorageFull",
+            Self::Expired { .. } => "Expired",
+            Self::WatcherTooSlow(_) => "WatcherTooSlow",
             Self::Unavailable { reason, .. } => reason,
             Self::Internal(_) => "InternalError",
         }
@@ -150,7 +164,8 @@ impl ApiError {
             Self::Invalid { .. } | Self::BadRequest(_) | Self::TooLarge { .. } => {
                 Code::InvalidArgument
             }
-            Self::StorageFull(_) => Code::ResourceExhausted,
+            Self::StorageFull(_) | Self::WatcherTooSlow(_) => Code::ResourceExhausted,
+            Self::Expired { .. } => Code::OutOfRange,
             Self::Unavailable { .. } => Code::Unavailable,
             Self::Internal(_) => Code::Internal,
         }
@@ -191,6 +206,13 @@ impl ApiError {
                 message,
             },
             Some("StorageFull") => Self::StorageFull(message),
+            Some("Expired") => Self::Expired {
+                message,
+                continue_token: status
+                    .get_details_error_info()
+                    .and_then(|i| i.metadata.get("continue").cloned()),
+            },
+            Some("WatcherTooSlow") => Self::WatcherTooSlow(message),
             // InternalError, or a request storage could not decode (BadRequest): our bug.
             Some(_) => Self::Internal(message),
             None => match status.code() {
@@ -250,6 +272,13 @@ impl From<ApiError> for Status {
             ApiError::TooLarge { kind, name, .. } => {
                 put("kind", kind);
                 put("name", name);
+            }
+            ApiError::Expired {
+                continue_token: Some(t),
+                ..
+            } => {
+                // A token is needed whole; it is bounded by the key length it carries.
+                meta.insert("continue".to_string(), t.clone());
             }
             _ => {}
         }

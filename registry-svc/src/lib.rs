@@ -6,14 +6,16 @@
 //!
 //! Modules:
 //! - [`resource`], [`strategy`]: what a kind is and how it behaves; [`kinds`]: Pod, ConfigMap, Event;
-//! - [`store`] (what every verb shares), one module per verb: [`get`], [`create`], [`update`],
-//!   [`delete`]; [`graceful`] (BeforeDelete) and [`finalizers`] (GC finalizers, markAsDeleting,
-//!   delete-during-update);
+//! - [`store`] (what every verb shares), one module per verb: [`get`], [`create`], [`update`]
+//!   (and UpdateStatus), [`delete`], [`list`], [`watch`], [`collection`] (DeleteCollection);
+//!   [`graceful`] (BeforeDelete) and [`finalizers`] (GC finalizers, markAsDeleting,
+//!   delete-during-update); [`selectors`] (label and field selectors);
 //! - [`validation`], [`violations`], [`quantity`], [`names`]: ObjectMeta rules, bounded field
 //!   violations, Kubernetes quantities, generated names;
 //! - [`storage`]: the storage-svc client; [`error`]: API errors and their gRPC mapping;
 //! - [`service`]: the gRPC glue.
 
+pub mod collection;
 pub mod create;
 pub mod delete;
 pub mod error;
@@ -21,9 +23,11 @@ pub mod finalizers;
 pub mod get;
 pub mod graceful;
 pub mod kinds;
+pub mod list;
 pub mod names;
 pub mod quantity;
 pub mod resource;
+pub mod selectors;
 pub mod service;
 pub mod storage;
 pub mod store;
@@ -31,15 +35,20 @@ pub mod strategy;
 pub mod update;
 pub mod validation;
 pub mod violations;
+pub mod watch;
 
 use std::{future::Future, net::SocketAddr, time::Duration};
 
 use kubestore_proto::core::v1::{
-    ConfigMap, CreateConfigMapRequest, CreateEventRequest, CreatePodRequest,
-    DeleteConfigMapRequest, DeleteConfigMapResponse, DeleteEventRequest, DeleteEventResponse,
-    DeletePodRequest, DeletePodResponse, Event, GetConfigMapRequest, GetEventRequest,
-    GetPodRequest, Pod, UpdateConfigMapRequest, UpdateEventRequest, UpdatePodRequest,
-    config_maps_server::ConfigMapsServer, events_server::EventsServer, pods_server::PodsServer,
+    ConfigMap, ConfigMapList, ConfigMapWatchEvent, CreateConfigMapRequest, CreateEventRequest,
+    CreatePodRequest, DeleteCollectionConfigMapsRequest, DeleteCollectionEventsRequest,
+    DeleteCollectionPodsRequest, DeleteConfigMapRequest, DeleteConfigMapResponse,
+    DeleteEventRequest, DeleteEventResponse, DeletePodRequest, DeletePodResponse, Event, EventList,
+    EventWatchEvent, GetConfigMapRequest, GetEventRequest, GetPodRequest, ListConfigMapsRequest,
+    ListEventsRequest, ListPodsRequest, Pod, PodList, PodWatchEvent, UpdateConfigMapRequest,
+    UpdateEventRequest, UpdatePodRequest, WatchConfigMapsRequest, WatchEventsRequest,
+    WatchPodsRequest, config_maps_server::ConfigMapsServer, events_server::EventsServer,
+    pods_server::PodsServer,
 };
 use kubestore_proto::limits::REGISTRY_MAX_MESSAGE_BYTES;
 use kubestore_telemetry::{
@@ -68,7 +77,13 @@ grpc_service!(
     GetPodRequest,
     UpdatePodRequest,
     DeletePodRequest,
-    DeletePodResponse
+    DeletePodResponse,
+    ListPodsRequest,
+    PodList,
+    WatchPodsRequest,
+    PodWatchEvent,
+    DeleteCollectionPodsRequest,
+    status
 );
 grpc_service!(
     kubestore_proto::core::v1::config_maps_server::ConfigMaps,
@@ -78,7 +93,12 @@ grpc_service!(
     GetConfigMapRequest,
     UpdateConfigMapRequest,
     DeleteConfigMapRequest,
-    DeleteConfigMapResponse
+    DeleteConfigMapResponse,
+    ListConfigMapsRequest,
+    ConfigMapList,
+    WatchConfigMapsRequest,
+    ConfigMapWatchEvent,
+    DeleteCollectionConfigMapsRequest
 );
 grpc_service!(
     kubestore_proto::core::v1::events_server::Events,
@@ -88,7 +108,12 @@ grpc_service!(
     GetEventRequest,
     UpdateEventRequest,
     DeleteEventRequest,
-    DeleteEventResponse
+    DeleteEventResponse,
+    ListEventsRequest,
+    EventList,
+    WatchEventsRequest,
+    EventWatchEvent,
+    DeleteCollectionEventsRequest
 );
 
 /// Command-line and environment configuration (CLI > env > defaults).
@@ -185,32 +210,36 @@ pub async fn run_with_metrics(
     };
     let reflection = serving.reflection()?;
     tracing::info!(addr = ?listener.local_addr().ok(), storage = %config.storage_addr, "registry-svc serving");
+    let stop = serving.stop_signal();
     // One registration line per kind.
     let result = serving
         .server()
         .add_service(serving.health_service())
         .add_service(reflection)
         .add_service(
-            PodsServer::new(ResourceService::new(Store::new(
-                storage.clone(),
-                PodStrategy,
-            )))
+            PodsServer::new(ResourceService::new(
+                Store::new(storage.clone(), PodStrategy),
+                stop.clone(),
+            ))
             .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
         )
         .add_service(
-            ConfigMapsServer::new(ResourceService::new(Store::new(
-                storage.clone(),
-                ConfigMapStrategy,
-            )))
+            ConfigMapsServer::new(ResourceService::new(
+                Store::new(storage.clone(), ConfigMapStrategy),
+                stop.clone(),
+            ))
             .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
         )
         .add_service(
-            EventsServer::new(ResourceService::new(Store::new(
-                storage.clone(),
-                EventStrategy {
-                    ttl: config.event_ttl,
-                },
-            )))
+            EventsServer::new(ResourceService::new(
+                Store::new(
+                    storage.clone(),
+                    EventStrategy {
+                        ttl: config.event_ttl,
+                    },
+                ),
+                stop,
+            ))
             .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
         )
         .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained())

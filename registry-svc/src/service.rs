@@ -1,6 +1,7 @@
 //! The typed gRPC services. Each kind's service is the generic [`ResourceService`] over its
-//! Store; `grpc_service!` writes the four-method tonic impl for one kind from its message and
-//! field names, so no per-kind handler code exists.
+//! Store; `grpc_service!` writes the tonic impl for one kind (Create, Get, Update, Delete, List,
+//! Watch, DeleteCollection, and UpdateStatus for kinds with a status subresource) from its
+//! message and field names, so no per-kind handler code exists.
 
 use kubestore_telemetry::Deadline;
 use std::time::Duration;
@@ -14,23 +15,34 @@ use crate::{
 /// Longest a request may take when the caller sets no deadline.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Longest a DeleteCollection may take when the caller sets no deadline: it deletes one object
+/// after another (upstream lifted its timeout for this verb, kubernetes#115341).
+pub const DELETE_COLLECTION_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// The gRPC service of one kind.
 pub struct ResourceService<R: Resource> {
     /// The kind's Store.
     pub store: Store<R>,
+    /// Raised on shutdown: open watches end with UNAVAILABLE.
+    pub stop: tokio::sync::watch::Receiver<bool>,
 }
 
 impl<R: Resource> ResourceService<R> {
-    /// Serves `store`.
-    pub fn new(store: Store<R>) -> Self {
-        Self { store }
+    /// Serves `store`; `stop` is raised on shutdown.
+    pub fn new(store: Store<R>, stop: tokio::sync::watch::Receiver<bool>) -> Self {
+        Self { store, stop }
     }
 }
 
 /// The context of a gRPC request.
 pub fn ctx(metadata: &tonic::metadata::MetadataMap) -> Ctx {
+    ctx_within(metadata, DEFAULT_REQUEST_TIMEOUT)
+}
+
+/// The context of a gRPC request that may take up to `default` when the caller sets no deadline.
+pub fn ctx_within(metadata: &tonic::metadata::MetadataMap, default: Duration) -> Ctx {
     Ctx {
-        deadline: Deadline::from_metadata(metadata, DEFAULT_REQUEST_TIMEOUT),
+        deadline: Deadline::from_metadata(metadata, default),
     }
 }
 
@@ -44,10 +56,16 @@ pub fn required<R: Resource>(obj: Option<R>, field: &str) -> Result<R, ApiError>
     })
 }
 
-/// Implements a kind's tonic service trait on [`ResourceService`].
+/// Implements a kind's tonic service trait on [`ResourceService`]. A trailing `status` adds
+/// UpdateStatus (taking the Update request).
 #[macro_export]
 macro_rules! grpc_service {
-    ($svc:path, $res:ty, $field:ident, $create:ty, $get:ty, $update:ty, $delete:ty, $delete_resp:ident) => {
+    (
+        $svc:path, $res:ty, $field:ident,
+        $create:ty, $get:ty, $update:ty, $delete:ty, $delete_resp:ident,
+        $list_req:ty, $list:ident, $watch_req:ty, $event:ident, $delete_collection:ty
+        $(, $status:ident)?
+    ) => {
         #[tonic::async_trait]
         impl $svc for $crate::service::ResourceService<$res> {
             async fn create(
@@ -97,6 +115,72 @@ macro_rules! grpc_service {
                     deleted,
                 }))
             }
+            async fn list(
+                &self,
+                request: tonic::Request<$list_req>,
+            ) -> Result<tonic::Response<$list>, tonic::Status> {
+                let ctx = $crate::service::ctx(request.metadata());
+                let r = request.into_inner();
+                let (metadata, items) = self.store.list(ctx, &r.namespace, r.options).await?;
+                Ok(tonic::Response::new($list {
+                    metadata: Some(metadata),
+                    items,
+                }))
+            }
+            type WatchStream = std::pin::Pin<
+                Box<dyn tokio_stream::Stream<Item = Result<$event, tonic::Status>> + Send>,
+            >;
+            async fn watch(
+                &self,
+                request: tonic::Request<$watch_req>,
+            ) -> Result<tonic::Response<Self::WatchStream>, tonic::Status> {
+                use tokio_stream::StreamExt;
+                let r = request.into_inner();
+                let events = self
+                    .store
+                    .watch(&r.namespace, r.options, self.stop.clone())
+                    .await?;
+                Ok(tonic::Response::new(Box::pin(events.map(|e| {
+                    e.map(|(kind, object)| $event {
+                        r#type: kind as i32,
+                        object: Some(object),
+                    })
+                }))))
+            }
+            async fn delete_collection(
+                &self,
+                request: tonic::Request<$delete_collection>,
+            ) -> Result<tonic::Response<$list>, tonic::Status> {
+                let ctx = $crate::service::ctx_within(
+                    request.metadata(),
+                    $crate::service::DELETE_COLLECTION_TIMEOUT,
+                );
+                let r = request.into_inner();
+                let (metadata, items) = self
+                    .store
+                    .delete_collection(ctx, &r.namespace, r.list_options, r.options)
+                    .await?;
+                Ok(tonic::Response::new($list {
+                    metadata: Some(metadata),
+                    items,
+                }))
+            }
+            $(
+                #[doc = concat!("UpdateStatus: the ", stringify!($status), " subresource.")]
+                async fn update_status(
+                    &self,
+                    request: tonic::Request<$update>,
+                ) -> Result<tonic::Response<$res>, tonic::Status> {
+                    let ctx = $crate::service::ctx(request.metadata());
+                    let r = request.into_inner();
+                    let obj = $crate::service::required(r.$field, stringify!($field))?;
+                    Ok(tonic::Response::new(
+                        self.store
+                            .update_status(ctx, &r.namespace, obj, r.dry_run)
+                            .await?,
+                    ))
+                }
+            )?
         }
     };
 }

@@ -13,8 +13,9 @@ use std::{
 use kubestore_proto::{
     meta::v1::{Preconditions, resource_version_of},
     storage::v1::{
-        CreateRequest, DeleteRequest, GetRequest, GuaranteedUpdateRequest, UpdateAbort,
-        UpdateProposal, UpdateResult, UpdateStart, guaranteed_update_request::Message as Req,
+        CreateRequest, DeleteRequest, GetRequest, GuaranteedUpdateRequest, ListRequest,
+        ListResponse, UpdateAbort, UpdateProposal, UpdateResult, UpdateStart, WatchEvent,
+        WatchRequest, guaranteed_update_request::Message as Req,
         guaranteed_update_response::Message as Resp, storage_client,
     },
 };
@@ -169,6 +170,20 @@ impl StorageClient {
             .await?
             .into_inner()
             .object)
+    }
+
+    /// List one page.
+    pub async fn list(&self, deadline: Deadline, req: ListRequest) -> Result<ListResponse, Status> {
+        Ok(self
+            .client()
+            .list(with_deadline(req, deadline))
+            .await?
+            .into_inner())
+    }
+
+    /// Opens a watch: storage's event stream (no deadline: it lives until the watch ends).
+    pub async fn watch(&self, req: WatchRequest) -> Result<tonic::Streaming<WatchEvent>, Status> {
+        Ok(self.client().watch(Request::new(req)).await?.into_inner())
     }
 
     /// GuaranteedUpdate: `f` computes the new object and TTL from each state storage sends (or

@@ -11,7 +11,13 @@
 
 use kubestore_proto::meta::v1::DeleteOptions;
 
-use crate::{error::ApiError, finalizers::GcPolicy, resource::Resource, violations::Violations};
+use crate::{
+    error::ApiError,
+    finalizers::GcPolicy,
+    resource::Resource,
+    selectors::{METADATA_FIELDS, SelectableField},
+    violations::Violations,
+};
 
 /// The strategy of one kind.
 pub trait Strategy<R: Resource>: Send + Sync + 'static {
@@ -77,6 +83,29 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
     /// Default garbage-collection policy.
     fn gc_policy(&self) -> GcPolicy {
         GcPolicy::DeleteDependents
+    }
+
+    /// The fields a field selector may name, with where they are in the encoded object
+    /// (upstream's `GetAttrs`/`ToSelectableFields`). Every kind: `metadata.name` and
+    /// `metadata.namespace`.
+    fn selectable_fields(&self) -> &'static [SelectableField] {
+        METADATA_FIELDS
+    }
+
+    /// Whether the kind has a status subresource (`UpdateStatus`).
+    fn has_status(&self) -> bool {
+        false
+    }
+
+    /// Status update (upstream's status strategy `PrepareForUpdate`): everything but what the
+    /// status subresource may write comes from `old`.
+    fn prepare_for_status_update(&self, new: &mut R, old: &R) {
+        *new = old.clone();
+    }
+
+    /// Kind-specific validation of a status update.
+    fn validate_status_update(&self, _new: &R, _old: &R) -> Violations {
+        Violations::new()
     }
 
     /// Hook before create; an error aborts the create (and `finish_create` is not called).

@@ -36,6 +36,32 @@ fn failed_precondition(status: &tonic::Status) -> Option<&'static str> {
     }
 }
 
+/// Which part of an object an update writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// Update: metadata and spec (the strategy keeps status).
+    Main,
+    /// UpdateStatus: status (the status strategy keeps the rest).
+    Status,
+}
+
+/// What the update function needs from the request.
+struct UpdateCall<'a, R> {
+    ns: &'a str,
+    request: &'a R,
+    /// The request's resourceVersion (0: none).
+    request_rv: u64,
+    dry_run: bool,
+    part: Part,
+}
+
+impl<R> Clone for UpdateCall<'_, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<R> Copy for UpdateCall<'_, R> {}
+
 /// Why an update function stopped.
 pub(crate) enum Abort<R> {
     /// Return this error.
@@ -59,14 +85,44 @@ impl<R: Resource> Store<R> {
         obj: R,
         dry_run: bool,
     ) -> Result<R, ApiError> {
+        self.update_part(ctx, namespace, obj, dry_run, Part::Main)
+            .await
+    }
+
+    /// UpdateStatus: the status subresource (upstream's status store): only what the kind's
+    /// status strategy lets through is written, and a missing object is never created.
+    pub async fn update_status(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        obj: R,
+        dry_run: bool,
+    ) -> Result<R, ApiError> {
+        if !self.strategy.has_status() {
+            return Err(ApiError::BadRequest(format!(
+                "{} has no status subresource",
+                R::RESOURCE
+            )));
+        }
+        self.update_part(ctx, namespace, obj, dry_run, Part::Status)
+            .await
+    }
+
+    async fn update_part(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        obj: R,
+        dry_run: bool,
+        part: Part,
+    ) -> Result<R, ApiError> {
+        let allow_create = part == Part::Main && self.strategy.allow_create_on_update();
         let ns = self
             .request_namespace(namespace, obj.meta().map_or("", |m| m.namespace.as_str()))?
             .to_string();
         let name = obj.name().to_string();
         let key = self.key(&ns, &name)?;
-        if !self.strategy.allow_create_on_update()
-            && let Some(e) = self.impossible_name(&name)
-        {
+        if !allow_create && let Some(e) = self.impossible_name(&name) {
             return Err(e);
         }
         let uid = obj.meta().map(|m| m.uid.clone()).unwrap_or_default();
@@ -83,7 +139,7 @@ impl<R: Resource> Store<R> {
             obj.meta().map_or("", |m| m.resource_version.as_str()),
         )?;
         let mut update_preconditions = preconditions.clone();
-        if rv != 0 && !self.strategy.allow_create_on_update() {
+        if rv != 0 && !allow_create {
             update_preconditions
                 .get_or_insert_with(Preconditions::default)
                 .resource_version = Some(rv.to_string());
@@ -91,7 +147,7 @@ impl<R: Resource> Store<R> {
         let start = UpdateStart {
             key: key.clone(),
             preconditions: update_preconditions,
-            ignore_not_found: self.strategy.allow_create_on_update(),
+            ignore_not_found: allow_create,
             dry_run,
             cached_object: None,
         };
@@ -99,7 +155,14 @@ impl<R: Resource> Store<R> {
         let end = self
             .storage
             .guaranteed_update(ctx.deadline, start, |state| {
-                let (o, ttl) = self.try_update(&ns, &obj, rv, state, dry_run, &mut creating)?;
+                let call = UpdateCall {
+                    ns: &ns,
+                    request: &obj,
+                    request_rv: rv,
+                    dry_run,
+                    part,
+                };
+                let (o, ttl) = self.try_update(&call, state, &mut creating)?;
                 let encoded = o.encode_to_vec();
                 self.check_size(&key, &name, &encoded)?;
                 Ok((encoded, ttl))
@@ -166,17 +229,21 @@ impl<R: Resource> Store<R> {
     /// The update function: runs on each state storage sends.
     fn try_update(
         &self,
-        ns: &str,
-        request: &R,
-        request_rv: u64,
+        call: &UpdateCall<'_, R>,
         state: StorageState<'_>,
-        dry_run: bool,
         creating: &mut bool,
     ) -> Result<(R, i64), Abort<R>> {
+        let UpdateCall {
+            ns,
+            request,
+            request_rv,
+            dry_run,
+            part,
+        } = *call;
         *creating = false;
         let name = request.name();
         let Some(existing_bytes) = state.object else {
-            if !self.strategy.allow_create_on_update() {
+            if part == Part::Status || !self.strategy.allow_create_on_update() {
                 return Err(ApiError::NotFound {
                     resource: R::RESOURCE.into(),
                     name: name.into(),
@@ -223,7 +290,7 @@ impl<R: Resource> Store<R> {
             .into());
         }
         self.strategy.begin_update(&obj, &existing, dry_run)?;
-        let r = self.before_update(ns, &mut obj, &existing);
+        let r = self.before_update(ns, &mut obj, &existing, part);
         let r = r.map_err(Abort::Api).and_then(|()| {
             let (new_meta, old_meta) = (
                 obj.meta().cloned().unwrap_or_default(),
@@ -241,12 +308,21 @@ impl<R: Resource> Store<R> {
     }
 
     /// `rest.BeforeUpdate`: server-owned fields from the stored object, then validation.
-    fn before_update(&self, ns: &str, obj: &mut R, existing: &R) -> Result<(), ApiError> {
+    fn before_update(
+        &self,
+        ns: &str,
+        obj: &mut R,
+        existing: &R,
+        part: Part,
+    ) -> Result<(), ApiError> {
         let _span = tracing::info_span!("BeforeUpdate", kind = R::KIND).entered();
         let old = existing.meta().cloned().unwrap_or_default();
         self.reconcile_namespace(ns, obj.meta_mut())?;
         obj.meta_mut().generation = old.generation;
-        self.strategy.prepare_for_update(obj, existing);
+        match part {
+            Part::Main => self.strategy.prepare_for_update(obj, existing),
+            Part::Status => self.strategy.prepare_for_status_update(obj, existing),
+        }
         let m = obj.meta_mut();
         if m.uid.is_empty() {
             m.uid = old.uid.clone();
@@ -266,7 +342,10 @@ impl<R: Resource> Store<R> {
             let mut v = Violations::new();
             validation::object_meta(obj.meta_mut(), self.strategy.namespace_scoped(), &mut v);
             validation::object_meta_update(obj.meta_mut(), &old, &mut v);
-            v.merge(self.strategy.validate_update(obj, existing));
+            v.merge(match part {
+                Part::Main => self.strategy.validate_update(obj, existing),
+                Part::Status => self.strategy.validate_status_update(obj, existing),
+            });
             Self::invalid(obj, v)?;
         }
         self.strategy.canonicalize(obj);

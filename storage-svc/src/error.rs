@@ -9,7 +9,9 @@
 //!   requested revision);
 //! - INVALID_ARGUMENT: the request itself is wrong; retrying cannot help;
 //! - RESOURCE_EXHAUSTED: etcd is out of space (its NOSPACE alarm); writes fail until an operator
-//!   compacts, defragments and disarms the alarm, reads keep working.
+//!   compacts, defragments and disarms the alarm, reads keep working. Also a watcher that
+//!   stopped reading and was cut off;
+//! - OUT_OF_RANGE (reason Expired): the requested revision was compacted: list again.
 //!
 //! Messages say what happened without repeating the key: it travels in `ErrorInfo.metadata`
 //! (`key`), and registry-svc passes messages on to its own clients, who never see storage keys.
@@ -73,6 +75,27 @@ pub enum StorageError {
         /// What timed out.
         message: String,
     },
+    /// The requested revision was compacted (upstream's 410 Expired): list again, or follow
+    /// the fresh continue token when one is given.
+    #[error("{message}")]
+    Expired {
+        /// The caller's key.
+        key: String,
+        /// Upstream's words.
+        message: String,
+        /// A token continuing the list at the current revision (sent as
+        /// `ErrorInfo.metadata["continue"]`).
+        continue_token: Option<String>,
+    },
+    /// A watcher stopped reading and its bounded buffer filled up: it is cut off (it resumes
+    /// from the last resourceVersion it saw, or lists again).
+    #[error("{message}")]
+    WatcherTooSlow {
+        /// The watched key.
+        key: String,
+        /// What happened.
+        message: String,
+    },
     /// etcd is out of space (NOSPACE alarm): no write can succeed until an operator frees
     /// space and disarms the alarm. Reads still work.
     #[error("{message}")]
@@ -113,6 +136,8 @@ impl StorageError {
             Self::Unavailable { .. } | Self::LeaseNotFound { .. } => "ServiceUnavailable",
             Self::Timeout { .. } => "Timeout",
             Self::StorageFull { .. } => "StorageFull",
+            Self::Expired { .. } => "Expired",
+            Self::WatcherTooSlow { .. } => "WatcherTooSlow",
             Self::Internal { .. } => "InternalError",
         }
     }
@@ -127,7 +152,8 @@ impl StorageError {
             Self::Unavailable { .. } | Self::Timeout { .. } | Self::LeaseNotFound { .. } => {
                 Code::Unavailable
             }
-            Self::StorageFull { .. } => Code::ResourceExhausted,
+            Self::StorageFull { .. } | Self::WatcherTooSlow { .. } => Code::ResourceExhausted,
+            Self::Expired { .. } => Code::OutOfRange,
             Self::Internal { .. } => Code::Internal,
         }
     }
@@ -141,6 +167,8 @@ impl StorageError {
             | Self::Unavailable { key, .. }
             | Self::Timeout { key, .. }
             | Self::StorageFull { key, .. }
+            | Self::Expired { key, .. }
+            | Self::WatcherTooSlow { key, .. }
             | Self::Internal { key, .. }
             | Self::LeaseNotFound { key, .. } => key,
         }
@@ -200,6 +228,13 @@ impl From<StorageError> for Status {
         } = &e
         {
             metadata.insert("precondition".to_string(), p.to_string());
+        }
+        if let StorageError::Expired {
+            continue_token: Some(t),
+            ..
+        } = &e
+        {
+            metadata.insert("continue".to_string(), t.clone());
         }
         let details = ErrorDetails::with_error_info(e.reason(), DOMAIN, metadata);
         let message = e.to_string();

@@ -1,12 +1,15 @@
 //! The etcd client as storage-svc uses it: every call gets a CLIENT span (`db.system=etcd`,
 //! `db.operation`), a latency sample, the request's deadline, and one error mapping.
 //!
-//! Only three etcd operations are used: Range (Get), Txn (every write, see `store`), and
-//! LeaseGrant (TTLs, see `lease`).
+//! etcd operations used: Range (Get, List), Txn (every write, see `store`), LeaseGrant (TTLs,
+//! see `lease`), Watch (see `watch`) and Compact (see `compactor`).
 
 use std::{future::Future, time::Duration};
 
-use etcd_client::{Client, ConnectOptions, GetOptions, KeyValue, Txn, TxnOpResponse, TxnResponse};
+use etcd_client::{
+    Client, ConnectOptions, GetOptions, KeyValue, Txn, TxnOpResponse, TxnResponse, WatchOptions,
+    WatchStream,
+};
 use kubestore_telemetry::{
     Deadline, Metrics,
     metrics::{LatencyFamily, latency_family},
@@ -41,6 +44,16 @@ pub struct StorageMetrics {
     pub lease_attachments: Counter,
     /// `storage_guaranteed_updates_waiting`: updates queued behind another update of their key.
     pub updates_waiting: Gauge,
+    /// `storage_watches_open`: watch streams being served.
+    pub watches_open: Gauge,
+    /// `storage_watch_events_sent_total`: events sent to watchers (bookmarks included).
+    pub watch_events: Counter,
+    /// `storage_watchers_cut_off_total`: watchers cut off because they stopped reading.
+    pub watchers_cut_off: Counter,
+    /// `storage_list_items_returned_total`: objects returned by lists.
+    pub list_items: Counter,
+    /// `storage_compactions_total`: compactions of etcd's history made by this replica.
+    pub compactions: Counter,
 }
 
 impl StorageMetrics {
@@ -55,6 +68,11 @@ impl StorageMetrics {
             lease_grants: Counter::default(),
             lease_attachments: Counter::default(),
             updates_waiting: Gauge::default(),
+            watches_open: Gauge::default(),
+            watch_events: Counter::default(),
+            watchers_cut_off: Counter::default(),
+            list_items: Counter::default(),
+            compactions: Counter::default(),
         };
         metrics.register(
             "etcd_request_duration_seconds",
@@ -85,6 +103,31 @@ impl StorageMetrics {
             "storage_guaranteed_updates_waiting",
             "GuaranteedUpdates waiting for their turn behind another update of the same key",
             me.updates_waiting.clone(),
+        );
+        metrics.register(
+            "storage_watches_open",
+            "Watch streams being served",
+            me.watches_open.clone(),
+        );
+        metrics.register(
+            "storage_watch_events_sent",
+            "Events sent to watchers, bookmarks included",
+            me.watch_events.clone(),
+        );
+        metrics.register(
+            "storage_watchers_cut_off",
+            "Watchers cut off because they stopped reading and their buffer stayed full",
+            me.watchers_cut_off.clone(),
+        );
+        metrics.register(
+            "storage_list_items_returned",
+            "Objects returned by lists",
+            me.list_items.clone(),
+        );
+        metrics.register(
+            "storage_compactions",
+            "Compactions of etcd's history made by this replica",
+            me.compactions.clone(),
         );
         me
     }
@@ -165,6 +208,103 @@ impl Etcd {
         Ok((resp.take_kvs().into_iter().next(), rev))
     }
 
+    /// One page of a range read: the KeyValues from `start` (inclusive) to `end` (exclusive),
+    /// at most `limit` (0 = all), at `revision` (0 = current).
+    pub async fn range_page(
+        &self,
+        call: &EtcdCall<'_>,
+        start: &[u8],
+        end: &[u8],
+        limit: i64,
+        revision: i64,
+    ) -> Result<RangePage, StorageError> {
+        let mut kv = self.client.kv_client();
+        let mut options = GetOptions::new().with_range(end.to_vec());
+        if limit > 0 {
+            options = options.with_limit(limit);
+        }
+        if revision > 0 {
+            options = options.with_revision(revision);
+        }
+        let mut resp = self
+            .call(call, "Range", kv.get(start.to_vec(), Some(options)))
+            .await?;
+        Ok(RangePage {
+            revision: resp.header().map_or(0, |h| h.revision()),
+            more: resp.more(),
+            count: resp.count(),
+            kvs: resp.take_kvs(),
+        })
+    }
+
+    /// One key at `revision` (0 = current): its KeyValue and the header revision.
+    pub async fn get_at(
+        &self,
+        call: &EtcdCall<'_>,
+        key: &[u8],
+        revision: i64,
+    ) -> Result<(Option<KeyValue>, i64), StorageError> {
+        let mut kv = self.client.kv_client();
+        let options = (revision > 0).then(|| GetOptions::new().with_revision(revision));
+        let mut resp = self
+            .call(call, "Range", kv.get(key.to_vec(), options))
+            .await?;
+        let rev = resp.header().map_or(0, |h| h.revision());
+        Ok((resp.take_kvs().into_iter().next(), rev))
+    }
+
+    /// etcd's current revision, by a linearizable count-only read of `probe_key` (upstream's
+    /// `GetCurrentResourceVersion`).
+    pub async fn current_revision(
+        &self,
+        call: &EtcdCall<'_>,
+        probe_key: &str,
+    ) -> Result<i64, StorageError> {
+        let mut kv = self.client.kv_client();
+        let resp = self
+            .call(
+                call,
+                "Range",
+                kv.get(probe_key, Some(GetOptions::new().with_count_only())),
+            )
+            .await?;
+        match resp.header().map(|h| h.revision()) {
+            Some(rev) if rev > 0 => Ok(rev),
+            _ => Err(StorageError::internal(
+                call.key,
+                "etcd answered without a revision",
+            )),
+        }
+    }
+
+    /// Opens an etcd watch of `key` (with `range_end`, or one key) from `start_revision`, with
+    /// previous values.
+    pub async fn watch(
+        &self,
+        call: &EtcdCall<'_>,
+        key: &[u8],
+        range_end: Option<&[u8]>,
+        start_revision: i64,
+    ) -> Result<WatchStream, StorageError> {
+        let mut w = self.client.watch_client();
+        let mut options = WatchOptions::new()
+            .with_prev_key()
+            .with_start_revision(start_revision);
+        if let Some(end) = range_end {
+            options = options.with_range(end.to_vec());
+        }
+        self.call(call, "Watch", w.watch(key.to_vec(), Some(options)))
+            .await
+    }
+
+    /// Compacts etcd's history up to `revision`.
+    pub async fn compact(&self, call: &EtcdCall<'_>, revision: i64) -> Result<(), StorageError> {
+        let mut kv = self.client.kv_client();
+        self.call(call, "Compact", kv.compact(revision, None))
+            .await
+            .map(|_| ())
+    }
+
     /// Runs a transaction.
     pub async fn txn(&self, call: &EtcdCall<'_>, txn: Txn) -> Result<TxnResponse, StorageError> {
         let mut kv = self.client.kv_client();
@@ -194,6 +334,19 @@ impl Etcd {
             Ok(Ok(_))
         )
     }
+}
+
+/// One page of a range read.
+#[derive(Debug)]
+pub struct RangePage {
+    /// The header revision (the revision the page was read at, for a read at the current one).
+    pub revision: i64,
+    /// Whether keys remain in the range after this page.
+    pub more: bool,
+    /// Keys in the range from the page's start, this page included.
+    pub count: i64,
+    /// The page.
+    pub kvs: Vec<KeyValue>,
 }
 
 /// The header revision and, for a failed compare whose Else branch was a Get, the key's

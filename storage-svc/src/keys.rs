@@ -38,6 +38,25 @@ impl KeyPrefix {
         validate(key)?;
         Ok(format!("{}{}", self.0, &key[1..]))
     }
+
+    /// Validates `key` and returns the etcd prefix of its children: the etcd key plus `/`, so
+    /// that listing `/pods/a` never returns `/pods/ab/...` (upstream's recursive PrepareKey).
+    pub fn etcd_prefix(&self, key: &str) -> Result<String, StorageError> {
+        Ok(format!("{}/", self.etcd_key(key)?))
+    }
+}
+
+/// The end of the range of keys that start with `prefix` (etcd's prefix range end).
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    // Every byte was 0xff: to the end of the keyspace.
+    vec![0]
 }
 
 fn validate(key: &str) -> Result<(), StorageError> {
@@ -86,6 +105,18 @@ mod tests {
         );
         assert_eq!(KeyPrefix::new("").as_str(), "/");
         assert_eq!(KeyPrefix::new("/").as_str(), "/");
+    }
+
+    #[test]
+    fn prefixes_end_where_their_children_end() {
+        let p = KeyPrefix::new("/registry");
+        assert_eq!(
+            p.etcd_prefix("/pods/default").ok().as_deref(),
+            Some("/registry/pods/default/")
+        );
+        assert_eq!(prefix_end(b"/registry/pods/"), b"/registry/pods0".to_vec());
+        assert_eq!(prefix_end(&[b'a', 0xff]), b"b".to_vec());
+        assert!(p.etcd_prefix("/pods/").is_err());
     }
 
     #[test]

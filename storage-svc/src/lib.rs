@@ -12,20 +12,27 @@
 //! - [`preconditions`], [`lease`], [`keylock`]: what their names say;
 //! - [`etcd`]: the client, with spans, metrics and deadlines;
 //! - [`store`] (Create, Get, Delete) and [`update`] (GuaranteedUpdate);
+//! - [`list`] (List, with [`continuation`] tokens), [`watch`] (Watch), [`selector`] (label and
+//!   field requirements evaluated on encoded objects), [`compactor`] (etcd history);
 //! - [`error`]: the one error type and its gRPC mapping;
 //! - [`service`]: the gRPC glue.
 
+pub mod compactor;
+pub mod continuation;
 pub mod error;
 pub mod etcd;
 pub mod keylock;
 pub mod keys;
 pub mod lease;
+pub mod list;
 pub mod object;
 pub mod preconditions;
+pub mod selector;
 pub mod service;
 pub mod state;
 pub mod store;
 pub mod update;
+pub mod watch;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -72,6 +79,13 @@ pub struct Config {
     /// slower caller loses its place in the key's queue (its update still completes).
     #[arg(long, env = "STORAGE_UPDATE_TURN_HOLD", default_value = "100ms", value_parser = parse_duration)]
     pub update_turn_hold: Duration,
+    /// How often etcd's history is compacted (upstream's `--etcd-compaction-interval`); 0 turns
+    /// compaction off (when something else compacts etcd).
+    #[arg(long, env = "STORAGE_COMPACTION_INTERVAL", default_value = "5m", value_parser = parse_duration)]
+    pub compaction_interval: Duration,
+    /// How often a watch that allows bookmarks receives one, even when nothing changes.
+    #[arg(long, env = "STORAGE_WATCH_BOOKMARK_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    pub watch_bookmark_interval: Duration,
     /// Address of the Prometheus `/metrics` endpoint; unset: no endpoint.
     #[arg(long, env = "STORAGE_METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
@@ -89,6 +103,8 @@ impl Default for Config {
             max_update_attempts: 100,
             request_timeout: Duration::from_secs(10),
             update_turn_hold: store::DEFAULT_TURN_HOLD,
+            compaction_interval: Duration::from_secs(300),
+            watch_bookmark_interval: Duration::from_secs(10),
             metrics_addr: None,
             log_format: LogFormat::Text,
         }
@@ -135,16 +151,6 @@ pub async fn run_with_metrics(
 ) -> Result<(), RunError> {
     let metrics = Metrics::new();
     let etcd = Etcd::connect(&config.etcd_endpoints, StorageMetrics::register(&metrics)).await?;
-    let store = Arc::new(Store::new(
-        etcd,
-        StoreConfig {
-            prefix: config.etcd_prefix.clone(),
-            max_attempts: config.max_update_attempts.max(1),
-            request_timeout: config.request_timeout,
-            turn_hold: config.update_turn_hold,
-        },
-    ));
-
     let serving = Serving::start(
         &[kubestore_proto::STORAGE_DESCRIPTOR_SET],
         metrics,
@@ -152,6 +158,27 @@ pub async fn run_with_metrics(
         shutdown,
     )
     .await;
+    let store = Arc::new(Store::new(
+        etcd.clone(),
+        StoreConfig {
+            prefix: config.etcd_prefix.clone(),
+            max_attempts: config.max_update_attempts.max(1),
+            request_timeout: config.request_timeout,
+            turn_hold: config.update_turn_hold,
+            bookmark_interval: config
+                .watch_bookmark_interval
+                .max(Duration::from_millis(10)),
+        },
+        serving.stop_signal(),
+    ));
+    let compactor = (!config.compaction_interval.is_zero()).then(|| {
+        tokio::spawn(compactor::run(
+            etcd,
+            config.compaction_interval,
+            config.request_timeout,
+            serving.stop_signal(),
+        ))
+    });
     let poller = {
         let store = store.clone();
         let key = store.health_key();
@@ -173,6 +200,9 @@ pub async fn run_with_metrics(
         .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained())
         .await;
     poller.abort();
+    if let Some(c) = compactor {
+        c.abort();
+    }
     tracing::info!("storage-svc stopped");
     Ok(result?)
 }

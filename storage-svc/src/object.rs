@@ -12,6 +12,9 @@
 //!   GuaranteedUpdate can skip writes that change nothing.
 //! - [`with_resource_version`]: the stored form -> what callers receive, with
 //!   `metadata.resource_version` set to an etcd revision (upstream's `Versioner.UpdateObject`).
+//!
+//! Selection reads two more things the same way: [`scalar_at`] (a field found by its field
+//! numbers, for field selectors) and [`labels_of`] (`metadata.labels`, for label selectors).
 
 use bytes_ops::{Field, fields, put_len_delimited};
 use kubestore_proto::meta::v1::ObjectMeta;
@@ -85,6 +88,105 @@ pub fn with_resource_version(data: &[u8], rev: i64) -> Result<Vec<u8>, String> {
     put_len_delimited(&mut out, METADATA_FIELD, &meta);
     out.extend_from_slice(&rest);
     Ok(out)
+}
+
+/// The type a selected scalar field is read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarType {
+    /// A length-delimited UTF-8 string.
+    String,
+    /// A varint read as "true"/"false".
+    Bool,
+    /// A varint read as a signed decimal.
+    Int,
+}
+
+impl ScalarType {
+    fn default_value(self) -> &'static str {
+        match self {
+            Self::String => "",
+            Self::Bool => "false",
+            Self::Int => "0",
+        }
+    }
+}
+
+/// The scalar at `path` (field numbers from the root, e.g. `[2, 2]`) of an encoded message, as
+/// text; a missing field reads as its type's default, as proto3 does. Embedded messages are
+/// merged (all occurrences concatenated), the last occurrence of a scalar wins. `None` when the
+/// message or the field is malformed, or the field has another wire type than `ty` needs.
+pub fn scalar_at(message: &[u8], path: &[u32], ty: ScalarType) -> Option<String> {
+    let (&first, rest) = path.split_first()?;
+    if rest.is_empty() {
+        let mut last = None;
+        for field in fields(message) {
+            let field = field.ok()?;
+            if field.number == first {
+                last = Some(field);
+            }
+        }
+        let Some(field) = last else {
+            return Some(ty.default_value().to_string());
+        };
+        return match (ty, field.payload) {
+            (ScalarType::String, Some(p)) => Some(String::from_utf8_lossy(p).into_owned()),
+            (ScalarType::Bool, None) => Some((varint_of(field.raw)? != 0).to_string()),
+            (ScalarType::Int, None) => Some((varint_of(field.raw)? as i64).to_string()),
+            _ => None,
+        };
+    }
+    let mut merged = Vec::new();
+    for field in fields(message) {
+        let field = field.ok()?;
+        if field.number == first {
+            merged.extend_from_slice(field.payload?);
+        }
+    }
+    scalar_at(&merged, rest, ty)
+}
+
+/// The value of a varint field, from its raw bytes (key then value).
+fn varint_of(raw: &[u8]) -> Option<u64> {
+    let mut buf = raw;
+    prost::encoding::decode_varint(&mut buf).ok()?;
+    prost::encoding::decode_varint(&mut buf).ok()
+}
+
+/// `metadata.labels` (ObjectMeta field 10, a map) of an encoded object, without decoding the
+/// rest of it. A repeated key keeps its last value, as a protobuf map does.
+pub fn labels_of(object: &[u8]) -> Result<std::collections::BTreeMap<String, String>, String> {
+    const LABELS_FIELD: u32 = 10;
+    let mut meta = Vec::new();
+    for field in fields(object) {
+        let field = field?;
+        if field.number == METADATA_FIELD {
+            meta.extend_from_slice(field.payload.ok_or("metadata is not a message")?);
+        }
+    }
+    let mut labels = std::collections::BTreeMap::new();
+    for field in fields(&meta) {
+        let field = field?;
+        if field.number != LABELS_FIELD {
+            continue;
+        }
+        let entry = field.payload.ok_or("a label is not a map entry")?;
+        let (mut key, mut value) = (String::new(), String::new());
+        for part in fields(entry) {
+            let part = part?;
+            let text = || {
+                part.payload
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+                    .ok_or("a label key or value is not a string")
+            };
+            match part.number {
+                1 => key = text()?,
+                2 => value = text()?,
+                _ => {}
+            }
+        }
+        labels.insert(key, value);
+    }
+    Ok(labels)
 }
 
 /// `message` without any occurrence of field `number`.
@@ -282,5 +384,75 @@ mod tests {
         }
         // An empty message is a valid object with empty metadata.
         assert!(StoredObject::parse(&[]).is_ok());
+    }
+
+    #[test]
+    fn scalars_are_found_by_field_numbers_without_knowing_the_kind() {
+        use kubestore_proto::core::v1::{PodSpec, PodStatus};
+        let pod = Pod {
+            metadata: Some(ObjectMeta {
+                name: "p".into(),
+                namespace: "ns".into(),
+                labels: [("app".to_string(), "web".to_string())].into(),
+                ..Default::default()
+            }),
+            spec: Some(PodSpec {
+                node_name: "n1".into(),
+                termination_grace_period_seconds: Some(-5),
+                ..Default::default()
+            }),
+            status: Some(PodStatus {
+                phase: "Running".into(),
+                ..Default::default()
+            }),
+        };
+        let b = pod.encode_to_vec();
+        let s = |path: &[u32]| scalar_at(&b, path, ScalarType::String);
+        assert_eq!(s(&[1, 1]).as_deref(), Some("p"));
+        assert_eq!(s(&[1, 3]).as_deref(), Some("ns"));
+        assert_eq!(s(&[2, 2]).as_deref(), Some("n1"));
+        assert_eq!(s(&[3, 1]).as_deref(), Some("Running"));
+        // Missing: the default.
+        assert_eq!(s(&[2, 4]).as_deref(), Some(""));
+        assert_eq!(
+            scalar_at(&b, &[2, 9], ScalarType::Bool).as_deref(),
+            Some("false")
+        );
+        assert_eq!(
+            scalar_at(&b, &[2, 3], ScalarType::Int).as_deref(),
+            Some("-5")
+        );
+        // A later occurrence of an embedded message merges with the first.
+        let mut twice = b.clone();
+        twice.extend(
+            Pod {
+                spec: Some(PodSpec {
+                    node_name: "n2".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        );
+        assert_eq!(
+            scalar_at(&twice, &[2, 2], ScalarType::String).as_deref(),
+            Some("n2")
+        );
+        assert_eq!(
+            scalar_at(&twice, &[1, 1], ScalarType::String).as_deref(),
+            Some("p")
+        );
+        // A message where a string was expected, and garbage.
+        assert_eq!(scalar_at(&b, &[2, 3], ScalarType::String), None);
+        assert_eq!(scalar_at(&[0x0a, 0x05], &[1, 1], ScalarType::String), None);
+        assert_eq!(
+            labels_of(&b).expect("labels"),
+            [("app".to_string(), "web".to_string())].into()
+        );
+        assert!(
+            labels_of(&cm("").encode_to_vec())
+                .expect("labels")
+                .contains_key("k")
+        );
     }
 }

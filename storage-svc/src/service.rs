@@ -3,10 +3,17 @@
 
 use std::sync::Arc;
 
+use std::{
+    pin::Pin,
+    task::{Context, Poll},
+    time::Duration,
+};
+
 use kubestore_proto::storage::v1::{
     CreateRequest, CreateResponse, CurrentState, DeleteRequest, DeleteResponse, GetRequest,
-    GetResponse, GuaranteedUpdateRequest, GuaranteedUpdateResponse, UpdateAborted, UpdateResult,
-    guaranteed_update_request, guaranteed_update_response, storage_server::Storage,
+    GetResponse, GuaranteedUpdateRequest, GuaranteedUpdateResponse, ListRequest, ListResponse,
+    UpdateAborted, UpdateResult, WatchEvent, WatchRequest, guaranteed_update_request,
+    guaranteed_update_response, storage_server::Storage,
 };
 use kubestore_telemetry::Deadline;
 use tokio::sync::mpsc;
@@ -16,9 +23,12 @@ use tracing::Instrument;
 
 use crate::{
     error::StorageError,
+    list,
+    selector::Selector,
     state::ObjState,
     store::Store,
     update::{Answer, UpdateOutcome, UpdatePeer, UpdateRequest},
+    watch::{self, EndSlot},
 };
 
 /// The `storage.v1.Storage` service.
@@ -35,6 +45,49 @@ impl StorageService {
 }
 
 type UpdateStream = ReceiverStream<Result<GuaranteedUpdateResponse, Status>>;
+
+/// A watch's events, then the status it ended with (OK when it ended normally).
+pub struct EventStream {
+    events: mpsc::Receiver<WatchEvent>,
+    end: EndSlot,
+    done: bool,
+}
+
+impl EventStream {
+    fn ended(&mut self) -> Option<Result<WatchEvent, Status>> {
+        self.done = true;
+        let e = self.end.lock().ok().and_then(|mut s| s.take())?;
+        Some(Err(Status::from(e)))
+    }
+}
+
+impl tokio_stream::Stream for EventStream {
+    type Item = Result<WatchEvent, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        // A watch cut off for being slow, or ended by shutdown, reports so at once: the
+        // events still buffered would be sent again on resume anyway.
+        let cut = self.end.lock().is_ok_and(|s| {
+            s.as_ref().is_some_and(|e| {
+                matches!(
+                    e,
+                    StorageError::WatcherTooSlow { .. } | StorageError::Unavailable { .. }
+                )
+            })
+        });
+        if cut {
+            return Poll::Ready(self.ended());
+        }
+        match self.events.poll_recv(cx) {
+            Poll::Ready(Some(ev)) => Poll::Ready(Some(Ok(ev))),
+            Poll::Ready(None) => Poll::Ready(self.ended()),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
 
 #[tonic::async_trait]
 impl Storage for StorageService {
@@ -153,6 +206,68 @@ impl Storage for StorageService {
                 .await;
         });
         Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn list(&self, request: Request<ListRequest>) -> Result<Response<ListResponse>, Status> {
+        let deadline = self.store.deadline(request.metadata());
+        let r = request.into_inner();
+        let selector = Selector::from_proto(&r.key, r.selector.as_ref())?;
+        let page = self
+            .store
+            .list(
+                list::ListRequest {
+                    key: &r.key,
+                    recursive: r.recursive,
+                    resource_version: &r.resource_version,
+                    resource_version_match: r.resource_version_match,
+                    limit: r.limit,
+                    continue_token: &r.r#continue,
+                    selector,
+                },
+                deadline,
+            )
+            .await?;
+        Ok(Response::new(ListResponse {
+            items: page.items,
+            resource_version: page.rev.to_string(),
+            r#continue: page.continue_token.unwrap_or_default(),
+            remaining_item_count: page.remaining_item_count,
+        }))
+    }
+
+    type WatchStream = EventStream;
+
+    async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<EventStream>, Status> {
+        let r = request.into_inner();
+        let selector = Selector::from_proto(&r.key, r.selector.as_ref())?;
+        if r.timeout_seconds < 0 {
+            return Err(StorageError::invalid(
+                &r.key,
+                format!(
+                    "timeout_seconds must not be negative, got {}",
+                    r.timeout_seconds
+                ),
+            )
+            .into());
+        }
+        let handle = self
+            .store
+            .watch(watch::WatchRequest {
+                key: r.key,
+                recursive: r.recursive,
+                resource_version: r.resource_version,
+                send_initial_events: r.send_initial_events,
+                bookmarks: r.allow_watch_bookmarks,
+                selector,
+                timeout: (r.timeout_seconds > 0)
+                    .then(|| Duration::from_secs(r.timeout_seconds.unsigned_abs())),
+            })
+            .await?;
+        Ok(Response::new(EventStream {
+            events: handle.events,
+            end: handle.end,
+            done: false,
+        }))
     }
 
     async fn delete(

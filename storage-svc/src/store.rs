@@ -43,6 +43,8 @@ pub struct StoreConfig {
     pub request_timeout: Duration,
     /// How long an update keeps its key's turn while waiting for its caller.
     pub turn_hold: Duration,
+    /// How often a watch that allows bookmarks gets one.
+    pub bookmark_interval: Duration,
 }
 
 impl Default for StoreConfig {
@@ -52,6 +54,7 @@ impl Default for StoreConfig {
             max_attempts: 100,
             request_timeout: Duration::from_secs(10),
             turn_hold: DEFAULT_TURN_HOLD,
+            bookmark_interval: Duration::from_secs(10),
         }
     }
 }
@@ -83,6 +86,8 @@ pub struct Store {
     pub(crate) leases: LeaseManager,
     pub(crate) locks: KeyLocks,
     pub(crate) config: StoreConfig,
+    /// Raised on shutdown: open watches end with UNAVAILABLE.
+    pub(crate) stop: tokio::sync::watch::Receiver<bool>,
 }
 
 /// The resource of a key: its first segment (`/pods/default/a` -> `pods`), for span attributes.
@@ -102,14 +107,15 @@ pub(crate) fn op_span(op: &str, key: &str) -> tracing::Span {
 }
 
 impl Store {
-    /// A store on `etcd`.
-    pub fn new(etcd: Etcd, config: StoreConfig) -> Self {
+    /// A store on `etcd`; `stop` is raised on shutdown.
+    pub fn new(etcd: Etcd, config: StoreConfig, stop: tokio::sync::watch::Receiver<bool>) -> Self {
         Self {
             etcd,
             prefix: KeyPrefix::new(&config.prefix),
             leases: LeaseManager::default(),
             locks: KeyLocks::default(),
             config,
+            stop,
         }
     }
 

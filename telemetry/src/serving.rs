@@ -118,6 +118,11 @@ impl Serving {
         }
     }
 
+    /// The stop signal itself, for long-lived streams that must end on shutdown.
+    pub fn stop_signal(&self) -> watch::Receiver<bool> {
+        self.stop.clone()
+    }
+
     /// Resolves once the stop signal is raised.
     pub fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut rx = self.stop.clone();

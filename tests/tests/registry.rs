@@ -31,6 +31,7 @@ async fn pod_create_sets_system_fields_status_and_qos() {
     p.status = Some(PodStatus {
         phase: "Running".into(),
         qos_class: "Guaranteed".into(),
+        ..Default::default()
     });
     p.spec.as_mut().expect("spec").containers = vec![container(
         "nginx:1",
@@ -255,6 +256,7 @@ async fn updates_are_optimistic_and_keep_server_owned_fields() {
     u.status = Some(PodStatus {
         phase: "Running".into(),
         qos_class: "Guaranteed".into(),
+        ..Default::default()
     });
     let m = u.metadata.as_mut().expect("meta");
     m.generation = 42;

@@ -8,7 +8,28 @@ use std::time::Duration;
 
 use kubestore_proto::core::v1::Event;
 
-use crate::{finalizers::GcPolicy, strategy::Strategy, violations::Violations};
+use crate::{
+    finalizers::GcPolicy,
+    selectors::{METADATA_FIELDS, SelectableField},
+    strategy::Strategy,
+    violations::Violations,
+};
+
+/// Event fields a field selector may name (upstream's event `ToSelectableFields`, for the
+/// fields our Event carries).
+const FIELDS: &[SelectableField] = &[
+    METADATA_FIELDS[0],
+    METADATA_FIELDS[1],
+    SelectableField::string("involvedObject.kind", &[2, 1]),
+    SelectableField::string("involvedObject.namespace", &[2, 2]),
+    SelectableField::string("involvedObject.name", &[2, 3]),
+    SelectableField::string("involvedObject.uid", &[2, 4]),
+    SelectableField::string("involvedObject.apiVersion", &[2, 5]),
+    SelectableField::string("involvedObject.resourceVersion", &[2, 6]),
+    SelectableField::string("involvedObject.fieldPath", &[2, 7]),
+    SelectableField::string("reason", &[3]),
+    SelectableField::string("type", &[5]),
+];
 
 /// The Event strategy.
 #[derive(Debug, Clone, Copy)]
@@ -66,5 +87,9 @@ impl Strategy<Event> for EventStrategy {
 
     fn gc_policy(&self) -> GcPolicy {
         GcPolicy::Unsupported
+    }
+
+    fn selectable_fields(&self) -> &'static [SelectableField] {
+        FIELDS
     }
 }

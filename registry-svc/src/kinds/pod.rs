@@ -1,6 +1,7 @@
 //! The Pod strategy (upstream's `pkg/registry/core/pod/strategy.go`): status owned by the
 //! server (Pending + QoS class on create, never writable through Update), a spec that is
-//! immutable except container images, and graceful deletion.
+//! immutable except container images, graceful deletion, and the status subresource (upstream's
+//! `podStatusStrategy`: only status is written, a terminal phase is final).
 //!
 //! Deliberate differences: a client-supplied `status.qos_class` is ignored on create (upstream
 //! keeps it, a quirk of evaluating QoS before resetting status; a client could then forge its
@@ -14,6 +15,7 @@ use kubestore_proto::{
 
 use crate::{
     quantity::Quantity,
+    selectors::{METADATA_FIELDS, SelectableField},
     strategy::Strategy,
     validation::{dns1123_label, dns1123_subdomain},
     violations::Violations,
@@ -25,6 +27,24 @@ pub const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
 /// The Pod strategy.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PodStrategy;
+
+/// Pod fields a field selector may name (upstream's pod `ToSelectableFields`, for the fields
+/// our Pod carries).
+const FIELDS: &[SelectableField] = &[
+    METADATA_FIELDS[0],
+    METADATA_FIELDS[1],
+    SelectableField::string("spec.nodeName", &[2, 2]),
+    SelectableField::string("spec.restartPolicy", &[2, 4]),
+    SelectableField::string("status.phase", &[3, 1]),
+];
+
+/// Phases a pod may report.
+const PHASES: &[&str] = &["Pending", "Running", "Succeeded", "Failed", "Unknown"];
+
+/// Whether a phase is final (upstream's `isPodPhaseTerminal`).
+pub fn terminal(phase: &str) -> bool {
+    phase == "Succeeded" || phase == "Failed"
+}
 
 /// QoS classes.
 pub mod qos {
@@ -183,6 +203,7 @@ impl Strategy<Pod> for PodStrategy {
         pod.status = Some(PodStatus {
             phase: "Pending".into(),
             qos_class: qos,
+            ..Default::default()
         });
     }
 
@@ -227,6 +248,59 @@ impl Strategy<Pod> for PodStrategy {
 
     fn supports_graceful_delete(&self) -> bool {
         true
+    }
+
+    fn selectable_fields(&self) -> &'static [SelectableField] {
+        FIELDS
+    }
+
+    fn has_status(&self) -> bool {
+        true
+    }
+
+    /// Upstream's `podStatusStrategy.PrepareForUpdate`: the spec and owner references come from
+    /// the stored pod, the QoS class too when the writer dropped it (old kubelets did).
+    fn prepare_for_status_update(&self, new: &mut Pod, old: &Pod) {
+        new.spec = old.spec.clone();
+        let old_meta = old.metadata.clone().unwrap_or_default();
+        let m = new.metadata.get_or_insert_with(Default::default);
+        m.owner_references = old_meta.owner_references;
+        let old_qos = old.status.as_ref().map(|s| s.qos_class.clone());
+        let status = new.status.get_or_insert_with(Default::default);
+        if status.qos_class.is_empty() {
+            status.qos_class = old_qos.unwrap_or_default();
+        }
+    }
+
+    fn validate_status_update(&self, new: &Pod, old: &Pod) -> Violations {
+        let mut v = Violations::new();
+        let new_phase = new.status.as_ref().map_or("", |s| s.phase.as_str());
+        let old_phase = old.status.as_ref().map_or("", |s| s.phase.as_str());
+        if !PHASES.contains(&new_phase) {
+            v.push((
+                "status.phase".into(),
+                format!(
+                    "Unsupported value: {new_phase:?}: supported values: \"Pending\", \"Running\", \"Succeeded\", \"Failed\", \"Unknown\""
+                ),
+            ));
+        }
+        if terminal(old_phase) && new_phase != old_phase {
+            v.push((
+                "status.phase".into(),
+                format!(
+                    "Forbidden: pod phase cannot transition from terminal phase {old_phase} to {new_phase}"
+                ),
+            ));
+        }
+        let old_qos = old.status.as_ref().map_or("", |s| s.qos_class.as_str());
+        let new_qos = new.status.as_ref().map_or("", |s| s.qos_class.as_str());
+        if new_qos != old_qos {
+            v.push((
+                "status.qosClass".into(),
+                "Invalid value: field is immutable".into(),
+            ));
+        }
+        v
     }
 
     /// The request's grace period, else the pod's `termination_grace_period_seconds`, else 30;
@@ -350,6 +424,7 @@ mod tests {
         pod.status = Some(PodStatus {
             phase: "Succeeded".into(),
             qos_class: String::new(),
+            ..Default::default()
         });
         let mut o = DeleteOptions::default();
         PodStrategy.check_graceful_delete(&pod, &mut o);
