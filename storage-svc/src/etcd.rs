@@ -52,6 +52,8 @@ pub struct StorageMetrics {
     pub watchers_cut_off: Counter,
     /// `storage_list_items_returned_total`: objects returned by lists.
     pub list_items: Counter,
+    /// `storage_list_objects_evaluated_total`: objects read and tested against a selector.
+    pub list_evaluated: Counter,
     /// `storage_compactions_total`: compactions of etcd's history made by this replica.
     pub compactions: Counter,
 }
@@ -72,6 +74,7 @@ impl StorageMetrics {
             watch_events: Counter::default(),
             watchers_cut_off: Counter::default(),
             list_items: Counter::default(),
+            list_evaluated: Counter::default(),
             compactions: Counter::default(),
         };
         metrics.register(
@@ -123,6 +126,11 @@ impl StorageMetrics {
             "storage_list_items_returned",
             "Objects returned by lists",
             me.list_items.clone(),
+        );
+        metrics.register(
+            "storage_list_objects_evaluated",
+            "Objects lists read from etcd and tested against their selector",
+            me.list_evaluated.clone(),
         );
         metrics.register(
             "storage_compactions",
@@ -390,6 +398,19 @@ fn map_error(key: &str, operation: &str, e: etcd_client::Error) -> StorageError 
             key: key.to_string(),
             lease: 0,
         },
+        // ErrCompacted: the revision asked for is gone from etcd's history. (Matched by its
+        // words: which code carries it differs between etcd versions and paths.)
+        _ if said.contains("required revision has been compacted") => StorageError::Expired {
+            key: key.to_string(),
+            message: "The resourceVersion for the provided list is too old.".into(),
+            continue_token: None,
+        },
+        // ErrFutureRev: the revision asked for is ahead of etcd (upstream's
+        // TooLargeResourceVersion, a Timeout); callers fill in the numbers.
+        _ if said.contains("required revision is a future revision") => StorageError::Timeout {
+            key: key.to_string(),
+            message: "Too large resource version".into(),
+        },
         // e.g. "etcdserver: request is too large": the request, not etcd, is at fault.
         Code::InvalidArgument | Code::OutOfRange => {
             StorageError::invalid(key, format!("etcd rejected the {operation}: {said}"))
@@ -454,5 +475,14 @@ mod tests {
             status(Code::Unavailable, "connection refused"),
         );
         assert_eq!(e.code(), Code::Unavailable);
+        let e = map_error(
+            "/k",
+            "Range",
+            status(
+                Code::InvalidArgument,
+                "etcdserver: mvcc: required revision has been compacted",
+            ),
+        );
+        assert_eq!((e.code(), e.reason()), (Code::OutOfRange, "Expired"));
     }
 }

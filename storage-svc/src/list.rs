@@ -151,7 +151,7 @@ impl Store {
                 ..Default::default()
             };
             if let Some(kv) = kv
-                && req.selector.matches(kv.value())
+                && self.evaluate(&req.selector, kv.value())
             {
                 page.items.push(stamp(key, &kv)?);
             }
@@ -192,7 +192,7 @@ impl Store {
                     break;
                 }
                 last_key = Some(kv.key().to_vec());
-                if req.selector.matches(kv.value()) {
+                if self.evaluate(&req.selector, kv.value()) {
                     page.items.push(stamp(key, kv)?);
                 }
             }
@@ -220,6 +220,11 @@ impl Store {
             }
         }
         Ok(page)
+    }
+
+    fn evaluate(&self, selector: &Selector, value: &[u8]) -> bool {
+        self.etcd.metrics.list_evaluated.inc();
+        selector.matches(value)
     }
 
     /// Errors of a read, made specific: a compacted revision is Expired (with a fresh token

@@ -49,8 +49,10 @@ use crate::{
     store::{Store, resource_of},
 };
 
-/// Events buffered per watch between etcd and the caller.
-pub const BUFFER_EVENTS: usize = 1024;
+/// Events buffered per watch between etcd and the caller (upstream's etcd3 watcher buffers
+/// 100; HTTP/2 flow-control windows add a few MiB in front of the caller). Memory per watch is
+/// bounded by this many objects.
+pub const BUFFER_EVENTS: usize = 256;
 /// How long a watch's buffer may stay full before the watch is cut off.
 pub const SEND_BUDGET: Duration = Duration::from_secs(2);
 /// Page size of the initial list (upstream's `defaultWatcherMaxLimit`).

@@ -180,3 +180,44 @@ pub fn now_secs() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
 }
+pub async fn create_cm_in(
+    c: &mut ConfigMapsClient<Channel>,
+    ns: &str,
+    m: ConfigMap,
+) -> Result<ConfigMap, Status> {
+    Ok(c.create(CreateConfigMapRequest {
+        namespace: ns.into(),
+        config_map: Some(m),
+        dry_run: false,
+    })
+    .await?
+    .into_inner())
+}
+pub async fn update_cm_in(
+    c: &mut ConfigMapsClient<Channel>,
+    ns: &str,
+    m: ConfigMap,
+) -> Result<ConfigMap, Status> {
+    Ok(c.update(UpdateConfigMapRequest {
+        namespace: ns.into(),
+        config_map: Some(m),
+        dry_run: false,
+    })
+    .await?
+    .into_inner())
+}
+pub async fn delete_cm_in(
+    c: &mut ConfigMapsClient<Channel>,
+    ns: &str,
+    name: &str,
+) -> Result<(ConfigMap, bool), Status> {
+    let r = c
+        .delete(DeleteConfigMapRequest {
+            namespace: ns.into(),
+            name: name.into(),
+            options: None,
+        })
+        .await?
+        .into_inner();
+    Ok((r.config_map.unwrap_or_default(), r.deleted))
+}

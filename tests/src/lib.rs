@@ -13,6 +13,7 @@
 pub mod etcd;
 pub mod fixtures_registry;
 pub mod fixtures_storage;
+pub mod fixtures_watch;
 pub mod otlp;
 pub mod raw;
 pub mod services;
