@@ -4,6 +4,10 @@
 //! The two services' packages are compiled separately so that each gets its own codec (whose
 //! errors name the service's ErrorInfo domain, see `src/codec.rs`) and its own descriptor set:
 //! storage-svc reflects `storage.v1`, registry-svc `core.v1`, each with what they import.
+//!
+//! pbjson-build then writes serde impls following the proto3 JSON mapping (camelCase names:
+//! `nodeName`, `resourceVersion`, which are Kubernetes' own field names), used by the CLI for
+//! manifests and `-o json|yaml`. Well-known types come from pbjson-types for the same reason.
 
 use std::{env, path::PathBuf};
 
@@ -21,6 +25,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             // BTreeMap gives a deterministic encoding: storage skips writes whose bytes are
             // unchanged, which only works when equal objects encode to equal bytes.
             .btree_map(".")
+            // Not prost-types' Timestamp (the default), but pbjson-types', which has the JSON
+            // mapping; `compile_well_known_types` only turns the default mapping off.
+            .compile_well_known_types(true)
+            .extern_path(".google.protobuf", "::pbjson_types")
     };
     configure()
         .codec_path("crate::codec::StorageCodec")
@@ -30,5 +38,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .codec_path("crate::codec::RegistryCodec")
         .file_descriptor_set_path(out.join("core_descriptor.bin"))
         .compile_protos(&["core/v1/core.proto"], &["."])?;
+    for (set, packages) in [
+        ("storage_descriptor.bin", &[".meta.v1", ".storage.v1"][..]),
+        ("core_descriptor.bin", &[".core.v1"][..]),
+    ] {
+        let descriptors = std::fs::read(out.join(set))?;
+        pbjson_build::Builder::new()
+            .register_descriptors(&descriptors)?
+            .btree_map(["."])
+            // Manifests carry fields kubestore does not model (ports, env, ...): the CLI reports
+            // what it drops instead of refusing the whole manifest.
+            .ignore_unknown_fields()
+            .build(packages)?;
+    }
     Ok(())
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the stack on this machine: etcd, storage-svc and registry-svc, then the demo client
-# against it. The stack keeps running until Ctrl-C (or exits after the demo with --demo-only).
+# Runs the stack on this machine: etcd, storage-svc, registry-svc and a node agent for node-1
+# (a stand-in kubelet), then the demo client against it. The stack keeps running until Ctrl-C
+# (or exits after the demo with --demo-only).
 #
 # Ports: etcd 2379 (peer 2380), storage-svc 50051, registry-svc 50052, metrics 9091/9092.
 # Set OTEL_EXPORTER_OTLP_ENDPOINT to export traces (e.g. to a local Jaeger on :4317).
@@ -49,10 +50,15 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
+OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME_AGENT:-kubestore-agent} \
+  "$bin/kubestore" --registry http://127.0.0.1:50052 agent --node node-1 --stop-delay 2s &
+pids+=($!)
+
 "$bin/kubestore" --registry http://127.0.0.1:50052 demo
 if [ "$demo_only" = 1 ]; then
   exit 0
 fi
 echo
-echo "stack running: storage-svc 127.0.0.1:50051, registry-svc 127.0.0.1:50052, metrics :9091 :9092 (Ctrl-C stops)"
+echo "stack running: storage-svc 127.0.0.1:50051, registry-svc 127.0.0.1:50052, metrics :9091 :9092,"
+echo "node agent for node-1 (Ctrl-C stops). Try: $bin/kubestore get pods -A -w"
 wait

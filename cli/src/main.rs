@@ -1,29 +1,23 @@
-//! `kubestore`: a small client of registry-svc.
-//!
-//! `kubestore demo` walks through what registry-svc does: a pod created Pending with its QoS
-//! class, deleted gracefully in two phases (as a kubelet would finish it), and a ConfigMap held
-//! by a finalizer until the finalizer is removed. `kubestore get pod NAME` and friends make
-//! single calls.
+//! The `kubestore` binary: parses the command line, sets up telemetry (traces go to the
+//! standard `OTEL_*` endpoint when set), connects, and runs the command from the library.
 
-use std::process::ExitCode;
+use std::{process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
-use kubestore_proto::{
-    core::v1::{
-        ConfigMap, Container, CreateConfigMapRequest, CreatePodRequest, DeleteConfigMapRequest,
-        DeletePodRequest, GetConfigMapRequest, GetPodRequest, Pod, PodSpec, ResourceRequirements,
-        UpdateConfigMapRequest, config_maps_client::ConfigMapsClient, pods_client::PodsClient,
-    },
-    meta::v1::{DeleteOptions, ObjectMeta, Preconditions},
+use kubestore_cli::{
+    Ch,
+    agent::{self, AgentConfig},
+    apply, connect, demo, describe,
+    get::{GetOptions, get},
 };
-use tonic::{Code, Status, transport::Channel};
-use tonic_types::StatusExt;
+use kubestore_proto::core::v1::{ConfigMap, Event, Pod};
+use kubestore_telemetry::{LogFormat, TelemetryConfig, deadline::parse_duration, shutdown};
 
 #[derive(Parser)]
 #[command(
     name = "kubestore",
     version,
-    about = "Client of kubestore's registry-svc"
+    about = "Client of kubestore's registry-svc: get, apply, delete, a node agent, and a demo"
 )]
 struct Cli {
     /// registry-svc URL.
@@ -43,325 +37,175 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Pod lifecycle, graceful deletion and finalizers, step by step.
+    /// Pod lifecycle with the node agent, graceful deletion and finalizers, step by step.
     Demo,
-    /// Print one object.
+    /// A stand-in kubelet: runs the pods of one node and finishes their graceful deletion.
+    Agent {
+        /// The node whose pods this agent runs (spec.nodeName).
+        #[arg(long)]
+        node: String,
+        /// Longest time a pod takes to stop (its grace period, when shorter, wins).
+        #[arg(long, default_value = "5s", value_parser = parse_duration)]
+        stop_delay: Duration,
+    },
+    /// List objects, or print one (kubectl-like).
     Get {
-        /// `pod` or `configmap`.
+        /// pods (po), configmaps (cm) or events (ev).
         kind: String,
-        /// Object name.
-        name: String,
+        /// One object.
+        name: Option<String>,
+        /// Every namespace.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+        /// Label selector, e.g. `app=web,tier in (1,2)`.
+        #[arg(short = 'l', long)]
+        selector: Option<String>,
+        /// Field selector, e.g. `spec.nodeName=node-1`.
+        #[arg(long)]
+        field_selector: Option<String>,
+        /// After listing, print changes as they happen.
+        #[arg(short, long)]
+        watch: bool,
+        /// Output: wide, yaml or json.
+        #[arg(short, long, default_value = "")]
+        output: String,
+    },
+    /// Create or update the objects of a manifest (YAML, several documents allowed).
+    Apply {
+        /// Manifest file (`-`: standard input).
+        #[arg(short, long)]
+        filename: String,
+    },
+    /// Delete the objects of a manifest.
+    Delete {
+        /// Manifest file (`-`: standard input).
+        #[arg(short, long)]
+        filename: String,
     },
 }
 
-fn describe(status: &Status) -> String {
-    let reason = status
-        .get_details_error_info()
-        .map(|i| i.reason)
-        .unwrap_or_default();
-    format!("{:?} ({reason}): {}", status.code(), status.message())
-}
-
-fn meta_line(m: &ObjectMeta) -> String {
-    format!(
-        "uid={} resourceVersion={} generation={} deletionTimestamp={} deletionGracePeriodSeconds={} finalizers={:?}",
-        m.uid,
-        m.resource_version,
-        m.generation,
-        m.deletion_timestamp
-            .map_or("-".to_string(), |t| rfc3339(t.seconds)),
-        m.deletion_grace_period_seconds
-            .map_or("-".to_string(), |g| g.to_string()),
-        m.finalizers
-    )
-}
-
-/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days, proleptic Gregorian).
-fn rfc3339(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-async fn demo(channel: Channel, ns: &str) -> Result<(), Status> {
-    let mut pods = PodsClient::new(channel.clone());
-    let mut cms = ConfigMapsClient::new(channel);
-    let name = "demo-nginx";
-    // Leftovers of an earlier run.
-    let force = DeleteOptions {
-        grace_period_seconds: Some(0),
-        ..Default::default()
-    };
-    let _ = pods
-        .delete(DeletePodRequest {
-            namespace: ns.into(),
-            name: name.into(),
-            options: Some(force),
-        })
-        .await;
-
-    println!("== 1. Create a pod (scheduled on node-1, cpu/memory requests below limits)");
-    let container = Container {
-        name: "nginx".into(),
-        image: "nginx:1.27".into(),
-        resources: Some(ResourceRequirements {
-            requests: [
-                ("cpu".to_string(), "100m".to_string()),
-                ("memory".to_string(), "64Mi".to_string()),
-            ]
-            .into(),
-            limits: [
-                ("cpu".to_string(), "200m".to_string()),
-                ("memory".to_string(), "128Mi".to_string()),
-            ]
-            .into(),
-        }),
-    };
-    let pod = Pod {
-        metadata: Some(ObjectMeta {
-            name: name.into(),
-            ..Default::default()
-        }),
-        spec: Some(PodSpec {
-            containers: vec![container],
-            node_name: "node-1".into(),
-            ..Default::default()
-        }),
-        status: None,
-    };
-    let created = pods
-        .create(CreatePodRequest {
-            namespace: ns.into(),
-            pod: Some(pod),
-            dry_run: false,
-        })
-        .await?
-        .into_inner();
-    let status = created.status.clone().unwrap_or_default();
-    println!("   phase={} qosClass={}", status.phase, status.qos_class);
-    println!(
-        "   {}",
-        meta_line(&created.metadata.clone().unwrap_or_default())
-    );
-
-    println!("== 2. Delete it with the default grace period: it is marked, not removed");
-    let r = pods
-        .delete(DeletePodRequest {
-            namespace: ns.into(),
-            name: name.into(),
-            options: None,
-        })
-        .await?
-        .into_inner();
-    println!("   deleted={}", r.deleted);
-    println!(
-        "   {}",
-        meta_line(&r.pod.and_then(|p| p.metadata).unwrap_or_default())
-    );
-
-    println!("== 3. The kubelet's final delete: grace 0 with a UID precondition");
-    let uid = created.metadata.map(|m| m.uid).unwrap_or_default();
-    let options = DeleteOptions {
-        grace_period_seconds: Some(0),
-        preconditions: Some(Preconditions {
-            uid: Some(uid),
-            resource_version: None,
-        }),
-        ..Default::default()
-    };
-    let r = pods
-        .delete(DeletePodRequest {
-            namespace: ns.into(),
-            name: name.into(),
-            options: Some(options),
-        })
-        .await?
-        .into_inner();
-    println!("   deleted={}", r.deleted);
-    match pods
-        .get(GetPodRequest {
-            namespace: ns.into(),
-            name: name.into(),
-        })
-        .await
-    {
-        Err(s) if s.code() == Code::NotFound => println!("   get: {}", describe(&s)),
-        Err(s) => return Err(s),
-        Ok(_) => return Err(Status::internal("the pod is still there")),
-    }
-
-    println!(
-        "== 4. A ConfigMap with a finalizer stays after delete until the finalizer is removed"
-    );
-    let cm_name = "demo-settings";
-    let cm = ConfigMap {
-        metadata: Some(ObjectMeta {
-            name: cm_name.into(),
-            finalizers: vec!["example.com/protect".into()],
-            ..Default::default()
-        }),
-        data: [("color".to_string(), "blue".to_string())].into(),
-        immutable: None,
-    };
-    if let Ok(old) = cms
-        .get(GetConfigMapRequest {
-            namespace: ns.into(),
-            name: cm_name.into(),
-        })
-        .await
-    {
-        // Leftover of an earlier run: release it.
-        let mut old = old.into_inner();
-        old.metadata
-            .get_or_insert_with(Default::default)
-            .finalizers
-            .clear();
-        let _ = cms
-            .update(UpdateConfigMapRequest {
-                namespace: ns.into(),
-                config_map: Some(old),
-                dry_run: false,
-            })
-            .await;
-        let _ = cms
-            .delete(DeleteConfigMapRequest {
-                namespace: ns.into(),
-                name: cm_name.into(),
-                options: None,
-            })
-            .await;
-    }
-    cms.create(CreateConfigMapRequest {
-        namespace: ns.into(),
-        config_map: Some(cm),
-        dry_run: false,
-    })
-    .await?;
-    let r = cms
-        .delete(DeleteConfigMapRequest {
-            namespace: ns.into(),
-            name: cm_name.into(),
-            options: None,
-        })
-        .await?
-        .into_inner();
-    println!("   delete: deleted={}", r.deleted);
-    let mut held = cms
-        .get(GetConfigMapRequest {
-            namespace: ns.into(),
-            name: cm_name.into(),
-        })
-        .await?
-        .into_inner();
-    println!(
-        "   get:    {}",
-        meta_line(&held.metadata.clone().unwrap_or_default())
-    );
-    held.metadata
-        .get_or_insert_with(Default::default)
-        .finalizers
-        .clear();
-    cms.update(UpdateConfigMapRequest {
-        namespace: ns.into(),
-        config_map: Some(held),
-        dry_run: false,
-    })
-    .await?;
-    println!("   removed the finalizer");
-    match cms
-        .get(GetConfigMapRequest {
-            namespace: ns.into(),
-            name: cm_name.into(),
-        })
-        .await
-    {
-        Err(s) if s.code() == Code::NotFound => println!("   get: {}", describe(&s)),
-        Err(s) => return Err(s),
-        Ok(_) => return Err(Status::internal("the ConfigMap is still there")),
-    }
-    println!("== done");
-    Ok(())
-}
-
-async fn get(channel: Channel, ns: &str, kind: &str, name: &str) -> Result<(), Status> {
-    match kind {
-        "pod" | "pods" => {
-            let p = PodsClient::new(channel)
-                .get(GetPodRequest {
-                    namespace: ns.into(),
-                    name: name.into(),
-                })
-                .await?
-                .into_inner();
-            println!("{p:#?}");
-        }
-        "configmap" | "configmaps" | "cm" => {
-            let c = ConfigMapsClient::new(channel)
-                .get(GetConfigMapRequest {
-                    namespace: ns.into(),
-                    name: name.into(),
-                })
-                .await?
-                .into_inner();
-            println!("{c:#?}");
-        }
-        other => {
-            return Err(Status::invalid_argument(format!(
-                "unknown kind {other:?}: use pod or configmap"
-            )));
-        }
-    }
-    Ok(())
-}
-
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    let channel = match tonic::transport::Endpoint::from_shared(cli.registry.clone()) {
-        Ok(e) => match e.connect().await {
-            Ok(c) => c,
-            Err(err) => {
-                eprintln!("kubestore: cannot connect to {}: {err}", cli.registry);
-                return ExitCode::FAILURE;
-            }
-        },
-        Err(err) => {
-            eprintln!("kubestore: invalid --registry {:?}: {err}", cli.registry);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("kubestore: cannot start the runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let result = match cli.command {
-        Command::Demo => demo(channel, &cli.namespace).await,
-        Command::Get { kind, name } => get(channel, &cli.namespace, &kind, &name).await,
+    let service = match &cli.command {
+        Command::Agent { .. } => "kubestore-agent",
+        _ => "kubestore",
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(s) => {
-            eprintln!("kubestore: {}", describe(&s));
-            ExitCode::FAILURE
+    let guard = match runtime.block_on(async {
+        kubestore_telemetry::tracing_setup::init(&TelemetryConfig::from_env(
+            service,
+            LogFormat::Text,
+        ))
+    }) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("kubestore: {e}");
+            return ExitCode::FAILURE;
         }
+    };
+    let code = runtime.block_on(async move {
+        let ch = match connect(&cli.registry).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("kubestore: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        run(ch, cli.namespace, cli.command).await
+    });
+    // Flush spans outside block_on (the SDK's flush blocks).
+    guard.shutdown();
+    code
+}
+
+async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
+    let fail = |s: tonic::Status| {
+        eprintln!("{}", describe(&s));
+        ExitCode::FAILURE
+    };
+    match command {
+        Command::Demo => match demo::run(&ch, &namespace).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(s) => fail(s),
+        },
+        Command::Agent { node, stop_delay } => {
+            println!("agent for node {node}: watching its pods (Ctrl-C stops)");
+            agent::run(
+                ch,
+                AgentConfig { node, stop_delay },
+                shutdown::signal(),
+                |_| {},
+            )
+            .await;
+            ExitCode::SUCCESS
+        }
+        Command::Get {
+            kind,
+            name,
+            all_namespaces,
+            selector,
+            field_selector,
+            watch,
+            output,
+        } => {
+            if !["", "wide", "yaml", "json"].contains(&output.as_str()) {
+                eprintln!("kubestore: unknown output format {output:?}: use wide, yaml or json");
+                return ExitCode::FAILURE;
+            }
+            let o = GetOptions {
+                namespace,
+                all_namespaces,
+                name,
+                label_selector: selector.unwrap_or_default(),
+                field_selector: field_selector.unwrap_or_default(),
+                watch,
+                output,
+            };
+            let print = |s: String| println!("{s}");
+            let r = match kind.as_str() {
+                "pods" | "pod" | "po" => get::<Pod>(&ch, &o, print).await,
+                "configmaps" | "configmap" | "cm" => get::<ConfigMap>(&ch, &o, print).await,
+                "events" | "event" | "ev" => get::<Event>(&ch, &o, print).await,
+                other => {
+                    eprintln!("kubestore: unknown kind {other:?}: use pods, configmaps or events");
+                    return ExitCode::FAILURE;
+                }
+            };
+            r.map_or_else(fail, |()| ExitCode::SUCCESS)
+        }
+        Command::Apply { filename } => manifest_command(&ch, &namespace, &filename, true).await,
+        Command::Delete { filename } => manifest_command(&ch, &namespace, &filename, false).await,
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn timestamps_render_as_rfc3339() {
-        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(super::rfc3339(1_795_353_701), "2026-11-22T13:21:41Z");
+async fn manifest_command(ch: &Ch, ns: &str, file: &str, apply_it: bool) -> ExitCode {
+    let docs = match apply::read(file) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("kubestore: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (lines, ok) = if apply_it {
+        apply::apply(ch, ns, docs).await
+    } else {
+        apply::delete(ch, ns, docs).await
+    };
+    for l in lines {
+        println!("{l}");
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }

@@ -14,11 +14,15 @@
 pub mod codec;
 pub mod limits;
 
+/// `google.protobuf.Timestamp`, with the proto3 JSON mapping (RFC 3339).
+pub use pbjson_types::Timestamp;
+
 /// Object metadata and options shared by every resource kind.
 pub mod meta {
     /// Version 1.
     pub mod v1 {
         tonic::include_proto!("meta.v1");
+        include!(concat!(env!("OUT_DIR"), "/meta.v1.serde.rs"));
 
         /// Any resource message seen only through its field 1, `metadata`: what storage and
         /// generic clients need from an encoded object of any kind.
@@ -46,6 +50,7 @@ pub mod storage {
     /// Version 1.
     pub mod v1 {
         tonic::include_proto!("storage.v1");
+        include!(concat!(env!("OUT_DIR"), "/storage.v1.serde.rs"));
     }
 }
 
@@ -54,6 +59,7 @@ pub mod core {
     /// Version 1.
     pub mod v1 {
         tonic::include_proto!("core.v1");
+        include!(concat!(env!("OUT_DIR"), "/core.v1.serde.rs"));
     }
 }
 

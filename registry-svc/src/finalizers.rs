@@ -6,8 +6,8 @@
 //! kubestore has no garbage collector: `orphan` and `foregroundDeletion` are recorded exactly as
 //! upstream records them, for a controller (or the client) to act on and remove.
 
+use kubestore_proto::Timestamp;
 use kubestore_proto::meta::v1::{DeleteOptions, ObjectMeta, PropagationPolicy};
-use prost_types::Timestamp;
 
 /// Default garbage-collection policy of a kind (upstream's
 /// `GarbageCollectionDeleteStrategy.DefaultGarbageCollectionPolicy`).

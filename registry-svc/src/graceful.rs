@@ -7,8 +7,8 @@
 //! deleted now: that is how a kubelet's final delete, or a retry after a failed delete, goes
 //! through.
 
+use kubestore_proto::Timestamp;
 use kubestore_proto::meta::v1::{DeleteOptions, PropagationPolicy};
-use prost_types::Timestamp;
 
 use crate::{error::ApiError, resource::Resource, strategy::Strategy, violations::Violations};
 

@@ -364,7 +364,7 @@ mod tests {
             ..Default::default()
         };
         let terminating = ObjectMeta {
-            deletion_timestamp: Some(prost_types::Timestamp {
+            deletion_timestamp: Some(kubestore_proto::Timestamp {
                 seconds: 100,
                 nanos: 0,
             }),

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use kubestore_proto::Timestamp;
 use kubestore_proto::{
     core::v1::{
         CreateEventRequest, CreatePodRequest, Event, GetEventRequest, GetPodRequest, PodStatus,
@@ -12,7 +13,6 @@ use kubestore_proto::{
 };
 use kubestore_tests::fixtures_registry::*;
 use kubestore_tests::{Cluster, ClusterOptions};
-use prost_types::Timestamp;
 use tonic::Code;
 use tonic_types::StatusExt;
 

@@ -2,12 +2,12 @@
 //! read as numbers, and the Event strategy. Each test reproduces a defect found by review
 //! (issue 12), named in its comment.
 
+use kubestore_proto::Timestamp;
 use kubestore_proto::{
     core::v1::{DeleteEventRequest, Event, GetEventRequest, UpdateEventRequest},
     meta::v1::{DeleteOptions, ObjectMeta, PropagationPolicy},
 };
 use kubestore_tests::{Cluster, fixtures_registry::*};
-use prost_types::Timestamp;
 use tonic::Code;
 
 /// Defect 2: an Update could set `deletionTimestamp` and `deletionGracePeriodSeconds` on a

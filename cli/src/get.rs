@@ -1,0 +1,131 @@
+//! `kubestore get`: kubectl-like tables (`-o wide`), Kubernetes-shaped YAML/JSON (`-o yaml`,
+//! `-o json`), and `-w`, which prints the list and then a row per change as it happens.
+
+use kubestore_proto::meta::v1::{ListOptions, WatchEventType};
+use tokio_stream::StreamExt;
+use tonic::Status;
+
+use crate::{Ch, kinds::Kind, manifest, table};
+
+/// What to get and how to print it.
+#[derive(Debug, Clone, Default)]
+pub struct GetOptions {
+    /// Namespace ("" with `all_namespaces`).
+    pub namespace: String,
+    /// `-A`.
+    pub all_namespaces: bool,
+    /// One object by name.
+    pub name: Option<String>,
+    /// `-l`.
+    pub label_selector: String,
+    /// `--field-selector`.
+    pub field_selector: String,
+    /// `-w`.
+    pub watch: bool,
+    /// `-o`: "", "wide", "yaml", "json".
+    pub output: String,
+}
+
+fn header<K: Kind>(o: &GetOptions) -> Vec<String> {
+    let mut h = Vec::new();
+    if o.all_namespaces {
+        h.push("NAMESPACE".to_string());
+    }
+    h.push("NAME".into());
+    h.extend(K::columns(o.output == "wide").iter().map(|c| c.to_string()));
+    h
+}
+
+fn row<K: Kind>(obj: &K, o: &GetOptions) -> Vec<String> {
+    let m = obj.meta();
+    let mut r = Vec::new();
+    if o.all_namespaces {
+        r.push(m.namespace.clone());
+    }
+    r.push(m.name.clone());
+    r.extend(obj.cells(o.output == "wide", table::now()));
+    r
+}
+
+/// Runs `get`; `out` receives each chunk of output (the table, then each watched row).
+pub async fn get<K: Kind>(
+    ch: &Ch,
+    o: &GetOptions,
+    mut out: impl FnMut(String),
+) -> Result<(), Status> {
+    let ns = if o.all_namespaces {
+        ""
+    } else {
+        o.namespace.as_str()
+    };
+    let structured = o.output == "yaml" || o.output == "json";
+    if let Some(name) = &o.name
+        && !o.watch
+    {
+        let obj = K::get(ch, ns, name).await?;
+        out(if structured {
+            manifest::render(&manifest::to_value(&obj), &o.output).map_err(Status::internal)?
+        } else {
+            table::render(&header::<K>(o), &[row(&obj, o)])
+        });
+        return Ok(());
+    }
+    let mut field_selector = o.field_selector.clone();
+    if let Some(name) = &o.name {
+        let pin = format!("metadata.name={name}");
+        field_selector = if field_selector.is_empty() {
+            pin
+        } else {
+            format!("{field_selector},{pin}")
+        };
+    }
+    let options = ListOptions {
+        label_selector: o.label_selector.clone(),
+        field_selector,
+        ..Default::default()
+    };
+    let (meta, items) = K::list(ch, ns, options.clone()).await?;
+    if structured {
+        out(manifest::render(
+            &manifest::list_value(&items, &meta.resource_version),
+            &o.output,
+        )
+        .map_err(Status::internal)?);
+    } else if items.is_empty() && !o.watch {
+        out(if ns.is_empty() {
+            format!("No {} found.", K::PLURAL)
+        } else {
+            format!("No {} found in {ns} namespace.", K::PLURAL)
+        });
+    } else {
+        let rows: Vec<Vec<String>> = items.iter().map(|i| row(i, o)).collect();
+        out(table::render(&header::<K>(o), &rows));
+    }
+    if !o.watch {
+        return Ok(());
+    }
+    let mut events = K::watch(
+        ch,
+        ns,
+        ListOptions {
+            resource_version: meta.resource_version,
+            ..options
+        },
+    )
+    .await?;
+    while let Some(e) = events.next().await {
+        let (kind, obj) = e?;
+        if kind == WatchEventType::Bookmark {
+            continue;
+        }
+        out(if structured {
+            manifest::render(&manifest::to_value(&obj), &o.output).map_err(Status::internal)?
+        } else {
+            // Rows padded like the table's header (kubectl does the same).
+            let h = header::<K>(o);
+            let t = table::render(&h, &[row(&obj, o)]);
+            t.lines().nth(1).unwrap_or_default().to_string()
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,46 @@
+//! `kubestore`, a client of registry-svc, as a library so the tests can drive it.
+//!
+//! - [`kinds`]: what the CLI needs per kind (RPCs, table columns), one trait and three impls;
+//! - [`manifest`]: Kubernetes-shaped YAML/JSON manifests <-> our messages (proto3 JSON
+//!   mapping, whose camelCase names are Kubernetes' own);
+//! - [`table`]: kubectl-like tables and ages;
+//! - [`get`]: `get` (tables, `-o yaml|json|wide`, `-w`), [`apply`]: `apply -f` / `delete -f`;
+//! - [`agent`]: the node agent, a stand-in kubelet that closes the graceful-deletion loop;
+//! - [`demo`]: the guided walk through pods, graceful deletion and finalizers.
+
+pub mod agent;
+pub mod apply;
+pub mod demo;
+pub mod get;
+pub mod kinds;
+pub mod manifest;
+pub mod table;
+
+use kubestore_telemetry::{GrpcTraceLayer, GrpcTraceService};
+use tonic::{Status, transport::Channel};
+use tonic_types::StatusExt;
+
+/// The traced channel to registry-svc every client uses.
+pub type Ch = GrpcTraceService<Channel>;
+
+/// Connects to registry-svc at `url`, with the client trace layer (W3C `traceparent`).
+pub async fn connect(url: &str) -> Result<Ch, String> {
+    let endpoint = tonic::transport::Endpoint::from_shared(url.to_string())
+        .map_err(|e| format!("invalid --registry {url:?}: {e}"))?;
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+    Ok(tower::ServiceBuilder::new()
+        .layer(GrpcTraceLayer::client())
+        .service(channel))
+}
+
+/// A status as kubectl words it: `Error from server (Reason): message`.
+pub fn describe(status: &Status) -> String {
+    let reason = status
+        .get_details_error_info()
+        .map(|i| i.reason)
+        .unwrap_or_else(|| format!("{:?}", status.code()));
+    format!("Error from server ({reason}): {}", status.message())
+}
