@@ -10,6 +10,7 @@
 //! mode, i.e. the same library `run` and env-configured telemetry as the real binaries), so
 //! each has its own RSS. Timings are reported, never asserted.
 
+mod listwatch;
 mod procs;
 mod report;
 mod runner;
@@ -69,13 +70,20 @@ struct Cli {
     /// gRPC connections per client.
     #[arg(long, default_value_t = 4)]
     channels: usize,
-    /// Parts to run: raw, storage, registry, tracing (the report is written only when all run).
+    /// Parts to run: raw, storage, registry, tracing, list, watch (the report is written only
+    /// when all run).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "raw,storage,registry,tracing"
+        default_value = "raw,storage,registry,tracing,list,watch"
     )]
     only: Vec<String>,
+    /// Objects listed by the list rows.
+    #[arg(long, default_value_t = 10_000)]
+    list_objects: usize,
+    /// Watchers of the fan-out rows.
+    #[arg(long, default_value_t = 100)]
+    watchers: usize,
     /// A few operations only (CI smoke test); writes target/bench-smoke.md.
     #[arg(long)]
     smoke: bool,
@@ -402,6 +410,29 @@ async fn bench(cli: Cli) -> Result<(), String> {
         (registry.name, registry.rss_mib().1),
     ];
 
+    let mut listwatch_rows = Vec::new();
+    let mut list_memory = Vec::new();
+    if wants("list") {
+        let reps = if cli.smoke { 2 } else { 20 };
+        let (rows, memory) = listwatch::list_rows(
+            &raw_clients[0],
+            &registry_channels,
+            &[&storage, &registry],
+            cli.list_objects,
+            reps,
+        )
+        .await?;
+        listwatch_rows.extend(rows);
+        list_memory = memory;
+    }
+    if wants("watch") {
+        let writes = if cli.smoke { 20 } else { 500 };
+        listwatch_rows.extend(
+            listwatch::watch_rows(&raw_clients[0], &registry_channels, cli.watchers, writes)
+                .await?,
+        );
+    }
+
     let mut tracing_rows = Vec::new();
     let mut spans = 0;
     if wants("tracing") {
@@ -463,7 +494,7 @@ async fn bench(cli: Cli) -> Result<(), String> {
         spans = receiver.spans().len();
         println!("  spans received by the OTLP receiver: {spans}");
     }
-    if ["raw", "storage", "registry", "tracing"]
+    if ["raw", "storage", "registry", "tracing", "list", "watch"]
         .iter()
         .any(|p| !wants(p))
     {
@@ -471,7 +502,16 @@ async fn bench(cli: Cli) -> Result<(), String> {
         return Ok(());
     }
 
-    let report = report(&cli, &rows, &tracing_rows, spans, &idle, &peak);
+    let report = report(
+        &cli,
+        &rows,
+        &tracing_rows,
+        &listwatch_rows,
+        &list_memory,
+        spans,
+        &idle,
+        &peak,
+    );
     if let Some(dir) = cli.out.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -516,6 +556,8 @@ fn main() -> ExitCode {
         cli.ops = 32;
         cli.concurrency = vec![1, 4];
         cli.channels = 1;
+        cli.list_objects = 200;
+        cli.watchers = 5;
         if cli.out == std::path::Path::new("BENCHMARKS.md") {
             cli.out = PathBuf::from("target/bench-smoke.md");
         }

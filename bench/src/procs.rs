@@ -74,6 +74,12 @@ impl ServiceProcess {
         (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
     }
 
+    /// Resets the process's peak RSS to its current RSS (`/proc/PID/clear_refs`), so that a
+    /// later [`rss_mib`](Self::rss_mib) peak measures one scenario.
+    pub(crate) fn reset_peak(&self) {
+        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5");
+    }
+
     /// SIGTERM, then wait (so spans are flushed), then kill.
     pub(crate) async fn stop(mut self) {
         let _ = Command::new("kill")

@@ -15,10 +15,13 @@ pub(crate) struct Row {
 
 pub(crate) const ANALYSIS_MARKER: &str = "<!-- analysis: written by hand, kept across runs -->";
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn report(
     cli: &Cli,
     rows: &[Row],
     tracing_rows: &[Row],
+    listwatch_rows: &[Row],
+    list_memory: &[(String, f64, f64)],
     spans: usize,
     idle: &[(&str, f64)],
     peak: &[(&str, f64)],
@@ -50,10 +53,11 @@ pub(crate) fn report(
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
     let baseline = |op: &str, c: usize| {
         rows.iter()
+            .chain(listwatch_rows)
             .find(|r| r.layer == "raw etcd" && r.op == op && r.concurrency == c)
             .map(|r| r.stats.ops_per_sec())
     };
-    for r in rows.iter().chain(tracing_rows) {
+    for r in rows.iter().chain(tracing_rows).chain(listwatch_rows) {
         let ratio = baseline(r.baseline, r.concurrency)
             .filter(|b| *b > 0.0)
             .map(|b| r.stats.ops_per_sec() / b);
@@ -148,6 +152,57 @@ pub(crate) fn report(
             String::new(),
         ),
     ];
+    let find = |layer: &str, op: &str| {
+        listwatch_rows
+            .iter()
+            .find(|r| r.layer == layer && r.op == op)
+    };
+    let list_ratio = |op: &str| match (find("registry-svc ConfigMaps", op), find("raw etcd", op)) {
+        (Some(r), Some(b)) => r.stats.ops_per_sec() / b.stats.ops_per_sec().max(1e-9),
+        _ => f64::NAN,
+    };
+    let watch = "watch fan-out (100 watchers)";
+    let lag_ratio = match (
+        find("registry-svc ConfigMaps", watch),
+        find("raw etcd", watch),
+    ) {
+        (Some(r), Some(b)) => r.stats.p99.as_secs_f64() / b.stats.p99.as_secs_f64().max(1e-6),
+        _ => f64::NAN,
+    };
+    let _ = writeln!(out, "\n## List and Watch (issue 8)\n");
+    let _ = writeln!(out, "| target | measured | required | met |");
+    let _ = writeln!(out, "|---|---:|---:|---|");
+    for (name, got, want) in [
+        (
+            "registry List of the objects, one page / raw etcd range",
+            list_ratio("list 10000 (one page)"),
+            0.35,
+        ),
+        (
+            "registry List of the objects, pages of 500 / raw etcd paged range",
+            list_ratio("list 10000 (pages of 500)"),
+            0.35,
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "| {name} | {got:.2} | >= {want} | {} |",
+            if got >= want { "yes" } else { "**no**" }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "| watch fan-out p99 lag / raw etcd's | {lag_ratio:.2} | <= 2 | {} |",
+        if lag_ratio <= 2.0 { "yes" } else { "**no**" }
+    );
+    for (service, growth, size) in list_memory {
+        let x = growth / size.max(1e-9);
+        let _ = writeln!(
+            out,
+            "| {service} RSS growth during the one-page list / its encoded size ({growth:.1} MiB / {size:.1} MiB) | {x:.2} | <= 3 | {} |",
+            if x <= 3.0 { "yes" } else { "**no**" }
+        );
+    }
     let _ = writeln!(out, "\n## Targets (concurrency {c})\n");
     let _ = writeln!(out, "| target | measured | required | met |");
     let _ = writeln!(out, "|---|---:|---:|---|");

@@ -1,0 +1,455 @@
+//! List and Watch, side by side with raw etcd in the same run:
+//!
+//! - a list of 10,000 ConfigMaps through registry-svc (one page, and pages of 500) against an
+//!   etcd range over the same prefix (one call, and pages of 500), and the growth of each
+//!   service's RSS while it serves the one-page list, against the list's encoded size;
+//! - watch fan-out: 100 watchers on registry-svc while one writer creates objects, against 100
+//!   raw etcd watchers while one writer puts them: events per second delivered to each watcher,
+//!   and the lag from a write's acknowledgement to each watcher's receipt.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use etcd_client::{GetOptions, WatchOptions};
+use kubestore_proto::{
+    core::v1::{
+        ConfigMap, CreateConfigMapRequest, ListConfigMapsRequest, WatchConfigMapsRequest,
+        config_maps_client::ConfigMapsClient,
+    },
+    meta::v1::{ListOptions, ObjectMeta},
+};
+use prost::Message;
+use tonic::transport::Channel;
+
+use crate::{procs::ServiceProcess, report::Row, runner::Stats};
+
+/// Namespace of the listed objects.
+const LIST_NS: &str = "bench-list";
+/// Namespace of the watched objects.
+const WATCH_NS: &str = "bench-watch";
+
+fn object(ns: &str, name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: Some(ObjectMeta {
+            name: name.into(),
+            namespace: ns.into(),
+            uid: format!("uid-{name}"),
+            ..Default::default()
+        }),
+        data: [
+            ("n".to_string(), name.to_string()),
+            ("payload".to_string(), "x".repeat(64)),
+        ]
+        .into(),
+        immutable: None,
+    }
+}
+
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
+}
+
+/// Writes `n` ConfigMaps under the registry's key prefix of `LIST_NS`, straight into etcd (as
+/// registry-svc stores them), 100 puts per txn.
+async fn seed(etcd: &etcd_client::Client, n: usize) -> Result<(), String> {
+    let mut handles = Vec::new();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
+        let ops: Vec<etcd_client::TxnOp> = chunk
+            .iter()
+            .map(|i| {
+                let name = format!("cm-{i:05}");
+                let v = object(LIST_NS, &name).encode_to_vec();
+                etcd_client::TxnOp::put(format!("/registry/configmaps/{LIST_NS}/{name}"), v, None)
+            })
+            .collect();
+        let mut kv = etcd.kv_client();
+        handles.push(tokio::spawn(async move {
+            kv.txn(etcd_client::Txn::new().and_then(ops)).await
+        }));
+        if handles.len() >= 8 {
+            for h in handles.drain(..) {
+                h.await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    for h in handles {
+        h.await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn row(
+    layer: &'static str,
+    op: &'static str,
+    baseline: &'static str,
+    stats: Stats,
+    note: String,
+) -> Row {
+    println!(
+        "  {layer:<24} {op:<28} {:>9.1} /s  p50 {:>8.2} ms  p99 {:>8.2} ms  {note}",
+        stats.ops_per_sec(),
+        stats.p50.as_secs_f64() * 1e3,
+        stats.p99.as_secs_f64() * 1e3,
+    );
+    Row {
+        layer,
+        op,
+        baseline,
+        concurrency: 1,
+        stats,
+        note,
+    }
+}
+
+/// The list rows and, per service, RSS growth during the one-page list against its size.
+pub(crate) async fn list_rows(
+    etcd: &etcd_client::Client,
+    registry: &[Channel],
+    services: &[&ServiceProcess],
+    objects: usize,
+    reps: usize,
+) -> Result<(Vec<Row>, Vec<(String, f64, f64)>), String> {
+    println!("list of {objects} ConfigMaps");
+    seed(etcd, objects).await?;
+    let prefix = format!("/registry/configmaps/{LIST_NS}/");
+    let channel = registry[0].clone();
+    let client = move || ConfigMapsClient::new(channel.clone()).max_decoding_message_size(1 << 30);
+    let mut rows = Vec::new();
+    let want = objects;
+
+    let raw = etcd.clone();
+    let p = prefix.clone();
+    let stats = crate::runner::run(1, reps, move |_| {
+        let (mut kv, p) = (raw.kv_client(), p.clone());
+        async move {
+            let r = kv
+                .get(
+                    p.clone(),
+                    Some(GetOptions::new().with_range(prefix_end(&p))),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            check(r.kvs().len(), want)
+        }
+    })
+    .await;
+    rows.push(row(
+        "raw etcd",
+        "list 10000 (one page)",
+        "list 10000 (one page)",
+        stats,
+        String::new(),
+    ));
+    let c1 = client.clone();
+    let stats = crate::runner::run(1, reps, move |_| {
+        let mut c = c1();
+        async move {
+            let r = c
+                .list(ListConfigMapsRequest {
+                    namespace: LIST_NS.into(),
+                    options: None,
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            check(r.into_inner().items.len(), want)
+        }
+    })
+    .await;
+    rows.push(row(
+        "registry-svc ConfigMaps",
+        "list 10000 (one page)",
+        "list 10000 (one page)",
+        stats,
+        String::new(),
+    ));
+
+    let raw = etcd.clone();
+    let p = prefix.clone();
+    let stats = crate::runner::run(1, reps, move |_| {
+        let (mut kv, p) = (raw.kv_client(), p.clone());
+        async move {
+            let end = prefix_end(&p);
+            let mut start = p.into_bytes();
+            let mut n = 0;
+            loop {
+                let r = kv
+                    .get(
+                        start.clone(),
+                        Some(GetOptions::new().with_range(end.clone()).with_limit(500)),
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+                n += r.kvs().len();
+                match (r.more(), r.kvs().last()) {
+                    (true, Some(last)) => {
+                        start = last.key().to_vec();
+                        start.push(0);
+                    }
+                    _ => break,
+                }
+            }
+            check(n, want)
+        }
+    })
+    .await;
+    rows.push(row(
+        "raw etcd",
+        "list 10000 (pages of 500)",
+        "list 10000 (pages of 500)",
+        stats,
+        String::new(),
+    ));
+    let c2 = client.clone();
+    let stats = crate::runner::run(1, reps, move |_| {
+        let mut c = c2();
+        async move {
+            let mut token = String::new();
+            let mut n = 0;
+            loop {
+                let r = c
+                    .list(ListConfigMapsRequest {
+                        namespace: LIST_NS.into(),
+                        options: Some(ListOptions {
+                            limit: 500,
+                            r#continue: token.clone(),
+                            ..Default::default()
+                        }),
+                    })
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .into_inner();
+                n += r.items.len();
+                token = r.metadata.unwrap_or_default().r#continue;
+                if token.is_empty() {
+                    break;
+                }
+            }
+            check(n, want)
+        }
+    })
+    .await;
+    rows.push(row(
+        "registry-svc ConfigMaps",
+        "list 10000 (pages of 500)",
+        "list 10000 (pages of 500)",
+        stats,
+        String::new(),
+    ));
+
+    // RSS growth while serving one one-page list, against what it returns.
+    for s in services {
+        s.reset_peak();
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let base: Vec<f64> = services.iter().map(|s| s.rss_mib().0).collect();
+    let r = client()
+        .list(ListConfigMapsRequest {
+            namespace: LIST_NS.into(),
+            options: None,
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .into_inner();
+    let encoded = r.encoded_len() as f64 / (1024.0 * 1024.0);
+    let memory = services
+        .iter()
+        .zip(base)
+        .map(|(s, b)| (format!("{}-svc", s.name), s.rss_mib().1 - b, encoded))
+        .collect();
+    Ok((rows, memory))
+}
+
+fn check(got: usize, want: usize) -> Result<(), String> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("listed {got} objects, expected {want}"))
+    }
+}
+
+/// Lag statistics of a fan-out: events/s per watcher, lag percentiles.
+fn fanout_stats(acks: &[Instant], receipts: &[Vec<Instant>], start: Instant) -> Stats {
+    let mut lags: Vec<Duration> = Vec::new();
+    let mut last = start;
+    for r in receipts {
+        for (i, t) in r.iter().enumerate() {
+            if let Some(a) = acks.get(i) {
+                lags.push(t.saturating_duration_since(*a));
+            }
+            last = last.max(*t);
+        }
+    }
+    lags.sort();
+    let pct = |p: f64| {
+        lags.get(((lags.len() as f64 * p) as usize).min(lags.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    Stats {
+        // ops/s is reported per watcher: each received every event.
+        ops: acks.len(),
+        errors: receipts.iter().filter(|r| r.len() < acks.len()).count(),
+        elapsed: last.saturating_duration_since(start),
+        p50: pct(0.5),
+        p99: pct(0.99),
+    }
+}
+
+/// Watch fan-out through registry-svc and on raw etcd.
+pub(crate) async fn watch_rows(
+    etcd: &etcd_client::Client,
+    registry: &[Channel],
+    watchers: usize,
+    events: usize,
+) -> Result<Vec<Row>, String> {
+    println!("watch fan-out: {watchers} watchers, {events} writes");
+    let mut rows = Vec::new();
+
+    // Raw etcd: watchers from the current revision, one writer putting new keys.
+    let start_rev = etcd
+        .kv_client()
+        .get("/", None)
+        .await
+        .map_err(|e| e.to_string())?
+        .header()
+        .map_or(0, |h| h.revision());
+    let prefix = "/raw/watch/".to_string();
+    let receipts = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for _ in 0..watchers {
+        let mut w = etcd.watch_client();
+        let p = prefix.clone();
+        let receipts = receipts.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut stream = w
+                .watch(
+                    p.clone(),
+                    Some(
+                        WatchOptions::new()
+                            .with_prefix()
+                            .with_prev_key()
+                            .with_start_revision(start_rev + 1),
+                    ),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut got = Vec::with_capacity(events);
+            while got.len() < events {
+                match tokio::time::timeout(Duration::from_secs(30), stream.message()).await {
+                    Ok(Ok(Some(r))) => {
+                        let now = Instant::now();
+                        got.extend(r.events().iter().map(|_| now));
+                    }
+                    _ => break,
+                }
+            }
+            if let Ok(mut r) = receipts.lock() {
+                r.push(got);
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    let begin = Instant::now();
+    let mut acks = Vec::with_capacity(events);
+    let mut kv = etcd.kv_client();
+    for i in 0..events {
+        let v = object("raw", &format!("w{i}")).encode_to_vec();
+        kv.put(format!("{prefix}w{i:05}"), v, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        acks.push(Instant::now());
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    let stats = fanout_stats(&acks, &receipts.lock().map_err(|e| e.to_string())?, begin);
+    let raw_p99 = stats.p99;
+    rows.push(row(
+        "raw etcd",
+        "watch fan-out (100 watchers)",
+        "watch fan-out (100 watchers)",
+        stats,
+        "events/s per watcher; p50/p99 = lag from write ack to receipt".into(),
+    ));
+
+    // registry-svc: watchers from the current revision, one writer creating ConfigMaps.
+    let mut cms = ConfigMapsClient::new(registry[0].clone());
+    let start = cms
+        .create(CreateConfigMapRequest {
+            namespace: WATCH_NS.into(),
+            config_map: Some(object(WATCH_NS, "start")),
+            dry_run: false,
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .into_inner()
+        .metadata
+        .unwrap_or_default()
+        .resource_version;
+    let receipts = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for n in 0..watchers {
+        let mut c = ConfigMapsClient::new(registry[n % registry.len()].clone());
+        let receipts = receipts.clone();
+        let start = start.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut stream = c
+                .watch(WatchConfigMapsRequest {
+                    namespace: WATCH_NS.into(),
+                    options: Some(ListOptions {
+                        resource_version: start,
+                        ..Default::default()
+                    }),
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .into_inner();
+            let mut got = Vec::with_capacity(events);
+            while got.len() < events {
+                match tokio::time::timeout(Duration::from_secs(30), stream.message()).await {
+                    Ok(Ok(Some(_))) => got.push(Instant::now()),
+                    _ => break,
+                }
+            }
+            if let Ok(mut r) = receipts.lock() {
+                r.push(got);
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    let begin = Instant::now();
+    let mut acks = Vec::with_capacity(events);
+    for i in 0..events {
+        cms.create(CreateConfigMapRequest {
+            namespace: WATCH_NS.into(),
+            config_map: Some(object(WATCH_NS, &format!("w{i:05}"))),
+            dry_run: false,
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        acks.push(Instant::now());
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    let stats = fanout_stats(&acks, &receipts.lock().map_err(|e| e.to_string())?, begin);
+    let ratio = stats.p99.as_secs_f64() / raw_p99.as_secs_f64().max(1e-6);
+    rows.push(row(
+        "registry-svc ConfigMaps",
+        "watch fan-out (100 watchers)",
+        "watch fan-out (100 watchers)",
+        stats,
+        format!("events/s per watcher; p99 lag {ratio:.2}x raw etcd's"),
+    ));
+    Ok(rows)
+}
