@@ -138,4 +138,51 @@ async fn both_services_export_rpc_etcd_update_and_lease_metrics() {
     );
     assert!(storage.contains("# TYPE storage_guaranteed_update_attempts histogram"));
     assert!(storage.contains("# TYPE etcd_request_duration_seconds histogram"));
+
+    // Lists and watches.
+    let listed = pods
+        .list(kubestore_proto::core::v1::ListPodsRequest {
+            namespace: "default".into(),
+            options: None,
+        })
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(listed.items.len(), 1);
+    let mut watch = pods
+        .watch(kubestore_proto::core::v1::WatchPodsRequest {
+            namespace: "default".into(),
+            options: None,
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    watch
+        .message()
+        .await
+        .expect("ok")
+        .expect("the initial ADDED");
+    let storage = scrape(cluster.storage.metrics_addr).await;
+    assert_eq!(
+        sample(&storage, "storage_list_items_returned_total"),
+        Some(1.0)
+    );
+    assert_eq!(sample(&storage, "storage_watches_open"), Some(1.0));
+    assert_eq!(
+        sample(&storage, "storage_watchers_cut_off_total"),
+        Some(0.0)
+    );
+    assert_eq!(sample(&storage, "storage_compactions_total"), Some(0.0));
+    drop(watch);
+    let mut closed = false;
+    for _ in 0..100 {
+        let s = scrape(cluster.storage.metrics_addr).await;
+        if sample(&s, "storage_watches_open") == Some(0.0) {
+            assert_eq!(sample(&s, "storage_watch_events_sent_total"), Some(1.0));
+            closed = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(closed, "a watch whose client left is closed");
 }

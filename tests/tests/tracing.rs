@@ -418,6 +418,23 @@ async fn one_trace_from_client_to_etcd() {
         .into_inner();
     assert!(!r.deleted);
 
+    // 4. A list with a selector.
+    let span = tracing::info_span!("client List");
+    let list_trace = kubestore_telemetry::grpc_trace::trace_id(&span).expect("trace id");
+    let listed = pods
+        .list(kubestore_proto::core::v1::ListPodsRequest {
+            namespace: String::new(),
+            options: Some(kubestore_proto::meta::v1::ListOptions {
+                field_selector: "spec.nodeName=node-1".into(),
+                ..Default::default()
+            }),
+        })
+        .instrument(span)
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(listed.items.len(), 1);
+
     // Stop the services (drain), then flush every exporter.
     drop(_client_subscriber);
     drop(cluster);
@@ -530,8 +547,16 @@ async fn one_trace_from_client_to_etcd() {
         "registry reads first (client and server span)"
     );
 
+    let list = Trace::of(&all, &list_trace);
+    list.assert_connected();
+    list.assert_path("client List", "List", "List etcd3");
+    let l = list.one("storage-svc", "List etcd3");
+    assert_eq!(l.attr("items").as_deref(), Some("1"));
+    assert_eq!(l.attr("etcd_reads").as_deref(), Some("1"));
+
     // The span trees, as the README and the closing note show them.
     println!("{}", create.render());
     println!("{}", retried.render());
     println!("{}", delete.render());
+    println!("{}", list.render());
 }
