@@ -31,6 +31,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .extern_path(".google.protobuf", "::pbjson_types")
     };
     configure()
+        // Watch events and list items are shared between many watchers, or taken from the
+        // watch cache, without copying.
+        .bytes(".storage.v1.WatchEvent.object")
+        .bytes(".storage.v1.ListResponse.items")
+        .bytes(".storage.v1.GetResponse.object")
         .codec_path("crate::codec::StorageCodec")
         .file_descriptor_set_path(out.join("storage_descriptor.bin"))
         .compile_protos(&["meta/v1/meta.proto", "storage/v1/storage.proto"], &["."])?;

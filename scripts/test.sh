@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # The test command: installs etcd and protoc when missing, then runs every test of the
 # workspace (unit tests, and end-to-end tests that start real etcd, storage-svc and
-# registry-svc on free loopback ports). Ends with one line totalling every test binary.
+# registry-svc on free loopback ports), then the end-to-end tests again with storage-svc's
+# watch cache off: both paths must pass the whole suite. Ends with one line totalling every
+# test binary of both runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
+echo "== with the watch cache (default)"
 cargo test --workspace "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+if [ "$status" = 0 ]; then
+  echo "== again with the watch cache off (KUBESTORE_TEST_WATCH_CACHE=false)"
+  KUBESTORE_TEST_WATCH_CACHE=false cargo test -p kubestore-tests "$@" 2>&1 | tee -a "$log"
+  status=${PIPESTATUS[0]}
+fi
 set -e
 awk '/^test result:/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

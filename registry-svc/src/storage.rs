@@ -146,7 +146,7 @@ impl StorageClient {
             .get(with_deadline(req, deadline))
             .await?
             .into_inner();
-        Ok(resp.found.then_some(resp.object))
+        Ok(resp.found.then(|| resp.object.into()))
     }
 
     /// Delete.

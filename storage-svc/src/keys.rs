@@ -12,6 +12,17 @@ use crate::error::StorageError;
 /// Longest key accepted (etcd has no key limit of its own besides the request size).
 pub const MAX_KEY_LEN: usize = 1024;
 
+/// Name of the watch cache's fence key inside a resource's prefix (see `cache`). It starts
+/// with NUL, which no caller's key may contain, so it can never be a caller's object; lists
+/// and watches skip it ([`is_internal`]).
+pub const FENCE: &str = "\0kubestore-fence";
+
+/// Whether an etcd key is storage's own (a fence), not an object: callers' keys never
+/// contain NUL.
+pub fn is_internal(etcd_key: &[u8]) -> bool {
+    etcd_key.contains(&0)
+}
+
 /// The storage prefix, normalised as upstream's `path.Join("/", prefix) + "/"`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyPrefix(String);

@@ -14,9 +14,11 @@
 //! - [`store`] (Create, Get, Delete) and [`update`] (GuaranteedUpdate);
 //! - [`list`] (List, with [`continuation`] tokens), [`watch`] (Watch), [`selector`] (label and
 //!   field requirements evaluated on encoded objects), [`compactor`] (etcd history);
+//! - [`cache`]: the watch cache (consistent reads, watches and suggestions from memory);
 //! - [`error`]: the one error type and its gRPC mapping;
 //! - [`service`]: the gRPC glue.
 
+pub mod cache;
 pub mod compactor;
 pub mod continuation;
 pub mod error;
@@ -47,7 +49,9 @@ use kubestore_telemetry::{
 use tokio::net::TcpListener;
 
 use crate::{
+    cache::{CacheConfig, CacheMetrics, WatchCache},
     etcd::{Etcd, StorageMetrics},
+    keys::KeyPrefix,
     service::StorageService,
     store::{Store, StoreConfig},
 };
@@ -83,6 +87,13 @@ pub struct Config {
     /// compaction off (when something else compacts etcd).
     #[arg(long, env = "STORAGE_COMPACTION_INTERVAL", default_value = "5m", value_parser = parse_duration)]
     pub compaction_interval: Duration,
+    /// Serve consistent reads, watches and update suggestions from a watch-fed cache per
+    /// resource (`--watch-cache=false` reads etcd for everything).
+    #[arg(long, env = "STORAGE_WATCH_CACHE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub watch_cache: bool,
+    /// Events each resource's watch cache keeps for watches to resume from.
+    #[arg(long, env = "STORAGE_WATCH_CACHE_SIZE", default_value_t = 10_000)]
+    pub watch_cache_size: usize,
     /// How often a watch that allows bookmarks receives one, even when nothing changes.
     #[arg(long, env = "STORAGE_WATCH_BOOKMARK_INTERVAL", default_value = "10s", value_parser = parse_duration)]
     pub watch_bookmark_interval: Duration,
@@ -104,6 +115,8 @@ impl Default for Config {
             request_timeout: Duration::from_secs(10),
             update_turn_hold: store::DEFAULT_TURN_HOLD,
             compaction_interval: Duration::from_secs(300),
+            watch_cache: true,
+            watch_cache_size: 10_000,
             watch_bookmark_interval: Duration::from_secs(10),
             metrics_addr: None,
             log_format: LogFormat::Text,
@@ -158,19 +171,36 @@ pub async fn run_with_metrics(
         shutdown,
     )
     .await;
-    let store = Arc::new(Store::new(
+    let bookmark_interval = config
+        .watch_bookmark_interval
+        .max(Duration::from_millis(10));
+    let mut store = Store::new(
         etcd.clone(),
         StoreConfig {
             prefix: config.etcd_prefix.clone(),
             max_attempts: config.max_update_attempts.max(1),
             request_timeout: config.request_timeout,
             turn_hold: config.update_turn_hold,
-            bookmark_interval: config
-                .watch_bookmark_interval
-                .max(Duration::from_millis(10)),
+            bookmark_interval,
         },
         serving.stop_signal(),
-    ));
+    );
+    if config.watch_cache {
+        let cache = WatchCache::new(
+            etcd.clone(),
+            KeyPrefix::new(&config.etcd_prefix),
+            CacheConfig {
+                window: config.watch_cache_size.max(1),
+                fresh_timeout: Duration::from_secs(3),
+                request_timeout: config.request_timeout,
+                bookmark_interval,
+            },
+            CacheMetrics::register(&serving.metrics),
+            serving.stop_signal(),
+        );
+        store = store.with_cache(cache);
+    }
+    let store = Arc::new(store);
     let compactor = (!config.compaction_interval.is_zero()).then(|| {
         tokio::spawn(compactor::run(
             etcd,

@@ -18,16 +18,18 @@
 //! registry never re-pages. A compacted revision is `Expired`; inside a continuation the error
 //! carries a fresh token that restarts at the same key at the current revision.
 
+use bytes::Bytes;
 use etcd_client::KeyValue;
 use kubestore_proto::meta::v1::ResourceVersionMatch;
 use kubestore_telemetry::Deadline;
 use tracing::{Instrument, field::Empty};
 
 use crate::{
+    cache::serve::{self, Served},
     continuation,
     error::StorageError,
     etcd::EtcdCall,
-    keys::prefix_end,
+    keys::{is_internal, prefix_end},
     object::with_resource_version,
     selector::Selector,
     state::parse_resource_version,
@@ -63,13 +65,15 @@ pub struct ListRequest<'a> {
 #[derive(Debug, Default)]
 pub struct ListPage {
     /// Encoded objects with their resource versions.
-    pub items: Vec<Vec<u8>>,
+    pub items: Vec<Bytes>,
     /// The revision the page was read at.
     pub rev: i64,
     /// Token for the next page.
     pub continue_token: Option<String>,
     /// Items left after this page, when known.
     pub remaining_item_count: Option<i64>,
+    /// Objects tested against the selector to fill the page (the watch cache's count).
+    pub evaluated: u64,
 }
 
 /// Where and at which revision a list reads.
@@ -138,6 +142,16 @@ impl Store {
             self.prefix.etcd_key(key)?
         };
         let plan = plan(req, &prefix)?;
+        if let Some(cache) = &self.store_cache() {
+            let rv = (!req.resource_version.is_empty())
+                .then(|| parse_resource_version(key, req.resource_version))
+                .transpose()?;
+            if let Served::Hit(page) = serve::list(cache, req, &prefix, rv, deadline).await? {
+                tracing::debug!("Served from the watch cache");
+                self.etcd.metrics.list_evaluated.inc_by(page.evaluated);
+                return Ok(page);
+            }
+        }
         if !req.recursive {
             *reads += 1;
             let (kv, header) = match self.etcd.get_at(&call, prefix.as_bytes(), plan.rev).await {
@@ -151,6 +165,7 @@ impl Store {
                 ..Default::default()
             };
             if let Some(kv) = kv
+                && !is_internal(kv.key())
                 && self.evaluate(&req.selector, kv.value())
             {
                 page.items.push(stamp(key, &kv)?);
@@ -192,7 +207,7 @@ impl Store {
                     break;
                 }
                 last_key = Some(kv.key().to_vec());
-                if self.evaluate(&req.selector, kv.value()) {
+                if !is_internal(kv.key()) && self.evaluate(&req.selector, kv.value()) {
                     page.items.push(stamp(key, kv)?);
                 }
             }
@@ -220,6 +235,10 @@ impl Store {
             }
         }
         Ok(page)
+    }
+
+    fn store_cache(&self) -> Option<std::sync::Arc<crate::cache::WatchCache>> {
+        self.cache.clone()
     }
 
     fn evaluate(&self, selector: &Selector, value: &[u8]) -> bool {
@@ -351,14 +370,16 @@ fn after(key: &[u8]) -> Vec<u8> {
 }
 
 /// A stored object as a list returns it: resource_version = its own mod revision.
-fn stamp(key: &str, kv: &KeyValue) -> Result<Vec<u8>, StorageError> {
-    with_resource_version(kv.value(), kv.mod_revision()).map_err(|e| {
-        StorageError::internal(
-            key,
-            format!(
-                "stored object {:?} is corrupt: {e}",
-                String::from_utf8_lossy(kv.key())
-            ),
-        )
-    })
+fn stamp(key: &str, kv: &KeyValue) -> Result<Bytes, StorageError> {
+    with_resource_version(kv.value(), kv.mod_revision())
+        .map(Bytes::from)
+        .map_err(|e| {
+            StorageError::internal(
+                key,
+                format!(
+                    "stored object {:?} is corrupt: {e}",
+                    String::from_utf8_lossy(kv.key())
+                ),
+            )
+        })
 }

@@ -103,7 +103,7 @@ impl Storage for StorageService {
             .await?;
         Ok(Response::new(CreateResponse {
             resource_version: out.resource_version(),
-            object: out.object,
+            object: out.object.into(),
         }))
     }
 
@@ -177,7 +177,7 @@ impl Storage for StorageService {
                     written,
                 }) => Ok(guaranteed_update_response::Message::Result(UpdateResult {
                     resource_version: result.resource_version(),
-                    object: result.object,
+                    object: result.object.into(),
                     attempts,
                     written,
                 })),
@@ -288,7 +288,7 @@ impl Storage for StorageService {
             .await?;
         Ok(Response::new(DeleteResponse {
             resource_version: out.resource_version(),
-            object: out.object,
+            object: out.object.into(),
         }))
     }
 }

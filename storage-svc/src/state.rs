@@ -78,10 +78,11 @@ impl ObjState {
     }
 
     /// The object as callers receive it: resource_version stamped with `rev`.
-    pub fn object_at(&self, key: &str, rev: i64) -> Result<Vec<u8>, StorageError> {
+    pub fn object_at(&self, key: &str, rev: i64) -> Result<bytes::Bytes, StorageError> {
         match &self.data {
-            None => Ok(Vec::new()),
+            None => Ok(bytes::Bytes::new()),
             Some(d) => with_resource_version(d, rev)
+                .map(bytes::Bytes::from)
                 .map_err(|e| StorageError::internal(key, format!("stored object is corrupt: {e}"))),
         }
     }

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnResponse};
 use kubestore_proto::{
     limits::{ETCD_MAX_REQUEST_BYTES, etcd_request_bytes},
@@ -16,7 +17,13 @@ use kubestore_proto::{
 use kubestore_telemetry::Deadline;
 use tracing::{Instrument, field::Empty};
 
+use std::sync::Arc;
+
 use crate::{
+    cache::{
+        WatchCache,
+        serve::{self, Served},
+    },
     error::StorageError,
     etcd::{Etcd, EtcdCall, txn_outcome},
     keylock::{KeyLocks, KeyTurn},
@@ -63,7 +70,7 @@ impl Default for StoreConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Versioned {
     /// Encoded object with `metadata.resource_version` set (unless `rev` is 0).
-    pub object: Vec<u8>,
+    pub object: Bytes,
     /// The etcd revision it carries.
     pub rev: i64,
 }
@@ -88,6 +95,8 @@ pub struct Store {
     pub(crate) config: StoreConfig,
     /// Raised on shutdown: open watches end with UNAVAILABLE.
     pub(crate) stop: tokio::sync::watch::Receiver<bool>,
+    /// The watch cache (`--watch-cache`), if on.
+    pub(crate) cache: Option<Arc<WatchCache>>,
 }
 
 /// The resource of a key: its first segment (`/pods/default/a` -> `pods`), for span attributes.
@@ -116,7 +125,28 @@ impl Store {
             locks: KeyLocks::default(),
             config,
             stop,
+            cache: None,
         }
+    }
+
+    /// Serves reads, watches and suggestions from `cache`.
+    pub fn with_cache(mut self, cache: Arc<WatchCache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// The watch cache's object for `etcd_key`, as an update or delete suggestion: a state etcd
+    /// really had (observed), though maybe no longer current.
+    pub(crate) fn cached_state(&self, key: &str, etcd_key: &str) -> Option<ObjState> {
+        let entry = serve::suggestion(self.cache.as_ref()?, key, etcd_key)?;
+        let mut meta = StoredObject::parse(&entry.value).ok()?.meta;
+        meta.resource_version = entry.mod_rev.to_string();
+        Some(ObjState {
+            rev: entry.mod_rev,
+            data: Some(entry.value.to_vec()),
+            meta,
+            observed: true,
+        })
     }
 
     /// The deadline of a request that sent `metadata`.
@@ -232,6 +262,10 @@ impl Store {
         let span = op_span("Create", key);
         async {
             let etcd_key = self.prefix.etcd_key(key)?;
+            if let Some(cache) = &self.cache {
+                // The first touch of a resource starts its cache, so it is warm for the reads.
+                cache.cacher(key);
+            }
             let parsed = parse_object(key, object, "object")?;
             if parse_resource_version(key, &parsed.meta.resource_version)? != 0 {
                 return Err(StorageError::invalid(
@@ -251,7 +285,7 @@ impl Store {
                     });
                 }
                 return Ok(Versioned {
-                    object: parsed.data,
+                    object: parsed.data.into(),
                     rev: 0,
                 });
             }
@@ -291,6 +325,21 @@ impl Store {
         async {
             let etcd_key = self.prefix.etcd_key(key)?;
             let min = parse_resource_version(key, min_resource_version)?;
+            if let Some(cache) = &self.cache
+                && let Served::Hit(entry) =
+                    serve::get(cache, key, &etcd_key, min_resource_version, min, deadline).await?
+            {
+                return match entry {
+                    None if ignore_not_found => Ok(None),
+                    None => Err(StorageError::NotFound {
+                        key: key.to_string(),
+                    }),
+                    Some(e) => Ok(Some(Versioned {
+                        object: e.object,
+                        rev: e.mod_rev,
+                    })),
+                };
+            }
             let call = EtcdCall { key, deadline };
             let (kv, current) = self.etcd.range(&call, &etcd_key).await?;
             // Checked before not-found, as upstream's validateMinimumResourceVersion.
@@ -368,7 +417,13 @@ impl Store {
         } else {
             Some(self.take_turn(key, &etcd_key, deadline).await?)
         };
-        let suggestion = cached.or_else(|| turn.as_ref().and_then(|t| (**t).clone()));
+        let suggestion = cached.or_else(|| {
+            let remembered = turn.as_ref().and_then(|t| (**t).clone());
+            match (remembered, self.cached_state(key, &etcd_key)) {
+                (Some(r), Some(c)) => Some(if c.rev > r.rev { c } else { r }),
+                (r, c) => r.or(c),
+            }
+        });
         let (mut state, mut current) = match suggestion {
             Some(s) => (s, false),
             None => (self.current(&call, &etcd_key, false).await?, true),

@@ -197,7 +197,13 @@ impl Store {
             }
         };
         if cached_state.is_none() {
-            cached_state = turn.as_ref().and_then(|t| (**t).clone());
+            // Our own last write on this key, or the watch cache's copy: the newer one.
+            let remembered = turn.as_ref().and_then(|t| (**t).clone());
+            let cached = self.cached_state(key, &etcd_key);
+            cached_state = match (remembered, cached) {
+                (Some(r), Some(c)) => Some(if c.rev > r.rev { c } else { r }),
+                (r, c) => r.or(c),
+            };
         }
         let (mut state, mut current) = match cached_state {
             Some(s) => (s, false),
@@ -238,7 +244,7 @@ impl Store {
                 Some(a) => a,
                 None => {
                     let object = state.object_at(key, state.rev)?;
-                    let mut ask = std::pin::pin!(peer.ask(&state, object, *attempts));
+                    let mut ask = std::pin::pin!(peer.ask(&state, object.into(), *attempts));
                     if turn.is_some() {
                         match tokio::time::timeout(self.config.turn_hold, &mut ask).await {
                             Ok(answer) => answer?,

@@ -34,15 +34,17 @@ use std::{
     time::Duration,
 };
 
+use bytes::Bytes;
 use etcd_client::{EventType, WatchStream};
 use kubestore_proto::{meta::v1::WatchEventType, storage::v1::WatchEvent};
 use tokio::{sync::mpsc, time::Instant};
 use tracing::{Instrument, field::Empty};
 
 use crate::{
+    cache::serve::{self, Served},
     error::StorageError,
     etcd::EtcdCall,
-    keys::prefix_end,
+    keys::{is_internal, prefix_end},
     object::with_resource_version,
     selector::Selector,
     state::parse_resource_version,
@@ -89,21 +91,27 @@ pub struct WatchHandle {
 }
 
 /// Where events go: the bounded buffer, with the send budget and the stop signal.
-struct Sink {
-    tx: mpsc::Sender<WatchEvent>,
-    stop: tokio::sync::watch::Receiver<bool>,
+pub(crate) struct Sink {
+    pub(crate) tx: mpsc::Sender<WatchEvent>,
+    pub(crate) stop: tokio::sync::watch::Receiver<bool>,
+    /// Where an ending decided elsewhere (a cut-off by the watch cache) is reported.
+    pub(crate) end: EndSlot,
     key: String,
     sent: u64,
 }
 
 /// Whether the caller is still there.
-enum Flow {
+pub(crate) enum Flow {
     Go,
     Gone,
 }
 
 impl Sink {
-    async fn send(&mut self, ev: WatchEvent) -> Result<Flow, StorageError> {
+    pub(crate) fn shutting_down(&self) -> StorageError {
+        shutting_down(&self.key)
+    }
+
+    pub(crate) async fn send(&mut self, ev: WatchEvent) -> Result<Flow, StorageError> {
         let ev = match self.tx.try_send(ev) {
             Ok(()) => {
                 self.sent += 1;
@@ -131,7 +139,8 @@ impl Sink {
     }
 }
 
-async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+/// Resolves once `stop` is raised (without holding the receiver's lock across an await).
+pub(crate) async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
@@ -143,7 +152,7 @@ fn shutting_down(key: &str) -> StorageError {
     }
 }
 
-fn event(kind: WatchEventType, object: Vec<u8>, rev: i64) -> WatchEvent {
+fn event(kind: WatchEventType, object: Bytes, rev: i64) -> WatchEvent {
     WatchEvent {
         r#type: kind as i32,
         object,
@@ -201,10 +210,21 @@ impl Store {
                 let mut sink = Sink {
                     tx,
                     stop: store.stop.clone(),
+                    end: slot.clone(),
                     key: key.clone(),
                     sent: 0,
                 };
-                let run = store.run_watch(&req, rv, range, &mut sink);
+                let run = async {
+                    if let Some(cache) = &store.cache {
+                        let r = (range.0.as_str(), range.1.as_deref());
+                        if let Served::Hit(result) =
+                            serve::watch(cache, &req, rv, r, &mut sink).await
+                        {
+                            return result;
+                        }
+                    }
+                    store.run_watch(&req, rv, range.clone(), &mut sink).await
+                };
                 let result = match req.timeout {
                     Some(t) => tokio::time::timeout(t, run).await.unwrap_or(Ok(())),
                     None => run.await,
@@ -226,7 +246,7 @@ impl Store {
                             span.record("otel.status_code", "ERROR");
                         }
                         if let Ok(mut s) = slot.lock() {
-                            *s = Some(e);
+                            s.get_or_insert(e);
                         }
                     }
                 }
@@ -260,7 +280,7 @@ impl Store {
                 return Ok(());
             };
             if req.bookmarks && req.send_initial_events == Some(true) {
-                let mut end = event(WatchEventType::Bookmark, Vec::new(), list_rev);
+                let mut end = event(WatchEventType::Bookmark, Bytes::new(), list_rev);
                 end.initial_events_end = true;
                 if let Flow::Gone = sink.send(end).await? {
                     return Ok(());
@@ -322,7 +342,7 @@ impl Store {
                 }
             };
             for kv in &kvs {
-                if req.selector.matches(kv.value()) {
+                if !is_internal(kv.key()) && req.selector.matches(kv.value()) {
                     let object = stamp(key, kv.value(), kv.mod_revision())?;
                     let ev = event(WatchEventType::Added, object, kv.mod_revision());
                     if let Flow::Gone = sink.send(ev).await? {
@@ -364,7 +384,7 @@ impl Store {
                     let rev = seen.max(trusted_progress);
                     trusted_progress = pending_progress;
                     if rev > 0
-                        && let Flow::Gone = sink.send(event(WatchEventType::Bookmark, Vec::new(), rev)).await?
+                        && let Flow::Gone = sink.send(event(WatchEventType::Bookmark, Bytes::new(), rev)).await?
                     {
                         return Ok(());
                     }
@@ -437,6 +457,9 @@ fn transition(
     let Some(kv) = ev.kv() else {
         return Ok(None);
     };
+    if is_internal(kv.key()) {
+        return Ok(None);
+    }
     let rev = kv.mod_revision();
     let prev = || {
         ev.prev_kv().ok_or_else(|| {
@@ -473,7 +496,8 @@ fn transition(
         .transpose()
 }
 
-fn stamp(key: &str, value: &[u8], rev: i64) -> Result<Vec<u8>, StorageError> {
+fn stamp(key: &str, value: &[u8], rev: i64) -> Result<Bytes, StorageError> {
     with_resource_version(value, rev)
+        .map(Bytes::from)
         .map_err(|e| StorageError::internal(key, format!("stored object is corrupt: {e}")))
 }

@@ -67,7 +67,7 @@ pub async fn get(c: &mut StorageClient<Channel>, key: &str) -> Result<ConfigMap,
         })
         .await?
         .into_inner();
-    Ok(ConfigMap::decode(r.object.as_slice()).expect("decodes"))
+    Ok(ConfigMap::decode(r.object.as_ref()).expect("decodes"))
 }
 
 pub async fn raw(cluster: &Cluster, etcd_key: &str) -> Option<etcd_client::KeyValue> {

@@ -117,6 +117,8 @@ pub struct ClusterOptions {
     pub with_registry: bool,
     /// Extra etcd flags.
     pub etcd_args: Vec<&'static str>,
+    /// Take `storage`'s watch-cache setting as it is, whatever the run asks.
+    pub exact_storage: bool,
 }
 
 /// etcd + storage-svc (+ registry-svc).
@@ -129,8 +131,29 @@ pub struct Cluster {
     pub etcd: EtcdProcess,
 }
 
-/// Starts storage-svc against `etcd_endpoint`.
+/// `KUBESTORE_TEST_WATCH_CACHE=false` runs the suite with storage-svc's watch cache off (both
+/// paths must pass it; `scripts/test.sh` runs it both ways).
+pub const WATCH_CACHE_ENV: &str = "KUBESTORE_TEST_WATCH_CACHE";
+
+/// Whether this test run serves from the watch cache.
+pub fn watch_cache_on() -> bool {
+    std::env::var(WATCH_CACHE_ENV).map_or(true, |v| v != "false")
+}
+
+/// Starts storage-svc against `etcd_endpoint`, with the watch cache as the run asks (unless
+/// `config` turned it off itself).
 pub fn spawn_storage(
+    mut config: storage_svc::Config,
+    etcd_endpoint: String,
+    dispatch: Option<tracing::Dispatch>,
+) -> ServiceHandle {
+    config.watch_cache &= watch_cache_on();
+    spawn_storage_exact(config, etcd_endpoint, dispatch)
+}
+
+/// Starts storage-svc against `etcd_endpoint` with `config` as it is (tests of the watch cache
+/// itself, whatever the run asks).
+pub fn spawn_storage_exact(
     mut config: storage_svc::Config,
     etcd_endpoint: String,
     dispatch: Option<tracing::Dispatch>,
@@ -179,7 +202,12 @@ impl Cluster {
     /// Starts what `options` asks for and waits until it serves.
     pub async fn start(options: ClusterOptions) -> Self {
         let etcd = EtcdProcess::start_with(&options.etcd_args).await;
-        let storage = spawn_storage(
+        let spawn = if options.exact_storage {
+            spawn_storage_exact
+        } else {
+            spawn_storage
+        };
+        let storage = spawn(
             options.storage.unwrap_or_default(),
             etcd.endpoint(),
             options.storage_dispatch,

@@ -110,7 +110,7 @@ async fn any_kind_is_stored_without_a_code_change() {
         .await
         .expect("get")
         .into_inner();
-    let back = Pod::decode(r.object.as_slice()).expect("decodes");
+    let back = Pod::decode(r.object.as_ref()).expect("decodes");
     assert_eq!(back.spec, pod.spec, "fields storage does not know survive");
     let r = c
         .get(GetRequest {
@@ -121,7 +121,7 @@ async fn any_kind_is_stored_without_a_code_change() {
         .expect("get")
         .into_inner();
     assert_eq!(
-        Event::decode(r.object.as_slice()).expect("decodes").reason,
+        Event::decode(r.object.as_ref()).expect("decodes").reason,
         "Started"
     );
 }
@@ -385,7 +385,7 @@ async fn delete_checks_preconditions_and_returns_the_last_state() {
     let r = c
         .delete(DeleteRequest {
             key: key.into(),
-            cached_object: Some(cached.clone()),
+            cached_object: Some(cached.to_vec()),
             ..Default::default()
         })
         .await
@@ -413,7 +413,7 @@ async fn delete_checks_preconditions_and_returns_the_last_state() {
                 uid: None,
                 resource_version: Some(rv1),
             }),
-            cached_object: Some(cached),
+            cached_object: Some(cached.to_vec()),
             ..Default::default()
         })
         .await

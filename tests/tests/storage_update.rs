@@ -213,7 +213,7 @@ async fn cached_objects_cost_one_round_trip_when_current_and_are_never_applied_w
 
     // Current cache: the proposal goes with `start`; storage sends no state, one attempt.
     let s = UpdateStart {
-        cached_object: Some(current.clone()),
+        cached_object: Some(current.to_vec()),
         ..start(key)
     };
     let (end, states) = guaranteed_update(&mut c, s, increment)
@@ -227,7 +227,7 @@ async fn cached_objects_cost_one_round_trip_when_current_and_are_never_applied_w
     // Stale cache (n=0 while n=1 is stored): the proposal n=1 must not be applied; storage
     // sends the fresh state and the retry writes n=2.
     let s = UpdateStart {
-        cached_object: Some(current),
+        cached_object: Some(current.to_vec()),
         ..start(key)
     };
     let (end, states) = guaranteed_update(&mut c, s, increment)
@@ -261,7 +261,7 @@ async fn cached_objects_cost_one_round_trip_when_current_and_are_never_applied_w
         .await
         .expect("n=3");
     let s = UpdateStart {
-        cached_object: Some(stale),
+        cached_object: Some(stale.to_vec()),
         ..start(key)
     };
     let (end, _) = guaranteed_update(&mut c, s, |st| Reply::Write(st.object.clone(), 0))

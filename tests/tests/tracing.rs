@@ -246,8 +246,12 @@ async fn one_trace_from_client_to_etcd() {
     let (registry_d, registry_g) = telemetry("registry-svc", &receiver.endpoint);
     let (client_d, client_g) = telemetry("test-client", &receiver.endpoint);
     let cluster = Cluster::start(ClusterOptions {
-        // The holder below keeps its turn while the test arranges the conflict.
-        storage: Some(kubestore_tests::update::long_turn_hold()),
+        // The holder below keeps its turn while the test arranges the conflict; without the
+        // watch cache, whose newer copy would let the update avoid the conflict it must show.
+        storage: Some(storage_svc::Config {
+            watch_cache: false,
+            ..kubestore_tests::update::long_turn_hold()
+        }),
         storage_dispatch: Some(storage_d),
         registry_dispatch: Some(registry_d),
         with_registry: true,

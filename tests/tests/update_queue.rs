@@ -59,7 +59,7 @@ async fn a_cancelled_queued_update_is_never_written() {
         guaranteed_update(
             &mut c2,
             UpdateStart {
-                cached_object: Some(current),
+                cached_object: Some(current.to_vec()),
                 ..start(key)
             },
             increment,

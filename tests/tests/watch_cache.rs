@@ -1,0 +1,481 @@
+//! storage-svc's watch cache: consistent reads across replicas, one etcd watch per resource,
+//! resuming through etcd restarts, a bounded window, and read-free updates.
+
+use std::time::Duration;
+
+use kubestore_proto::{
+    core::v1::{ConfigMap, WatchConfigMapsRequest},
+    meta::v1::{ListOptions, WatchEventType},
+    storage::v1::{GetRequest, WatchRequest, storage_client::StorageClient},
+};
+use kubestore_tests::{
+    Cluster, ClusterOptions,
+    fixtures_registry::{self as reg},
+    fixtures_storage::*,
+    services::{channel, sample, scrape, spawn_storage_exact, wait_serving},
+    update::{Ended, guaranteed_update},
+};
+use prost::Message;
+use tonic::{Code, transport::Channel};
+
+fn cached() -> storage_svc::Config {
+    storage_svc::Config {
+        watch_cache: true,
+        ..Default::default()
+    }
+}
+
+/// Waits until `addr`'s cache serves `resource` (a read was answered from it).
+async fn warm(c: &mut StorageClient<Channel>, metrics: std::net::SocketAddr, key: &str) {
+    for _ in 0..200 {
+        let _ = c
+            .get(GetRequest {
+                key: key.into(),
+                ignore_not_found: true,
+                ..Default::default()
+            })
+            .await;
+        let hits = sample(
+            &scrape(metrics).await,
+            r#"storage_watch_cache_reads_total{resource="configmaps"}"#,
+        )
+        .unwrap_or(0.0);
+        if hits > 0.0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the watch cache never served {key}");
+}
+
+async fn etcd_count(metrics: std::net::SocketAddr) -> f64 {
+    let text = scrape(metrics).await;
+    ["Range", "Txn", "LeaseGrant", "Watch", "Compact"]
+        .iter()
+        .map(|op| {
+            sample(
+                &text,
+                &format!(r#"etcd_request_duration_seconds_count{{operation="{op}"}}"#),
+            )
+            .unwrap_or(0.0)
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reads_through_another_replica_see_every_acknowledged_write() {
+    let cluster = Cluster::start(ClusterOptions {
+        storage: Some(cached()),
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await;
+    let other = spawn_storage_exact(cached(), cluster.etcd.endpoint(), None);
+    wait_serving(&other.url()).await;
+    let mut writer = cluster.storage_client().await;
+    let mut reader = StorageClient::new(channel(&other.url()).await);
+    create(&mut writer, "/configmaps/ns/x", &cm("x", &[("n", "0")]), 0)
+        .await
+        .expect("create");
+    warm(&mut reader, other.metrics_addr, "/configmaps/ns/x").await;
+    let before = sample(
+        &scrape(other.metrics_addr).await,
+        r#"storage_watch_cache_reads_total{resource="configmaps"}"#,
+    )
+    .unwrap_or(0.0);
+    let mut stale = 0;
+    for i in 0..1000 {
+        // Writes to this resource, and (every third) to another one, which moves etcd's
+        // revision without any event for the configmaps cache.
+        let (written, key) = if i % 3 == 2 {
+            let k = format!("/pods/ns/p{i}");
+            (
+                create(&mut writer, &k, &cm("p", &[]), 0)
+                    .await
+                    .expect("create"),
+                None,
+            )
+        } else {
+            let (ended, _) = guaranteed_update(&mut writer, start("/configmaps/ns/x"), increment)
+                .await
+                .expect("update");
+            let Ended::Result(r) = ended else {
+                panic!("expected a result")
+            };
+            (r.resource_version, Some("/configmaps/ns/x"))
+        };
+        let read = reader
+            .get(GetRequest {
+                key: "/configmaps/ns/x".into(),
+                ..Default::default()
+            })
+            .await
+            .expect("get")
+            .into_inner();
+        let read_rv: i64 = read.resource_version.parse().expect("rv");
+        if key.is_some() && read_rv < written.parse::<i64>().expect("rv") {
+            stale += 1;
+        }
+    }
+    assert_eq!(stale, 0, "stale reads");
+    let after = sample(
+        &scrape(other.metrics_addr).await,
+        r#"storage_watch_cache_reads_total{resource="configmaps"}"#,
+    )
+    .unwrap_or(0.0);
+    assert!(
+        after - before >= 900.0,
+        "served from the cache: {}",
+        after - before
+    );
+    let n = ConfigMap::decode(
+        reader
+            .get(GetRequest {
+                key: "/configmaps/ns/x".into(),
+                ..Default::default()
+            })
+            .await
+            .expect("get")
+            .into_inner()
+            .object
+            .as_ref(),
+    )
+    .expect("decodes")
+    .data["n"]
+        .clone();
+    assert_eq!(n, "667");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_thousand_watches_share_one_etcd_watch() {
+    let cluster = Cluster::start(ClusterOptions {
+        storage: Some(cached()),
+        with_registry: true,
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await;
+    let mut cms = cluster.config_maps().await;
+    reg::create_cm_in(&mut cms, "w", reg::cm("first", &[]))
+        .await
+        .expect("create");
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut streams = Vec::new();
+    let channels = [channel(&url).await, channel(&url).await];
+    for i in 0..1000 {
+        let mut c = kubestore_proto::core::v1::config_maps_client::ConfigMapsClient::new(
+            channels[i % 2].clone(),
+        );
+        streams.push(
+            c.watch(WatchConfigMapsRequest {
+                namespace: "w".into(),
+                options: Some(ListOptions {
+                    send_initial_events: Some(false),
+                    ..Default::default()
+                }),
+            })
+            .await
+            .expect("watch")
+            .into_inner(),
+        );
+    }
+    for _ in 0..500 {
+        let served = sample(
+            &scrape(cluster.storage.metrics_addr).await,
+            r#"storage_watch_cache_watchers{resource="configmaps"}"#,
+        )
+        .unwrap_or(0.0);
+        if served >= 1000.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let created = reg::create_cm_in(&mut cms, "w", reg::cm("second", &[]))
+        .await
+        .expect("create");
+    let rv = created.metadata.expect("meta").resource_version;
+    for s in &mut streams {
+        let e = tokio::time::timeout(Duration::from_secs(20), s.message())
+            .await
+            .expect("in time")
+            .expect("ok")
+            .expect("event");
+        assert_eq!(e.r#type, WatchEventType::Added as i32);
+        assert_eq!(
+            e.object
+                .expect("cm")
+                .metadata
+                .expect("meta")
+                .resource_version,
+            rv
+        );
+    }
+    // etcd's own count of watchers: the cache's one for configmaps, nothing per client.
+    let text = reqwest_metrics(&cluster.etcd.endpoint()).await;
+    let watchers = sample(&text, "etcd_debugging_mvcc_watcher_total").expect("etcd metric");
+    assert_eq!(watchers, 1.0, "one etcd watch for 1000 client watches");
+}
+
+/// etcd's Prometheus text (a plain HTTP/1.1 GET on its client URL).
+async fn reqwest_metrics(endpoint: &str) -> String {
+    let addr: std::net::SocketAddr = endpoint
+        .trim_start_matches("http://")
+        .parse()
+        .expect("address");
+    scrape(addr).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watches_go_through_an_etcd_restart_and_a_compaction_without_loss_or_repeat() {
+    let mut cluster = Cluster::start(ClusterOptions {
+        storage: Some(cached()),
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await;
+    let mut c = cluster.storage_client().await;
+    let first = create(&mut c, "/configmaps/ns/o0", &cm("o0", &[]), 0)
+        .await
+        .expect("create");
+    warm(&mut c, cluster.storage.metrics_addr, "/configmaps/ns/o0").await;
+    let mut w = c
+        .watch(WatchRequest {
+            key: "/configmaps/ns".into(),
+            recursive: true,
+            resource_version: first.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut written = vec![];
+    let write = |i: usize, c: &mut StorageClient<Channel>| {
+        let mut c = c.clone();
+        async move {
+            loop {
+                match create(&mut c, &format!("/configmaps/ns/o{i}"), &cm("o", &[]), 0).await {
+                    Ok(rv) => return rv,
+                    Err(e) if e.code() == Code::Unavailable => {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    Err(e) => panic!("create: {e:?}"),
+                }
+            }
+        }
+    };
+    for i in 1..=20 {
+        written.push(write(i, &mut c).await);
+    }
+    cluster.etcd.restart().await;
+    for i in 21..=40 {
+        written.push(write(i, &mut c).await);
+    }
+    let mut etcd = cluster.etcd.client().await;
+    let latest: i64 = written.last().expect("written").parse().expect("rv");
+    etcd.compact(latest, None).await.expect("compact");
+    for i in 41..=60 {
+        written.push(write(i, &mut c).await);
+    }
+    let mut seen = Vec::new();
+    while seen.len() < written.len() {
+        let e = tokio::time::timeout(Duration::from_secs(20), w.message())
+            .await
+            .expect("an event in time")
+            .expect("the watch goes on")
+            .expect("event");
+        assert_eq!(e.r#type, WatchEventType::Added as i32);
+        seen.push(e.resource_version);
+    }
+    assert_eq!(seen, written, "every write once, in order");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), w.message())
+            .await
+            .is_err(),
+        "nothing more"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watch_older_than_the_window_is_expired() {
+    let cluster = Cluster::start(ClusterOptions {
+        storage: Some(storage_svc::Config {
+            watch_cache_size: 5,
+            ..cached()
+        }),
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await;
+    let mut c = cluster.storage_client().await;
+    let first = create(&mut c, "/configmaps/ns/a", &cm("a", &[]), 0)
+        .await
+        .expect("create");
+    warm(&mut c, cluster.storage.metrics_addr, "/configmaps/ns/a").await;
+    let mut rvs = Vec::new();
+    for i in 0..10 {
+        rvs.push(
+            create(&mut c, &format!("/configmaps/ns/b{i}"), &cm("b", &[]), 0)
+                .await
+                .expect("create"),
+        );
+    }
+    let watch = |rv: String| {
+        let mut c = c.clone();
+        async move {
+            let mut s = c
+                .watch(WatchRequest {
+                    key: "/configmaps/ns".into(),
+                    recursive: true,
+                    resource_version: rv,
+                    ..Default::default()
+                })
+                .await
+                .expect("watch")
+                .into_inner();
+            tokio::time::timeout(Duration::from_secs(5), s.message())
+                .await
+                .expect("in time")
+        }
+    };
+    // Inside the window: seamless.
+    let e = watch(rvs[6].clone()).await.expect("ok").expect("event");
+    assert_eq!(e.resource_version, rvs[7]);
+    // Older than the window (though etcd still has the history): Expired.
+    let e = watch(first).await.expect_err("too old");
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::OutOfRange, "Expired")
+    );
+    assert!(
+        e.message().contains("too old resource version"),
+        "{}",
+        e.message()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn updates_and_deletes_on_current_data_cost_one_etcd_request() {
+    let cluster = Cluster::start(ClusterOptions {
+        storage: Some(cached()),
+        with_registry: true,
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await;
+    let mut cms = cluster.config_maps().await;
+    let created = reg::create_cm(&mut cms, reg::cm("c", &[]))
+        .await
+        .expect("create");
+    let mut s = cluster.storage_client().await;
+    warm(
+        &mut s,
+        cluster.storage.metrics_addr,
+        "/configmaps/default/c",
+    )
+    .await;
+    // Until the cache has the object (its create event), a suggestion would be missing.
+    let rv: i64 = created
+        .metadata
+        .clone()
+        .expect("meta")
+        .resource_version
+        .parse()
+        .expect("rv");
+    for _ in 0..200 {
+        let cache_rev = sample(
+            &scrape(cluster.storage.metrics_addr).await,
+            r#"storage_watch_cache_revision{resource="configmaps"}"#,
+        )
+        .unwrap_or(0.0);
+        if cache_rev >= rv as f64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let metrics = cluster.storage.metrics_addr;
+    // A conditional update through registry-svc: one etcd txn, no read.
+    let before = etcd_count(metrics).await;
+    let mut next = created.clone();
+    next.data.insert("k".into(), "v2".into());
+    let updated = reg::update_cm(&mut cms, next).await.expect("update");
+    assert_eq!(
+        etcd_count(metrics).await - before,
+        1.0,
+        "one etcd request"
+    );
+    // A stale resourceVersion fails Conflict without touching etcd.
+    let mut stale = created.clone();
+    stale.data.insert("k".into(), "v3".into());
+    let before = etcd_count(metrics).await;
+    let e = reg::update_cm(&mut cms, stale).await.expect_err("stale");
+    assert_eq!(e.code(), Code::Aborted);
+    assert_eq!(
+        etcd_count(metrics).await - before,
+        0.0,
+        "no etcd request"
+    );
+    // A storage Delete without a cached object: one etcd txn.
+    let rv: i64 = updated
+        .metadata
+        .expect("meta")
+        .resource_version
+        .parse()
+        .expect("rv");
+    for _ in 0..200 {
+        let cache_rev = sample(
+            &scrape(metrics).await,
+            r#"storage_watch_cache_revision{resource="configmaps"}"#,
+        )
+        .unwrap_or(0.0);
+        if cache_rev >= rv as f64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let before = etcd_count(metrics).await;
+    s.delete(kubestore_proto::storage::v1::DeleteRequest {
+        key: "/configmaps/default/c".into(),
+        ..Default::default()
+    })
+    .await
+    .expect("delete");
+    assert_eq!(
+        etcd_count(metrics).await - before,
+        1.0,
+        "one etcd request"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn consistent_reads_fail_unavailable_while_etcd_is_down() {
+    let mut cluster = Cluster::start(ClusterOptions {
+        storage: Some(cached()),
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await;
+    let mut c = cluster.storage_client().await;
+    create(&mut c, "/configmaps/ns/a", &cm("a", &[]), 0)
+        .await
+        .expect("create");
+    warm(&mut c, cluster.storage.metrics_addr, "/configmaps/ns/a").await;
+    cluster.etcd.kill();
+    let mut req = tonic::Request::new(GetRequest {
+        key: "/configmaps/ns/a".into(),
+        ..Default::default()
+    });
+    req.set_timeout(Duration::from_secs(3));
+    let e = c.get(req).await.expect_err("no stale answer");
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    // "Any" version: the cache may answer.
+    let r = c
+        .get(GetRequest {
+            key: "/configmaps/ns/a".into(),
+            resource_version: "0".into(),
+            ..Default::default()
+        })
+        .await;
+    if let Ok(r) = r {
+        assert!(r.into_inner().found);
+    }
+}
