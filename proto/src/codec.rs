@@ -84,6 +84,23 @@ pub struct CheckedDecoder<U, D> {
     _d: PhantomData<D>,
 }
 
+impl<U: prost::Message + Default + Send + 'static, D: Domain> CheckedDecoder<U, D> {
+    /// A decoder of `U` whose malformed messages are INVALID_ARGUMENT in domain `D` (for
+    /// hand-written services that decode like the generated ones).
+    pub fn new() -> Self {
+        Self {
+            inner: ProstCodec::<U, U>::default().decoder(),
+            _d: PhantomData,
+        }
+    }
+}
+
+impl<U: prost::Message + Default + Send + 'static, D: Domain> Default for CheckedDecoder<U, D> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<U: prost::Message + Default, D: Domain> Decoder for CheckedDecoder<U, D> {
     type Item = U;
     type Error = Status;

@@ -26,6 +26,7 @@ pub mod kinds;
 pub mod list;
 pub mod names;
 pub mod quantity;
+pub mod raw_list;
 pub mod resource;
 pub mod selectors;
 pub mod service;
@@ -64,6 +65,7 @@ use tonic_health::{
 
 use crate::{
     kinds::{configmap::ConfigMapStrategy, event::EventStrategy, pod::PodStrategy},
+    raw_list::RawList,
     service::ResourceService,
     storage::StorageClient,
     store::Store,
@@ -211,37 +213,37 @@ pub async fn run_with_metrics(
     let reflection = serving.reflection()?;
     tracing::info!(addr = ?listener.local_addr().ok(), storage = %config.storage_addr, "registry-svc serving");
     let stop = serving.stop_signal();
+    // A kind's service: its generated server over its Store, with the message limit, and List
+    // passed through without decoding (`raw_list`).
+    macro_rules! serve {
+        ($server:ident, $store:expr) => {{
+            let store = $store;
+            RawList::new(
+                $server::new(ResourceService::new(store.clone(), stop.clone()))
+                    .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+                store,
+            )
+        }};
+    }
     // One registration line per kind.
     let result = serving
         .server()
         .add_service(serving.health_service())
         .add_service(reflection)
-        .add_service(
-            PodsServer::new(ResourceService::new(
-                Store::new(storage.clone(), PodStrategy),
-                stop.clone(),
-            ))
-            .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
-        )
-        .add_service(
-            ConfigMapsServer::new(ResourceService::new(
-                Store::new(storage.clone(), ConfigMapStrategy),
-                stop.clone(),
-            ))
-            .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
-        )
-        .add_service(
-            EventsServer::new(ResourceService::new(
-                Store::new(
-                    storage.clone(),
-                    EventStrategy {
-                        ttl: config.event_ttl,
-                    },
-                ),
-                stop,
-            ))
-            .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
-        )
+        .add_service(serve!(PodsServer, Store::new(storage.clone(), PodStrategy)))
+        .add_service(serve!(
+            ConfigMapsServer,
+            Store::new(storage.clone(), ConfigMapStrategy)
+        ))
+        .add_service(serve!(
+            EventsServer,
+            Store::new(
+                storage.clone(),
+                EventStrategy {
+                    ttl: config.event_ttl
+                }
+            )
+        ))
         .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained())
         .await;
     poller.abort();

@@ -2,6 +2,7 @@
 //! where pages are filled; the key narrowed when the field selector pins the namespace or the
 //! name, so that `metadata.name=x` reads one key instead of the whole prefix.
 
+use bytes::Bytes;
 use kubestore_proto::{
     meta::v1::{ListMeta, ListOptions},
     storage::v1::{ListRequest, Selector},
@@ -95,13 +96,13 @@ impl<R: Resource> Store<R> {
         }
     }
 
-    /// List: one page of the objects `namespace` ("" = all) and `options` select.
-    pub async fn list(
+    /// One page as storage returned it: the list's metadata and the encoded objects.
+    pub(crate) async fn list_encoded(
         &self,
         ctx: Ctx,
         namespace: &str,
         options: Option<ListOptions>,
-    ) -> Result<(ListMeta, Vec<R>), ApiError> {
+    ) -> Result<(ListMeta, Vec<Bytes>), ApiError> {
         let options = options.unwrap_or_default();
         if options.send_initial_events.is_some() {
             return Err(ApiError::invalid(
@@ -130,19 +131,30 @@ impl<R: Resource> Store<R> {
             )
             .await
             .map_err(|s| self.collection_error(&s))?;
-        let mut items = Vec::with_capacity(page.items.len());
-        for bytes in &page.items {
-            let mut item = self.decode(bytes)?;
-            self.strategy.decorate(&mut item);
-            items.push(item);
-        }
         Ok((
             ListMeta {
                 resource_version: page.resource_version,
                 r#continue: page.r#continue,
                 remaining_item_count: page.remaining_item_count,
             },
-            items,
+            page.items,
         ))
+    }
+
+    /// List: one page of the objects `namespace` ("" = all) and `options` select.
+    pub async fn list(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        options: Option<ListOptions>,
+    ) -> Result<(ListMeta, Vec<R>), ApiError> {
+        let (meta, encoded) = self.list_encoded(ctx, namespace, options).await?;
+        let mut items = Vec::with_capacity(encoded.len());
+        for bytes in &encoded {
+            let mut item = self.decode(bytes)?;
+            self.strategy.decorate(&mut item);
+            items.push(item);
+        }
+        Ok((meta, items))
     }
 }

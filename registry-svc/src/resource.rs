@@ -2,8 +2,8 @@
 //! metadata is. Implemented for each proto message by one `resource!` line.
 
 use kubestore_proto::{
-    core::v1::{ConfigMap, Event, Pod},
-    meta::v1::ObjectMeta,
+    core::v1::{ConfigMap, Event, ListConfigMapsRequest, ListEventsRequest, ListPodsRequest, Pod},
+    meta::v1::{ListOptions, ObjectMeta},
 };
 
 /// A resource kind stored by the registry.
@@ -16,15 +16,25 @@ pub trait Resource: prost::Message + Default + Clone + PartialEq + Send + Sync +
     fn meta(&self) -> Option<&ObjectMeta>;
     /// The metadata, created empty if absent.
     fn meta_mut(&mut self) -> &mut ObjectMeta;
+    /// The kind's List request (for the List pass-through, `raw_list`).
+    type ListRequest: prost::Message + Default + Send + Sync + 'static;
+    /// A List request's namespace and options.
+    fn list_parts(request: Self::ListRequest) -> (String, Option<ListOptions>);
 }
 
 /// Implements [`Resource`] for a message whose field 1 is `metadata`.
 #[macro_export]
 macro_rules! resource {
-    ($ty:ty, $kind:literal, $plural:literal) => {
+    ($ty:ty, $kind:literal, $plural:literal, $list:ty) => {
         impl $crate::resource::Resource for $ty {
             const KIND: &'static str = $kind;
             const RESOURCE: &'static str = $plural;
+            type ListRequest = $list;
+            fn list_parts(
+                request: $list,
+            ) -> (String, Option<kubestore_proto::meta::v1::ListOptions>) {
+                (request.namespace, request.options)
+            }
             fn meta(&self) -> Option<&kubestore_proto::meta::v1::ObjectMeta> {
                 self.metadata.as_ref()
             }
@@ -35,9 +45,9 @@ macro_rules! resource {
     };
 }
 
-resource!(Pod, "Pod", "pods");
-resource!(ConfigMap, "ConfigMap", "configmaps");
-resource!(Event, "Event", "events");
+resource!(Pod, "Pod", "pods", ListPodsRequest);
+resource!(ConfigMap, "ConfigMap", "configmaps", ListConfigMapsRequest);
+resource!(Event, "Event", "events", ListEventsRequest);
 
 /// Shorthand accessors over [`Resource::meta`].
 pub trait MetaExt {

@@ -128,4 +128,9 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
     fn after_delete(&self, _obj: &R, _dry_run: bool) {}
     /// Last touch on every object returned to a client.
     fn decorate(&self, _obj: &mut R) {}
+    /// Whether `decorate` changes objects. A kind that overrides `decorate` must say so: List
+    /// otherwise passes storage's encoded objects through without decoding them (`raw_list`).
+    fn has_decorator(&self) -> bool {
+        false
+    }
 }

@@ -412,6 +412,14 @@ impl Store {
             Some(c) => Some(ObjState::from_cached(key, c)?),
             None => None,
         };
+        // As for updates: a resourceVersion precondition older than the watch cache's copy
+        // fails before queueing.
+        if let Some(seen) = self.cached_state(key, &etcd_key)
+            && preconditions::never_again(pre, seen.rev)
+            && let Err(e) = preconditions::check(key, pre, &seen.meta)
+        {
+            return Err(e);
+        }
         let mut turn = if dry_run {
             None
         } else {

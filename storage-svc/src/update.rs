@@ -184,6 +184,15 @@ impl Store {
         } else {
             None
         };
+        // A resourceVersion precondition already older than what the watch cache saw can never
+        // pass: fail before queueing behind the key's other updates (on a hot key, the losers
+        // of a round return while the winner still holds the turn).
+        if let Some(seen) = self.cached_state(key, &etcd_key)
+            && preconditions::never_again(req.preconditions, seen.rev)
+            && let Err(e) = preconditions::check(key, req.preconditions, &seen.meta)
+        {
+            return Err(e);
+        }
 
         // Take this key's turn (not for dry runs: they write nothing). Our own last write is a
         // better suggestion than none, but a caller's cached copy comes first. A caller that

@@ -398,22 +398,14 @@ async fn updates_and_deletes_on_current_data_cost_one_etcd_request() {
     let mut next = created.clone();
     next.data.insert("k".into(), "v2".into());
     let updated = reg::update_cm(&mut cms, next).await.expect("update");
-    assert_eq!(
-        etcd_count(metrics).await - before,
-        1.0,
-        "one etcd request"
-    );
+    assert_eq!(etcd_count(metrics).await - before, 1.0, "one etcd request");
     // A stale resourceVersion fails Conflict without touching etcd.
     let mut stale = created.clone();
     stale.data.insert("k".into(), "v3".into());
     let before = etcd_count(metrics).await;
     let e = reg::update_cm(&mut cms, stale).await.expect_err("stale");
     assert_eq!(e.code(), Code::Aborted);
-    assert_eq!(
-        etcd_count(metrics).await - before,
-        0.0,
-        "no etcd request"
-    );
+    assert_eq!(etcd_count(metrics).await - before, 0.0, "no etcd request");
     // A storage Delete without a cached object: one etcd txn.
     let rv: i64 = updated
         .metadata
@@ -439,11 +431,7 @@ async fn updates_and_deletes_on_current_data_cost_one_etcd_request() {
     })
     .await
     .expect("delete");
-    assert_eq!(
-        etcd_count(metrics).await - before,
-        1.0,
-        "one etcd request"
-    );
+    assert_eq!(etcd_count(metrics).await - before, 1.0, "one etcd request");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -478,4 +466,27 @@ async fn consistent_reads_fail_unavailable_while_etcd_is_down() {
     if let Ok(r) = r {
         assert!(r.into_inner().found);
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stale_updates_fail_fast_and_deleted_objects_are_not_found() {
+    let cluster = Cluster::start(ClusterOptions {
+        storage: Some(cached()),
+        with_registry: true,
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await;
+    let mut cms = cluster.config_maps().await;
+    let first = reg::create_cm(&mut cms, reg::cm("c", &[])).await.expect("create");
+    let mut changed = first.clone();
+    changed.data.insert("k".into(), "v2".into());
+    reg::update_cm(&mut cms, changed).await.expect("update");
+    // While it exists at a newer version: Conflict.
+    let e = reg::update_cm(&mut cms, first.clone()).await.expect_err("stale");
+    assert_eq!(e.code(), Code::Aborted);
+    // Once deleted: NotFound, as upstream.
+    reg::delete_cm(&mut cms, "c", None).await.expect("delete");
+    let e = reg::update_cm(&mut cms, first).await.expect_err("gone");
+    assert_eq!((e.code(), reason(&e).as_str()), (Code::NotFound, "NotFound"));
 }

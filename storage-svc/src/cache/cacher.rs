@@ -221,12 +221,18 @@ impl Cacher {
         let (tx, rx) = mpsc::channel(SUBSCRIBER_BATCHES);
         let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
         let out = f(&state);
+        state.subscribers.retain(|s| !s.tx.is_closed());
         state.subscribers.push(Subscriber {
             start,
             end,
             tx,
             end_slot,
         });
+        let served = state.subscribers.len() as i64;
+        drop(state);
+        if let Some(c) = self.cache() {
+            c.metrics.watchers.get_or_create(&self.labels).set(served);
+        }
         self.watches.fetch_add(1, Ordering::Relaxed);
         (out, rx)
     }
