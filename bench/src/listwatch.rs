@@ -27,8 +27,6 @@ use crate::{procs::ServiceProcess, report::Row, runner::Stats};
 
 /// Namespace of the listed objects.
 const LIST_NS: &str = "bench-list";
-/// Namespace of the watched objects.
-const WATCH_NS: &str = "bench-watch";
 
 fn object(ns: &str, name: &str) -> ConfigMap {
     ConfigMap {
@@ -115,6 +113,7 @@ fn row(
 pub(crate) async fn list_rows(
     etcd: &etcd_client::Client,
     registry: &[Channel],
+    registry_off: Option<&[Channel]>,
     services: &[&ServiceProcess],
     objects: usize,
     reps: usize,
@@ -150,28 +149,36 @@ pub(crate) async fn list_rows(
         stats,
         String::new(),
     ));
-    let c1 = client.clone();
-    let stats = crate::runner::run(1, reps, move |_| {
-        let mut c = c1();
-        async move {
-            let r = c
-                .list(ListConfigMapsRequest {
-                    namespace: LIST_NS.into(),
-                    options: None,
-                })
-                .await
-                .map_err(|e| e.to_string())?;
-            check(r.into_inner().items.len(), want)
-        }
-    })
-    .await;
-    rows.push(row(
-        "registry-svc ConfigMaps",
-        "list 10000 (one page)",
-        "list 10000 (one page)",
-        stats,
-        String::new(),
-    ));
+    for (layer, ch) in [
+        ("registry-svc ConfigMaps", Some(registry[0].clone())),
+        (
+            "registry-svc ConfigMaps, cache off",
+            registry_off.and_then(|c| c.first().cloned()),
+        ),
+    ] {
+        let Some(ch) = ch else { continue };
+        let stats = crate::runner::run(1, reps, move |_| {
+            let mut c = ConfigMapsClient::new(ch.clone()).max_decoding_message_size(1 << 30);
+            async move {
+                let r = c
+                    .list(ListConfigMapsRequest {
+                        namespace: LIST_NS.into(),
+                        options: None,
+                    })
+                    .await
+                    .map_err(|e| e.to_string())?;
+                check(r.into_inner().items.len(), want)
+            }
+        })
+        .await;
+        rows.push(row(
+            layer,
+            "list 10000 (one page)",
+            "list 10000 (one page)",
+            stats,
+            String::new(),
+        ));
+    }
 
     let raw = etcd.clone();
     let p = prefix.clone();
@@ -209,42 +216,50 @@ pub(crate) async fn list_rows(
         stats,
         String::new(),
     ));
-    let c2 = client.clone();
-    let stats = crate::runner::run(1, reps, move |_| {
-        let mut c = c2();
-        async move {
-            let mut token = String::new();
-            let mut n = 0;
-            loop {
-                let r = c
-                    .list(ListConfigMapsRequest {
-                        namespace: LIST_NS.into(),
-                        options: Some(ListOptions {
-                            limit: 500,
-                            r#continue: token.clone(),
-                            ..Default::default()
-                        }),
-                    })
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .into_inner();
-                n += r.items.len();
-                token = r.metadata.unwrap_or_default().r#continue;
-                if token.is_empty() {
-                    break;
+    for (layer, ch) in [
+        ("registry-svc ConfigMaps", Some(registry[0].clone())),
+        (
+            "registry-svc ConfigMaps, cache off",
+            registry_off.and_then(|c| c.first().cloned()),
+        ),
+    ] {
+        let Some(ch) = ch else { continue };
+        let stats = crate::runner::run(1, reps, move |_| {
+            let mut c = ConfigMapsClient::new(ch.clone()).max_decoding_message_size(1 << 30);
+            async move {
+                let mut token = String::new();
+                let mut n = 0;
+                loop {
+                    let r = c
+                        .list(ListConfigMapsRequest {
+                            namespace: LIST_NS.into(),
+                            options: Some(ListOptions {
+                                limit: 500,
+                                r#continue: token.clone(),
+                                ..Default::default()
+                            }),
+                        })
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .into_inner();
+                    n += r.items.len();
+                    token = r.metadata.unwrap_or_default().r#continue;
+                    if token.is_empty() {
+                        break;
+                    }
                 }
+                check(n, want)
             }
-            check(n, want)
-        }
-    })
-    .await;
-    rows.push(row(
-        "registry-svc ConfigMaps",
-        "list 10000 (pages of 500)",
-        "list 10000 (pages of 500)",
-        stats,
-        String::new(),
-    ));
+        })
+        .await;
+        rows.push(row(
+            layer,
+            "list 10000 (pages of 500)",
+            "list 10000 (pages of 500)",
+            stats,
+            String::new(),
+        ));
+    }
 
     // RSS growth while serving one one-page list, against what it returns.
     for s in services {
@@ -305,10 +320,87 @@ fn fanout_stats(acks: &[Instant], receipts: &[Vec<Instant>], start: Instant) -> 
     }
 }
 
-/// Watch fan-out through registry-svc and on raw etcd.
+/// `watchers` registry-svc watchers of `ns` while one writer creates `events` ConfigMaps there.
+async fn registry_fanout(
+    registry: &[Channel],
+    ns: &'static str,
+    watchers: usize,
+    events: usize,
+) -> Result<Stats, String> {
+    let mut cms = ConfigMapsClient::new(registry[0].clone());
+    let start = cms
+        .create(CreateConfigMapRequest {
+            namespace: ns.into(),
+            config_map: Some(object(ns, "start")),
+            dry_run: false,
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .into_inner()
+        .metadata
+        .unwrap_or_default()
+        .resource_version;
+    let receipts = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for n in 0..watchers {
+        let mut c = ConfigMapsClient::new(registry[n % registry.len()].clone());
+        let receipts = receipts.clone();
+        let start = start.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut stream = c
+                .watch(WatchConfigMapsRequest {
+                    namespace: ns.into(),
+                    options: Some(ListOptions {
+                        resource_version: start,
+                        ..Default::default()
+                    }),
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .into_inner();
+            let mut got = Vec::with_capacity(events);
+            while got.len() < events {
+                match tokio::time::timeout(Duration::from_secs(60), stream.message()).await {
+                    Ok(Ok(Some(_))) => got.push(Instant::now()),
+                    _ => break,
+                }
+            }
+            if let Ok(mut r) = receipts.lock() {
+                r.push(got);
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    // Let the watches start before the first write (they resume from `start` anyway).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let begin = Instant::now();
+    let mut acks = Vec::with_capacity(events);
+    for i in 0..events {
+        cms.create(CreateConfigMapRequest {
+            namespace: ns.into(),
+            config_map: Some(object(ns, &format!("w{i:05}"))),
+            dry_run: false,
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        acks.push(Instant::now());
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    Ok(fanout_stats(
+        &acks,
+        &receipts.lock().map_err(|e| e.to_string())?,
+        begin,
+    ))
+}
+
+/// Watch fan-out through registry-svc (cache on: 100 and 1,000 watchers; off: 100) and on raw
+/// etcd (100 watchers).
 pub(crate) async fn watch_rows(
     etcd: &etcd_client::Client,
     registry: &[Channel],
+    registry_off: Option<&[Channel]>,
     watchers: usize,
     events: usize,
 ) -> Result<Vec<Row>, String> {
@@ -382,74 +474,39 @@ pub(crate) async fn watch_rows(
         "events/s per watcher; p50/p99 = lag from write ack to receipt".into(),
     ));
 
-    // registry-svc: watchers from the current revision, one writer creating ConfigMaps.
-    let mut cms = ConfigMapsClient::new(registry[0].clone());
-    let start = cms
-        .create(CreateConfigMapRequest {
-            namespace: WATCH_NS.into(),
-            config_map: Some(object(WATCH_NS, "start")),
-            dry_run: false,
-        })
-        .await
-        .map_err(|e| e.to_string())?
-        .into_inner()
-        .metadata
-        .unwrap_or_default()
-        .resource_version;
-    let receipts = Arc::new(Mutex::new(Vec::new()));
-    let mut tasks = Vec::new();
-    for n in 0..watchers {
-        let mut c = ConfigMapsClient::new(registry[n % registry.len()].clone());
-        let receipts = receipts.clone();
-        let start = start.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut stream = c
-                .watch(WatchConfigMapsRequest {
-                    namespace: WATCH_NS.into(),
-                    options: Some(ListOptions {
-                        resource_version: start,
-                        ..Default::default()
-                    }),
-                })
-                .await
-                .map_err(|e| e.to_string())?
-                .into_inner();
-            let mut got = Vec::with_capacity(events);
-            while got.len() < events {
-                match tokio::time::timeout(Duration::from_secs(30), stream.message()).await {
-                    Ok(Ok(Some(_))) => got.push(Instant::now()),
-                    _ => break,
-                }
-            }
-            if let Ok(mut r) = receipts.lock() {
-                r.push(got);
-            }
-            Ok::<(), String>(())
-        }));
+    for (layer, op, chans, n, ns) in [
+        (
+            "registry-svc ConfigMaps",
+            "watch fan-out (100 watchers)",
+            Some(registry),
+            watchers,
+            "bench-watch-100",
+        ),
+        (
+            "registry-svc ConfigMaps",
+            "watch fan-out (1000 watchers)",
+            Some(registry),
+            watchers * 10,
+            "bench-watch-1000",
+        ),
+        (
+            "registry-svc ConfigMaps, cache off",
+            "watch fan-out (100 watchers)",
+            registry_off,
+            watchers,
+            "bench-watch-off",
+        ),
+    ] {
+        let Some(chans) = chans else { continue };
+        let stats = registry_fanout(chans, ns, n, events).await?;
+        let ratio = stats.p99.as_secs_f64() / raw_p99.as_secs_f64().max(1e-6);
+        rows.push(row(
+            layer,
+            op,
+            "watch fan-out (100 watchers)",
+            stats,
+            format!("events/s per watcher; p99 lag {ratio:.2}x raw etcd's (100 watchers)"),
+        ));
     }
-    let begin = Instant::now();
-    let mut acks = Vec::with_capacity(events);
-    for i in 0..events {
-        cms.create(CreateConfigMapRequest {
-            namespace: WATCH_NS.into(),
-            config_map: Some(object(WATCH_NS, &format!("w{i:05}"))),
-            dry_run: false,
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-        acks.push(Instant::now());
-    }
-    for t in tasks {
-        t.await.map_err(|e| e.to_string())??;
-    }
-    let stats = fanout_stats(&acks, &receipts.lock().map_err(|e| e.to_string())?, begin);
-    let ratio = stats.p99.as_secs_f64() / raw_p99.as_secs_f64().max(1e-6);
-    rows.push(row(
-        "registry-svc ConfigMaps",
-        "watch fan-out (100 watchers)",
-        "watch fan-out (100 watchers)",
-        stats,
-        format!("events/s per watcher; p99 lag {ratio:.2}x raw etcd's"),
-    ));
     Ok(rows)
 }

@@ -70,12 +70,12 @@ struct Cli {
     /// gRPC connections per client.
     #[arg(long, default_value_t = 4)]
     channels: usize,
-    /// Parts to run: raw, storage, registry, tracing, list, watch (the report is written only
-    /// when all run).
+    /// Parts to run: raw, storage, registry, tracing, list, watch, nocache (the report is
+    /// written only when all run).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "raw,storage,registry,tracing,list,watch"
+        default_value = "raw,storage,registry,tracing,list,watch,nocache"
     )]
     only: Vec<String>,
     /// Objects listed by the list rows.
@@ -410,13 +410,104 @@ async fn bench(cli: Cli) -> Result<(), String> {
         (registry.name, registry.rss_mib().1),
     ];
 
+    // The same operations with storage-svc's watch cache off, at the highest concurrency, on a
+    // second pair (storage-svc --watch-cache=false, registry-svc on it).
+    let off = if wants("nocache") {
+        let storage_off = ServiceProcess::start(
+            "storage",
+            &[
+                "--etcd-endpoints".into(),
+                etcd.endpoint(),
+                "--watch-cache=false".into(),
+            ],
+            &[],
+        )
+        .await;
+        let registry_off = ServiceProcess::start(
+            "registry",
+            &["--storage-addr".into(), storage_off.url()],
+            &[],
+        )
+        .await;
+        Some((storage_off, registry_off))
+    } else {
+        None
+    };
+    if let Some((storage_off, registry_off)) = &off {
+        let c = cli.concurrency.iter().copied().max().unwrap_or(1);
+        println!("watch cache off, concurrency {c}");
+        let s_off = Storage {
+            clients: channels(&storage_off.url(), cli.channels)
+                .await
+                .into_iter()
+                .map(StorageClient::new)
+                .collect(),
+            prefix: format!("/bench-off/c{c}/"),
+        };
+        let cms_off = ConfigMaps {
+            clients: channels(&registry_off.url(), cli.channels)
+                .await
+                .into_iter()
+                .map(ConfigMapsClient::new)
+                .collect(),
+            prefix: format!("cm-off-c{c}-"),
+            aborted: Arc::new(AtomicU64::new(0)),
+        };
+        const S_OFF: &str = "storage-svc, cache off";
+        const CM_OFF: &str = "registry-svc ConfigMaps, cache off";
+        bench_op!(&mut rows, S_OFF, "create", "create", c, ops, s_off, create);
+        bench_op!(
+            &mut rows, CM_OFF, "create", "create", c, ops, cms_off, create
+        );
+        bench_op!(&mut rows, S_OFF, "get", "get", c, ops, s_off, get);
+        bench_op!(&mut rows, CM_OFF, "get", "get", c, ops, cms_off, get);
+        bench_op!(&mut rows, S_OFF, "update", "update", c, ops, s_off, update);
+        bench_op!(
+            &mut rows,
+            CM_OFF,
+            "update (get+update rv)",
+            "update",
+            c,
+            ops,
+            cms_off,
+            update
+        );
+        cms_off.seed_hot().await;
+        bench_op!(
+            &mut rows,
+            CM_OFF,
+            "hot update",
+            "hot update",
+            c,
+            ops,
+            cms_off,
+            hot_update
+        );
+        if let Some(row) = rows.last_mut() {
+            let n = row.stats.ops.max(1) as f64;
+            row.note = format!(
+                "{:.1} ABORTED/update",
+                cms_off.aborted.swap(0, Ordering::Relaxed) as f64 / n
+            );
+        }
+        bench_op!(&mut rows, S_OFF, "delete", "delete", c, ops, s_off, delete);
+        bench_op!(
+            &mut rows, CM_OFF, "delete", "delete", c, ops, cms_off, delete
+        );
+    }
+
     let mut listwatch_rows = Vec::new();
     let mut list_memory = Vec::new();
     if wants("list") {
         let reps = if cli.smoke { 2 } else { 20 };
+        let off_channels = match &off {
+            Some((_, r)) => Some(channels(&r.url(), 1).await),
+            None => None,
+        };
         let (rows, memory) = listwatch::list_rows(
             &raw_clients[0],
             &registry_channels,
+            off_channels.as_deref(),
             &[&storage, &registry],
             cli.list_objects,
             reps,
@@ -427,9 +518,19 @@ async fn bench(cli: Cli) -> Result<(), String> {
     }
     if wants("watch") {
         let writes = if cli.smoke { 20 } else { 500 };
+        let off_channels = match &off {
+            Some((_, r)) => Some(channels(&r.url(), cli.channels).await),
+            None => None,
+        };
         listwatch_rows.extend(
-            listwatch::watch_rows(&raw_clients[0], &registry_channels, cli.watchers, writes)
-                .await?,
+            listwatch::watch_rows(
+                &raw_clients[0],
+                &registry_channels,
+                off_channels.as_deref(),
+                cli.watchers,
+                writes,
+            )
+            .await?,
         );
     }
 
@@ -494,9 +595,11 @@ async fn bench(cli: Cli) -> Result<(), String> {
         spans = receiver.spans().len();
         println!("  spans received by the OTLP receiver: {spans}");
     }
-    if ["raw", "storage", "registry", "tracing", "list", "watch"]
-        .iter()
-        .any(|p| !wants(p))
+    if [
+        "raw", "storage", "registry", "tracing", "list", "watch", "nocache",
+    ]
+    .iter()
+    .any(|p| !wants(p))
     {
         println!("partial run: report not written");
         return Ok(());

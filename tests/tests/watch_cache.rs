@@ -478,15 +478,22 @@ async fn stale_updates_fail_fast_and_deleted_objects_are_not_found() {
     })
     .await;
     let mut cms = cluster.config_maps().await;
-    let first = reg::create_cm(&mut cms, reg::cm("c", &[])).await.expect("create");
+    let first = reg::create_cm(&mut cms, reg::cm("c", &[]))
+        .await
+        .expect("create");
     let mut changed = first.clone();
     changed.data.insert("k".into(), "v2".into());
     reg::update_cm(&mut cms, changed).await.expect("update");
     // While it exists at a newer version: Conflict.
-    let e = reg::update_cm(&mut cms, first.clone()).await.expect_err("stale");
+    let e = reg::update_cm(&mut cms, first.clone())
+        .await
+        .expect_err("stale");
     assert_eq!(e.code(), Code::Aborted);
     // Once deleted: NotFound, as upstream.
     reg::delete_cm(&mut cms, "c", None).await.expect("delete");
     let e = reg::update_cm(&mut cms, first).await.expect_err("gone");
-    assert_eq!((e.code(), reason(&e).as_str()), (Code::NotFound, "NotFound"));
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::NotFound, "NotFound")
+    );
 }
