@@ -25,7 +25,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 pub const DOMAIN: &str = "storage.kubestore.io";
 
 /// What went wrong.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StorageError {
     /// The key does not exist.
     #[error("key {key:?} not found")]

@@ -57,6 +57,15 @@ impl KeyPrefix {
     }
 }
 
+/// Where a list of `prefix`'s children starts: just after the prefix's own internal keys (the
+/// fence, `<prefix>\0...`), which callers' keys cannot reach (no control characters), so
+/// limits and remaining counts are never spent on them.
+pub fn first_child(prefix: &str) -> Vec<u8> {
+    let mut start = prefix.as_bytes().to_vec();
+    start.push(1);
+    start
+}
+
 /// The end of the range of keys that start with `prefix` (etcd's prefix range end).
 pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();

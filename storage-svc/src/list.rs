@@ -29,7 +29,7 @@ use crate::{
     continuation,
     error::StorageError,
     etcd::EtcdCall,
-    keys::{is_internal, prefix_end},
+    keys::{first_child, is_internal, prefix_end},
     object::with_resource_version,
     selector::Selector,
     state::parse_resource_version,
@@ -179,7 +179,7 @@ impl Store {
         let mut etcd_limit = req.limit;
         let mut page = ListPage::default();
         let mut last_key: Option<Vec<u8>> = None;
-        let (has_more, count) = loop {
+        let (has_more, remaining) = loop {
             *reads += 1;
             let chunk = match self
                 .etcd
@@ -201,11 +201,13 @@ impl Store {
                 ));
             }
             let mut limit_reached = false;
+            let mut consumed: i64 = 0;
             for kv in &chunk.kvs {
                 if req.limit > 0 && page.items.len() as i64 >= req.limit {
                     limit_reached = true;
                     break;
                 }
+                consumed += 1;
                 last_key = Some(kv.key().to_vec());
                 if !is_internal(kv.key()) && self.evaluate(&req.selector, kv.value()) {
                     page.items.push(stamp(key, kv)?);
@@ -214,7 +216,10 @@ impl Store {
             let has_more = chunk.more || limit_reached;
             let full = req.limit > 0 && page.items.len() as i64 >= req.limit;
             if limit_reached || !has_more || req.limit == 0 || full {
-                break (has_more, chunk.count);
+                // etcd counted the keys from this chunk's start: those after the last one
+                // consumed are what remains (upstream counts from the list's start, which is
+                // off by the items of earlier chunks once the page needed more than one).
+                break (has_more, chunk.count - consumed);
             }
             // The page is not full yet: read on after the last evaluated key, with a larger
             // etcd page each time.
@@ -231,7 +236,7 @@ impl Store {
             let relative = String::from_utf8_lossy(&next[prefix.len()..]).into_owned();
             page.continue_token = Some(continuation::encode(rev, &relative));
             if req.selector.is_empty() {
-                page.remaining_item_count = Some((count - req.limit).max(0));
+                page.remaining_item_count = Some(remaining.max(0));
             }
         }
         Ok(page)
@@ -320,7 +325,7 @@ fn plan(req: &ListRequest<'_>, prefix: &str) -> Result<Plan, StorageError> {
     let mut plan = Plan {
         rev: 0,
         min_rev: 0,
-        start: prefix.as_bytes().to_vec(),
+        start: first_child(prefix),
         continued: None,
     };
     if continuing {

@@ -264,7 +264,7 @@ impl Store {
             let etcd_key = self.prefix.etcd_key(key)?;
             if let Some(cache) = &self.cache {
                 // The first touch of a resource starts its cache, so it is warm for the reads.
-                cache.cacher(key);
+                cache.cacher(key, &etcd_key);
             }
             let parsed = parse_object(key, object, "object")?;
             if parse_resource_version(key, &parsed.meta.resource_version)? != 0 {
@@ -335,7 +335,7 @@ impl Store {
                         key: key.to_string(),
                     }),
                     Some(e) => Ok(Some(Versioned {
-                        object: e.object,
+                        object: e.object(key)?,
                         rev: e.mod_rev,
                     })),
                 };

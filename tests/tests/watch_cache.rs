@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use kubestore_proto::{
     core::v1::{ConfigMap, WatchConfigMapsRequest},
-    meta::v1::{ListOptions, WatchEventType},
-    storage::v1::{GetRequest, WatchRequest, storage_client::StorageClient},
+    meta::v1::{ListOptions, ResourceVersionMatch, WatchEventType},
+    storage::v1::{GetRequest, ListRequest, WatchRequest, storage_client::StorageClient},
 };
 use kubestore_tests::{
     Cluster, ClusterOptions,
@@ -496,4 +496,137 @@ async fn stale_updates_fail_fast_and_deleted_objects_are_not_found() {
         (e.code(), reason(&e).as_str()),
         (Code::NotFound, "NotFound")
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_object_named_like_a_resource_is_read_from_etcd_not_the_cache() {
+    // `/widgets` lies outside `/registry/widgets/`, the prefix the widgets cache holds: the
+    // cache must not answer "not found" for it.
+    let cluster = Cluster::start(ClusterOptions {
+        storage: Some(cached()),
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await;
+    let mut c = cluster.storage_client().await;
+    create(&mut c, "/widgets/a", &cm("a", &[]), 0)
+        .await
+        .expect("child");
+    create(&mut c, "/widgets", &cm("top", &[]), 0)
+        .await
+        .expect("single segment");
+    for _ in 0..20 {
+        let got = get(&mut c, "/widgets").await.expect("found");
+        assert_eq!(got.metadata.expect("meta").name, "top");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let text = scrape(cluster.storage.metrics_addr).await;
+    assert!(
+        sample(
+            &text,
+            r#"storage_watch_cache_reads_total{resource="widgets"}"#
+        )
+        .is_none(),
+        "no cache read for a key outside the resource's prefix"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_corrupt_stored_value_neither_wedges_nor_poisons_the_cache() {
+    let cluster = Cluster::start(ClusterOptions {
+        storage: Some(cached()),
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await;
+    let mut c = cluster.storage_client().await;
+    create(&mut c, "/configmaps/ns/a", &cm("a", &[]), 0)
+        .await
+        .expect("create");
+    warm(&mut c, cluster.storage.metrics_addr, "/configmaps/ns/a").await;
+    // Another etcd client writes bytes that are not an object (field 1 as a varint).
+    raw_put(
+        &cluster.etcd.endpoint(),
+        "/registry/configmaps/ns/bad",
+        vec![0x08, 0x01],
+    );
+    create(&mut c, "/configmaps/ns/b", &cm("b", &[]), 0)
+        .await
+        .expect("create after the corrupt value");
+    // The cache kept following etcd: the later object is there, the corrupt one is INTERNAL.
+    assert_eq!(
+        get(&mut c, "/configmaps/ns/b")
+            .await
+            .expect("b")
+            .metadata
+            .expect("meta")
+            .name,
+        "b"
+    );
+    let e = get(&mut c, "/configmaps/ns/bad")
+        .await
+        .expect_err("corrupt");
+    assert_eq!(e.code(), Code::Internal, "{e:?}");
+    let text = scrape(cluster.storage.metrics_addr).await;
+    assert!(
+        sample(
+            &text,
+            r#"storage_watch_cache_reads_total{resource="configmaps"}"#
+        )
+        .is_some_and(|n| n >= 3.0),
+        "served from the cache"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fences_take_no_place_in_pages_or_remaining_counts() {
+    let cluster = Cluster::start(ClusterOptions {
+        storage: Some(cached()),
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await;
+    let mut c = cluster.storage_client().await;
+    for i in 0..5 {
+        create(&mut c, &format!("/configmaps/ns/o{i}"), &cm("o", &[]), 0)
+            .await
+            .expect("create");
+    }
+    warm(&mut c, cluster.storage.metrics_addr, "/configmaps/ns/o0").await;
+    // A write elsewhere moves etcd's revision: the next consistent read fences.
+    create(&mut c, "/secrets/ns/s", &cm("s", &[]), 0)
+        .await
+        .expect("elsewhere");
+    get(&mut c, "/configmaps/ns/o0").await.expect("fenced read");
+    assert!(
+        raw(&cluster, "/registry/configmaps/\0kubestore-fence")
+            .await
+            .is_some(),
+        "a fence was written"
+    );
+    // An exact list is read from etcd, where the fence key sorts first.
+    let rv = c
+        .list(ListRequest {
+            key: "/configmaps".into(),
+            recursive: true,
+            ..Default::default()
+        })
+        .await
+        .expect("list")
+        .into_inner()
+        .resource_version;
+    let page = c
+        .list(ListRequest {
+            key: "/configmaps".into(),
+            recursive: true,
+            limit: 2,
+            resource_version: rv,
+            resource_version_match: ResourceVersionMatch::Exact as i32,
+            ..Default::default()
+        })
+        .await
+        .expect("exact list")
+        .into_inner();
+    assert_eq!(page.items.len(), 2);
+    assert_eq!(page.remaining_item_count, Some(3));
 }

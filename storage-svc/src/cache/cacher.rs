@@ -14,7 +14,7 @@ use std::{
     collections::{BTreeMap, VecDeque},
     sync::{
         Arc, RwLock,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -33,9 +33,12 @@ use crate::{
     watch::EndSlot,
 };
 
-/// Changes buffered per watch between the cacher and the watch's task; a watch that lets
-/// them pile up is cut off.
+/// Batches (etcd watch responses) buffered per watch between the cacher and the watch's task;
+/// a watch that lets them pile up is cut off.
 pub const SUBSCRIBER_BATCHES: usize = 1024;
+/// Changes buffered per watch: batches can be large (a DeleteCollection's many deletions
+/// arrive in few responses), so the batch bound alone does not bound memory.
+pub const SUBSCRIBER_CHANGES: usize = 10_000;
 /// Page size of the cache's consistent list.
 const LIST_PAGE: i64 = 10_000;
 
@@ -44,8 +47,8 @@ const LIST_PAGE: i64 = 10_000;
 pub struct Entry {
     /// The stored form (no resource_version), for selectors and suggestions.
     pub value: Bytes,
-    /// The object as callers receive it (resource_version = `mod_rev`).
-    pub object: Bytes,
+    /// The object as callers receive it; `None` when the stored bytes are corrupt.
+    returned: Option<Bytes>,
     /// Its etcd mod revision.
     pub mod_rev: i64,
 }
@@ -92,8 +95,32 @@ struct Subscriber {
     /// End of the range (exclusive); `None` for one key.
     end: Option<Vec<u8>>,
     tx: mpsc::Sender<Arc<Batch>>,
+    /// Changes sent and not yet received.
+    pending: Arc<AtomicUsize>,
     /// Where a cut-off or relist is reported.
     end_slot: EndSlot,
+}
+
+/// The changes the cacher hands one watch.
+pub struct Feed {
+    rx: mpsc::Receiver<Arc<Batch>>,
+    pending: Arc<AtomicUsize>,
+}
+
+impl Feed {
+    /// The next batch; `None` once the cacher stopped feeding this watch.
+    pub async fn recv(&mut self) -> Option<Arc<Batch>> {
+        let b = self.rx.recv().await?;
+        self.pending.fetch_sub(b.changes.len(), Ordering::Relaxed);
+        Some(b)
+    }
+
+    /// The next batch if one is buffered.
+    pub fn try_recv(&mut self) -> Result<Arc<Batch>, mpsc::error::TryRecvError> {
+        let b = self.rx.try_recv()?;
+        self.pending.fetch_sub(b.changes.len(), Ordering::Relaxed);
+        Ok(b)
+    }
 }
 
 impl Subscriber {
@@ -217,8 +244,9 @@ impl Cacher {
         end: Option<Vec<u8>>,
         end_slot: EndSlot,
         f: impl FnOnce(&State) -> T,
-    ) -> (T, mpsc::Receiver<Arc<Batch>>) {
+    ) -> (T, Feed) {
         let (tx, rx) = mpsc::channel(SUBSCRIBER_BATCHES);
+        let pending = Arc::new(AtomicUsize::new(0));
         let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
         let out = f(&state);
         state.subscribers.retain(|s| !s.tx.is_closed());
@@ -226,6 +254,7 @@ impl Cacher {
             start,
             end,
             tx,
+            pending: pending.clone(),
             end_slot,
         });
         let served = state.subscribers.len() as i64;
@@ -234,7 +263,7 @@ impl Cacher {
             c.metrics.watchers.get_or_create(&self.labels).set(served);
         }
         self.watches.fetch_add(1, Ordering::Relaxed);
-        (out, rx)
+        (out, Feed { rx, pending })
     }
 
     /// How often watches with bookmarks get one.
@@ -259,7 +288,14 @@ impl Cacher {
         let Some(cache) = self.cache() else {
             return Ok(());
         };
-        let mut last = self.fence.lock().await;
+        // Concurrent readers share one fence; waiting for another's is bounded like the rest.
+        let Ok(mut last) = tokio::time::timeout_at(deadline.instant(), self.fence.lock()).await
+        else {
+            return Err(StorageError::Timeout {
+                key: self.resource.clone(),
+                message: "the watch cache's fence did not finish before the deadline".into(),
+            });
+        };
         if *last >= t || self.rev() >= t {
             return Ok(());
         }
@@ -347,7 +383,7 @@ impl Cacher {
                 if kv.key() == self.fence_key.as_slice() {
                     continue;
                 }
-                objects.insert(kv.key().to_vec(), entry(kv.value(), kv.mod_revision())?);
+                objects.insert(kv.key().to_vec(), Entry::new(kv.value(), kv.mod_revision()));
             }
             match (page.more, page.kvs.last()) {
                 (true, Some(last)) => {
@@ -383,7 +419,11 @@ impl Cacher {
     }
 
     /// Follows etcd from the applied revision until the watch ends.
-    async fn follow(&self, stop: &mut watch::Receiver<bool>, interval: Duration) -> Follow {
+    async fn follow(
+        self: &Arc<Self>,
+        stop: &mut watch::Receiver<bool>,
+        interval: Duration,
+    ) -> Follow {
         let Some(cache) = self.cache() else {
             return Follow::Stopped;
         };
@@ -408,15 +448,26 @@ impl Cacher {
             tokio::select! {
                 () = crate::watch::stopped(stop) => return Follow::Stopped,
                 _ = tick.tick() => {
+                    // Watches whose clients left are dropped here too, not only when a change
+                    // of their range comes by.
+                    let watched = {
+                        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+                        state.subscribers.retain(|s| !s.tx.is_closed());
+                        cache.metrics.watchers.get_or_create(&self.labels).set(state.subscribers.len() as i64);
+                        !state.subscribers.is_empty()
+                    };
                     // Idle watches with bookmarks need the revision to move: fence when
                     // nothing of the prefix changed for a whole interval and watches exist.
-                    let watched = self.read(|s| !s.subscribers.is_empty());
+                    // In its own task, so the reflector keeps applying events meanwhile.
                     if idle_since_tick && watched && self.is_ready() {
-                        let t = match cache.current_revision(&self.etcd_prefix, Deadline::after(cache.config.request_timeout)).await {
-                            Ok(t) => t,
-                            Err(_) => continue,
-                        };
-                        let _ = self.fence(t, Deadline::after(cache.config.request_timeout)).await;
+                        let me = self.clone();
+                        let cache = cache.clone();
+                        tokio::spawn(async move {
+                            let deadline = Deadline::after(cache.config.request_timeout);
+                            if let Ok(t) = cache.current_revision(&me.etcd_prefix, deadline).await {
+                                let _ = me.fence(t, deadline).await;
+                            }
+                        });
                     }
                     idle_since_tick = true;
                 }
@@ -437,9 +488,7 @@ impl Cacher {
                     }
                     if !resp.events().is_empty() {
                         idle_since_tick = false;
-                        if let Err(e) = self.apply(&cache, resp.events()) {
-                            return Follow::Broken(e.to_string());
-                        }
+                        self.apply(&cache, resp.events());
                     }
                 }
             }
@@ -447,7 +496,7 @@ impl Cacher {
     }
 
     /// Applies one etcd watch response and hands it to the watches it concerns.
-    fn apply(&self, cache: &WatchCache, events: &[etcd_client::Event]) -> Result<(), StorageError> {
+    fn apply(&self, cache: &WatchCache, events: &[etcd_client::Event]) {
         let mut changes = Vec::with_capacity(events.len());
         let mut max_rev = 0;
         let rev = {
@@ -462,7 +511,7 @@ impl Cacher {
                 let key = kv.key().to_vec();
                 match ev.event_type() {
                     EventType::Put => {
-                        let new = entry(kv.value(), rev)?;
+                        let new = Entry::new(kv.value(), rev);
                         let old = state.objects.insert(key.clone(), new.clone());
                         let kind = if old.is_none() {
                             ChangeKind::Created
@@ -509,15 +558,31 @@ impl Cacher {
                     if !batch.changes.iter().any(|c| s.covers(&c.key)) {
                         return !s.tx.is_closed();
                     }
-                    match s.tx.try_send(batch.clone()) {
+                    // A watch with nothing pending always gets the batch, however large.
+                    let n = batch.changes.len();
+                    let pending = s.pending.load(Ordering::Relaxed);
+                    let sent = if pending > 0 && pending + n > SUBSCRIBER_CHANGES {
+                        Err(mpsc::error::TrySendError::Full(()))
+                    } else {
+                        s.pending.fetch_add(n, Ordering::Relaxed);
+                        s.tx.try_send(batch.clone()).map_err(|e| {
+                            s.pending.fetch_sub(n, Ordering::Relaxed);
+                            match e {
+                                mpsc::error::TrySendError::Full(_) => mpsc::error::TrySendError::Full(()),
+                                mpsc::error::TrySendError::Closed(_) => mpsc::error::TrySendError::Closed(()),
+                            }
+                        })
+                    };
+                    match sent {
                         Ok(()) => true,
-                        Err(mpsc::error::TrySendError::Closed(_)) => false,
-                        Err(mpsc::error::TrySendError::Full(_)) => {
+                        Err(mpsc::error::TrySendError::Closed(())) => false,
+                        Err(mpsc::error::TrySendError::Full(())) => {
                             if let Ok(mut slot) = s.end_slot.lock() {
                                 slot.get_or_insert(StorageError::WatcherTooSlow {
                                     key: String::from_utf8_lossy(&s.start).into_owned(),
                                     message: format!(
-                                        "the watcher did not keep up: {SUBSCRIBER_BATCHES} changes waited for it; watch again from the last resourceVersion received"
+                                        "the watcher did not keep up: {pending} changes in {} batches waited for it; watch again from the last resourceVersion received",
+                                        SUBSCRIBER_BATCHES - s.tx.capacity()
                                     ),
                                 });
                             }
@@ -541,7 +606,6 @@ impl Cacher {
         };
         self.rev.send_replace(rev);
         cache.metrics.revision.get_or_create(&self.labels).set(rev);
-        Ok(())
     }
 
     /// Records a read served from the cache.
@@ -579,17 +643,43 @@ enum Follow {
     Broken(String),
 }
 
-/// An entry from stored bytes: the object as returned is the stored form followed by a
-/// metadata fragment (see `object::with_resource_version`), so the stored form is a slice of
-/// it and both share one allocation.
-fn entry(value: &[u8], rev: i64) -> Result<Entry, StorageError> {
-    let object = Bytes::from(
-        with_resource_version(value, rev)
-            .map_err(|e| StorageError::internal("", format!("stored object is corrupt: {e}")))?,
-    );
-    Ok(Entry {
-        value: object.slice(..value.len()),
-        object,
-        mod_rev: rev,
-    })
+impl Entry {
+    /// An entry from stored bytes: the object as returned is the stored form followed by a
+    /// metadata fragment (see `object::with_resource_version`), so the stored form is a slice
+    /// of it and both share one allocation. Never fails: a value that does not parse (written
+    /// by someone else) is kept as it is, so the cache stays whole and in step with etcd, and
+    /// whoever reads it gets the error etcd's path gives ([`Self::object`]).
+    pub fn new(value: &[u8], rev: i64) -> Self {
+        match with_resource_version(value, rev) {
+            Ok(object) => {
+                let object = Bytes::from(object);
+                Self {
+                    value: object.slice(..value.len()),
+                    returned: Some(object),
+                    mod_rev: rev,
+                }
+            }
+            Err(_) => Self {
+                value: Bytes::copy_from_slice(value),
+                returned: None,
+                mod_rev: rev,
+            },
+        }
+    }
+
+    /// The object as callers receive it (resource_version = `mod_rev`); INTERNAL when the
+    /// stored bytes are corrupt, as on etcd's path.
+    pub fn object(&self, key: &str) -> Result<Bytes, StorageError> {
+        self.returned
+            .clone()
+            .ok_or_else(|| StorageError::internal(key, "stored object is corrupt"))
+    }
+
+    /// The object as it was when deleted at `rev` (its last state, resource_version = `rev`),
+    /// for a DELETED event.
+    pub fn deleted_at(&self, key: &str, rev: i64) -> Result<Bytes, StorageError> {
+        with_resource_version(&self.value, rev)
+            .map(Bytes::from)
+            .map_err(|e| StorageError::internal(key, format!("stored object is corrupt: {e}")))
+    }
 }

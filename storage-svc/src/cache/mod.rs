@@ -42,6 +42,11 @@ use crate::{
 
 pub use cacher::Cacher;
 
+/// Most resources cached at once. Each cacher holds its resource's objects and an etcd watch;
+/// resources are few in practice (the registry has a handful), so a caller that writes under
+/// thousands of made-up first segments must not be able to make storage cache them all.
+pub const MAX_CACHERS: usize = 64;
+
 /// Settings of the watch cache.
 #[derive(Debug, Clone)]
 pub struct CacheConfig {
@@ -150,6 +155,7 @@ pub struct WatchCache {
     pub(crate) metrics: CacheMetrics,
     pub(crate) stop: watch::Receiver<bool>,
     cachers: Mutex<HashMap<String, Arc<Cacher>>>,
+    full_warned: std::sync::atomic::AtomicBool,
     revisions: Arc<Batcher>,
 }
 
@@ -170,25 +176,47 @@ impl WatchCache {
             metrics,
             stop,
             cachers: Mutex::default(),
+            full_warned: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
-    /// The cacher of `key`'s resource (its first segment), started on first use; `None` for a
-    /// key without a resource (a single segment).
-    pub fn cacher(self: &Arc<Self>, key: &str) -> Option<Arc<Cacher>> {
+    /// The cacher of the resource whose objects `etcd_key` names or lists (`<prefix><resource>/`
+    /// and below), started on first use. `None` for anything else: a single-segment key (an
+    /// object *named* like a resource, e.g. `/pods`, lies outside `/registry/pods/`), or a new
+    /// resource once [`MAX_CACHERS`] are running (its reads go to etcd).
+    pub fn cacher(self: &Arc<Self>, key: &str, etcd_key: &str) -> Option<Arc<Cacher>> {
         let resource = resource_of(key)?;
+        let inside = etcd_key
+            .strip_prefix(self.prefix.as_str())
+            .and_then(|rest| rest.strip_prefix(resource))
+            .is_some_and(|rest| rest.starts_with('/'));
+        if !inside {
+            return None;
+        }
         let mut cachers = self.cachers.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = cachers.get(resource) {
             return Some(c.clone());
+        }
+        if cachers.len() >= MAX_CACHERS {
+            if !self
+                .full_warned
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                tracing::warn!(
+                    resource,
+                    "watch cache: {MAX_CACHERS} resources are cached already; further ones are read from etcd"
+                );
+            }
+            return None;
         }
         let c = Cacher::start(self.clone(), resource);
         cachers.insert(resource.to_string(), c.clone());
         Some(c)
     }
 
-    /// The cacher of `key`'s resource if it is ready to serve.
-    pub fn ready(self: &Arc<Self>, key: &str) -> Option<Arc<Cacher>> {
-        self.cacher(key).filter(|c| c.is_ready())
+    /// The cacher of `etcd_key`'s resource if it is ready to serve (see [`Self::cacher`]).
+    pub fn ready(self: &Arc<Self>, key: &str, etcd_key: &str) -> Option<Arc<Cacher>> {
+        self.cacher(key, etcd_key).filter(|c| c.is_ready())
     }
 
     /// etcd's current revision, by a linearizable read that started after this call (shared

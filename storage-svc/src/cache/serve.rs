@@ -23,13 +23,12 @@ use tokio::{sync::mpsc, time::Instant};
 use crate::{
     cache::{
         Cacher, WatchCache,
-        cacher::{Batch, Change, ChangeKind, Entry},
+        cacher::{Batch, Change, ChangeKind, Entry, Feed},
     },
     continuation,
     error::StorageError,
     keys::prefix_end,
     list::{ListPage, ListRequest},
-    object::with_resource_version,
     selector::Selector,
     watch::{Flow, Sink, WatchRequest},
 };
@@ -64,7 +63,12 @@ pub async fn fresh(
     }
     // Nothing of this prefix was on its way: the revision moved elsewhere. A fence brings the
     // cache to (at least) t through its own watch.
-    cacher.fence(t, deadline).await?;
+    // A fence that fails (etcd full, say) only means this read goes to etcd, which reports the
+    // trouble itself if it is real.
+    if let Err(e) = cacher.fence(t, deadline).await {
+        tracing::debug!(error = %e, "watch cache: fence failed; reading from etcd");
+        return Ok(None);
+    }
     Ok(cacher
         .wait_rev(t, until(cache.config.fresh_timeout))
         .await
@@ -90,7 +94,10 @@ async fn not_older_than(
     if cacher.wait_rev(min, until).await {
         return Ok(true);
     }
-    cacher.fence(min, deadline).await?;
+    if let Err(e) = cacher.fence(min, deadline).await {
+        tracing::debug!(error = %e, "watch cache: fence failed; reading from etcd");
+        return Ok(false);
+    }
     Ok(cacher.wait_rev(min, until).await)
 }
 
@@ -103,7 +110,7 @@ pub async fn get(
     min: i64,
     deadline: Deadline,
 ) -> Result<Served<Option<Entry>>, StorageError> {
-    let Some(cacher) = cache.ready(key) else {
+    let Some(cacher) = cache.ready(key, etcd_key) else {
         return Ok(Served::Fallback);
     };
     let ok = match (resource_version, min) {
@@ -126,7 +133,7 @@ pub async fn get(
 /// needed: a stale suggestion is never acted upon).
 pub fn suggestion(cache: &Arc<WatchCache>, key: &str, etcd_key: &str) -> Option<Entry> {
     cache
-        .ready(key)?
+        .ready(key, etcd_key)?
         .read(|s| s.objects.get(etcd_key.as_bytes()).cloned())
 }
 
@@ -139,7 +146,7 @@ pub async fn list(
     deadline: Deadline,
 ) -> Result<Served<ListPage>, StorageError> {
     let key = req.key;
-    let Some(cacher) = cache.ready(key) else {
+    let Some(cacher) = cache.ready(key, prefix) else {
         return Ok(Served::Fallback);
     };
     let Ok(rvm) = ResourceVersionMatch::try_from(req.resource_version_match) else {
@@ -185,14 +192,16 @@ pub async fn list(
             let found = s.objects.get(prefix.as_bytes());
             let items = found
                 .filter(|e| req.selector.matches(&e.value))
-                .map(|e| vec![e.object.clone()])
-                .unwrap_or_default();
-            return ListPage {
+                .map(|e| e.object(key))
+                .transpose()?
+                .into_iter()
+                .collect();
+            return Ok(ListPage {
                 items,
                 rev,
                 evaluated: u64::from(found.is_some()),
                 ..Default::default()
-            };
+            });
         }
         let end = prefix_end(prefix.as_bytes());
         let mut page = ListPage {
@@ -210,7 +219,7 @@ pub async fn list(
             last = Some(k);
             page.evaluated += 1;
             if req.selector.matches(&e.value) {
-                page.items.push(e.object.clone());
+                page.items.push(e.object(key)?);
             }
         }
         // The watch cache is exact about "more": only when an item follows the last match
@@ -224,8 +233,8 @@ pub async fn list(
                 page.remaining_item_count = Some(1 + range.count() as i64);
             }
         }
-        page
-    });
+        Ok(page)
+    })?;
     Ok(Served::Hit(page))
 }
 
@@ -239,7 +248,7 @@ pub(crate) async fn watch(
     sink: &mut Sink,
 ) -> Served<Result<(), StorageError>> {
     let key = req.key.as_str();
-    let Some(cacher) = cache.ready(key) else {
+    let Some(cacher) = cache.ready(key, watch_key) else {
         return Served::Fallback;
     };
     let deadline = Deadline::after(cache.config.request_timeout);
@@ -325,38 +334,41 @@ fn event(kind: WatchEventType, object: Bytes, rev: i64) -> WatchEvent {
 }
 
 /// The event a change produces through `selector` (upstream's transitions).
-fn change_event(selector: &Selector, c: &Change) -> Result<Option<WatchEvent>, StorageError> {
+fn change_event(
+    key: &str,
+    selector: &Selector,
+    c: &Change,
+) -> Result<Option<WatchEvent>, StorageError> {
     let matches = |e: &Option<Entry>| e.as_ref().is_some_and(|e| selector.matches(&e.value));
-    let gone = |old: &Entry| -> Result<WatchEvent, StorageError> {
-        let object = with_resource_version(&old.value, c.rev)
-            .map_err(|e| StorageError::internal("", format!("stored object is corrupt: {e}")))?;
-        Ok(event(WatchEventType::Deleted, object.into(), c.rev))
+    let now = |kind: WatchEventType| -> Result<Option<WatchEvent>, StorageError> {
+        c.new
+            .as_ref()
+            .map(|n| Ok(event(kind, n.object(key)?, c.rev)))
+            .transpose()
     };
-    Ok(match c.kind {
-        ChangeKind::Created => matches(&c.new)
-            .then(|| {
-                c.new
-                    .as_ref()
-                    .map(|n| event(WatchEventType::Added, n.object.clone(), c.rev))
+    let gone = || -> Result<Option<WatchEvent>, StorageError> {
+        c.old
+            .as_ref()
+            .map(|o| {
+                Ok(event(
+                    WatchEventType::Deleted,
+                    o.deleted_at(key, c.rev)?,
+                    c.rev,
+                ))
             })
-            .flatten(),
+            .transpose()
+    };
+    match c.kind {
+        ChangeKind::Created if matches(&c.new) => now(WatchEventType::Added),
         ChangeKind::Updated => match (matches(&c.old), matches(&c.new)) {
-            (true, true) => c
-                .new
-                .as_ref()
-                .map(|n| event(WatchEventType::Modified, n.object.clone(), c.rev)),
-            (false, true) => c
-                .new
-                .as_ref()
-                .map(|n| event(WatchEventType::Added, n.object.clone(), c.rev)),
-            (true, false) => c.old.as_ref().map(gone).transpose()?,
-            (false, false) => None,
+            (true, true) => now(WatchEventType::Modified),
+            (false, true) => now(WatchEventType::Added),
+            (true, false) => gone(),
+            (false, false) => Ok(None),
         },
-        ChangeKind::Deleted => match &c.old {
-            Some(old) if selector.matches(&old.value) => Some(gone(old)?),
-            _ => None,
-        },
-    })
+        ChangeKind::Deleted if matches(&c.old) => gone(),
+        _ => Ok(None),
+    }
 }
 
 /// Sends the changes of `batch` after `after` that `range` and `selector` let through.
@@ -371,7 +383,7 @@ async fn send_batch(
         if c.rev <= after || !range.covers(&c.key) {
             continue;
         }
-        if let Some(ev) = change_event(&req.selector, c)?
+        if let Some(ev) = change_event(&req.key, &req.selector, c)?
             && let Flow::Gone = sink.send(ev).await?
         {
             return Ok(Flow::Gone);
@@ -388,14 +400,14 @@ async fn follow(
     snapshot: Option<Vec<Entry>>,
     backlog: Vec<Arc<Batch>>,
     start_rev: i64,
-    mut live: mpsc::Receiver<Arc<Batch>>,
+    mut live: Feed,
     sink: &mut Sink,
 ) -> Result<(), StorageError> {
     if let Some(objects) = snapshot {
         for e in objects {
             if req.selector.matches(&e.value)
                 && let Flow::Gone = sink
-                    .send(event(WatchEventType::Added, e.object.clone(), e.mod_rev))
+                    .send(event(WatchEventType::Added, e.object(&req.key)?, e.mod_rev))
                     .await?
             {
                 return Ok(());
@@ -428,13 +440,23 @@ async fn follow(
             () = tokio::time::sleep_until(next_bookmark), if req.bookmarks => {
                 next_bookmark = Instant::now() + interval;
                 // Every change up to the cache's revision was handed to this watch before the
-                // revision was published: once the pending ones are sent, it is a bookmark.
+                // revision was published: once the pending ones are sent, it is a bookmark,
+                // unless the watch was cut off meanwhile (then some were never handed to it).
                 let published = cacher.rev();
-                while let Ok(b) = live.try_recv() {
-                    if let Flow::Gone = send_batch(req, &range, &b, seen, sink).await? {
-                        return Ok(());
+                loop {
+                    match live.try_recv() {
+                        Ok(b) => {
+                            if let Flow::Gone = send_batch(req, &range, &b, seen, sink).await? {
+                                return Ok(());
+                            }
+                            seen = seen.max(b.rev);
+                        }
+                        Err(mpsc::error::TryRecvError::Empty) => break,
+                        Err(mpsc::error::TryRecvError::Disconnected) => return end_reason(sink),
                     }
-                    seen = seen.max(b.rev);
+                }
+                if sink.end.lock().is_ok_and(|s| s.is_some()) {
+                    return end_reason(sink);
                 }
                 let rev = seen.max(published).max(last_bookmark);
                 last_bookmark = rev;
@@ -444,12 +466,7 @@ async fn follow(
             }
             batch = live.recv() => {
                 let Some(b) = batch else {
-                    // Cut off (too slow) or ended by a relist: the reason is in the end slot.
-                    let reason = sink.end.lock().ok().and_then(|mut s| s.take());
-                    return match reason {
-                        Some(e) => Err(e),
-                        None => Ok(()),
-                    };
+                    return end_reason(sink);
                 };
                 if let Flow::Gone = send_batch(req, &range, &b, seen, sink).await? {
                     return Ok(());
@@ -457,5 +474,14 @@ async fn follow(
                 seen = seen.max(b.rev);
             }
         }
+    }
+}
+
+/// How a watch the cacher stopped feeding ends: cut off (too slow) or ended by a relist, as
+/// the cacher wrote in the end slot (left there: the stream reports it).
+fn end_reason(sink: &Sink) -> Result<(), StorageError> {
+    match sink.end.lock().ok().and_then(|s| s.clone()) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
