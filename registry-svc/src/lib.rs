@@ -210,7 +210,7 @@ pub async fn run_with_metrics(
             }
         })
     };
-    let reflection = serving.reflection()?;
+    let (reflection_v1, reflection_v1alpha) = serving.reflection()?;
     tracing::info!(addr = ?listener.local_addr().ok(), storage = %config.storage_addr, "registry-svc serving");
     let stop = serving.stop_signal();
     // A kind's service: its generated server over its Store, with the message limit, and List
@@ -229,7 +229,8 @@ pub async fn run_with_metrics(
     let result = serving
         .server()
         .add_service(serving.health_service())
-        .add_service(reflection)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
         .add_service(serve!(PodsServer, Store::new(storage.clone(), PodStrategy)))
         .add_service(serve!(
             ConfigMapsServer,

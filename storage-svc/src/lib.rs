@@ -217,12 +217,13 @@ pub async fn run_with_metrics(
             async move { store.etcd.healthy(&key, Duration::from_secs(2)).await }
         })
     };
-    let reflection = serving.reflection()?;
+    let (reflection_v1, reflection_v1alpha) = serving.reflection()?;
     tracing::info!(addr = ?listener.local_addr().ok(), etcd = ?config.etcd_endpoints, prefix = %config.etcd_prefix, "storage-svc serving");
     let result = serving
         .server()
         .add_service(serving.health_service())
-        .add_service(reflection)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
         .add_service(
             StorageServer::new(StorageService::new(store))
                 .max_decoding_message_size(STORAGE_MAX_MESSAGE_BYTES),

@@ -182,13 +182,19 @@ impl Serving {
             ))
     }
 
-    /// Reflection (v1) over the served descriptor sets and the health service's.
+    /// Reflection, v1 and v1alpha, over the served descriptor sets, health's and the
+    /// `google.rpc` error details'.
     pub fn reflection(
         &self,
     ) -> Result<
-        tonic_reflection::server::v1::ServerReflectionServer<
-            impl tonic_reflection::server::v1::ServerReflection,
-        >,
+        (
+            tonic_reflection::server::v1::ServerReflectionServer<
+                impl tonic_reflection::server::v1::ServerReflection,
+            >,
+            tonic_reflection::server::v1alpha::ServerReflectionServer<
+                impl tonic_reflection::server::v1alpha::ServerReflection,
+            >,
+        ),
         tonic_reflection::server::Error,
     > {
         reflection(&self.descriptor_sets)
@@ -219,20 +225,32 @@ pub fn incoming(listener: TcpListener) -> TcpIncoming {
         .with_keepalive(Some(Duration::from_secs(60)))
 }
 
-/// Reflection over `descriptor_sets` and the health service's descriptors, so that
-/// `grpcurl -plaintext host:port list` works.
+/// Reflection over `descriptor_sets`, the health service's descriptors and `google.rpc`'s
+/// (`ErrorInfo`, `BadRequest`, ... are in every error's details: with their descriptors served,
+/// grpcurl prints them instead of raw bytes), so that `grpcurl -plaintext host:port list` works.
+/// Both versions: v1, and v1alpha for the clients that know only it (grpcurl before 1.8.8,
+/// which many distributions and CI images still ship, older grpc_cli and Postman).
 pub fn reflection(
     descriptor_sets: &[&[u8]],
 ) -> Result<
-    tonic_reflection::server::v1::ServerReflectionServer<
-        impl tonic_reflection::server::v1::ServerReflection,
-    >,
+    (
+        tonic_reflection::server::v1::ServerReflectionServer<
+            impl tonic_reflection::server::v1::ServerReflection,
+        >,
+        tonic_reflection::server::v1alpha::ServerReflectionServer<
+            impl tonic_reflection::server::v1alpha::ServerReflection,
+        >,
+    ),
     tonic_reflection::server::Error,
 > {
-    let mut b = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
-    for set in descriptor_sets {
-        b = b.register_encoded_file_descriptor_set(set);
-    }
-    b.build_v1()
+    let builder = || {
+        let mut b = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET);
+        for set in descriptor_sets {
+            b = b.register_encoded_file_descriptor_set(set);
+        }
+        b
+    };
+    Ok((builder().build_v1()?, builder().build_v1alpha()?))
 }
