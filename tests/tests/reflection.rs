@@ -134,7 +134,10 @@ where
                 .unwrap_or_else(|e| panic!("{version}: {asked} not resolved: {e}"));
             assert!(!files.is_empty(), "{version}: no file for {asked}");
             if asked.starts_with("google.rpc.") {
-                assert!(files[0].0.ends_with("error_details.proto"), "{version}: {files:?}");
+                assert!(
+                    files[0].0.ends_with("error_details.proto"),
+                    "{version}: {files:?}"
+                );
             }
             for (name, deps) in files {
                 have.push(name.clone());
@@ -163,11 +166,7 @@ where
 async fn both_services_answer_reflection_v1_and_v1alpha_with_error_details() {
     let cluster = Cluster::full().await;
     let storage = cluster.storage.url();
-    let registry = cluster
-        .registry
-        .as_ref()
-        .expect("registry-svc runs")
-        .url();
+    let registry = cluster.registry.as_ref().expect("registry-svc runs").url();
     let ask = |version: &'static str| {
         move |url: String, symbols: Vec<String>, files: Vec<String>| async move {
             let asks: Vec<Ask<'_>> = symbols
