@@ -14,12 +14,15 @@ enum Ask<'a> {
     File(&'a str),
 }
 
+/// Files of an answer: (name, imports).
+type Files = Vec<(String, Vec<String>)>;
+
 /// What one reflection version answered.
 struct Answers {
     services: Vec<String>,
     /// Per symbol: the files of the answer as (name, imports), the first defining the symbol;
     /// or the error.
-    symbols: Vec<(String, Result<Vec<(String, Vec<String>)>, String>)>,
+    symbols: Vec<(String, Result<Files, String>)>,
 }
 
 /// A function asking `url` over one reflection version: the service list, then the file
