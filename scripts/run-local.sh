@@ -12,7 +12,7 @@ demo_only=0
 
 scripts/deps.sh
 cargo build --quiet --bins
-bin=target/debug
+bin="${CARGO_TARGET_DIR:-target}/debug"
 data=$(mktemp -d)
 pids=()
 cleanup() {
