@@ -94,6 +94,10 @@ pub enum ApiError {
     /// A watcher that stopped reading was cut off.
     #[error("{0}")]
     WatcherTooSlow(String),
+    /// storage-svc refused the call: `--max-requests-inflight` calls were running there.
+    /// Passed on as RESOURCE_EXHAUSTED with the same retry hint, as registry-svc's own limit.
+    #[error("{0}")]
+    TooManyRequests(String),
     /// storage-svc or etcd cannot serve now.
     #[error("{message}")]
     Unavailable {
@@ -150,6 +154,7 @@ impl ApiError {
             Self::StorageFull(_) => "StorageFull",
             Self::Expired { .. } => "Expired",
             Self::WatcherTooSlow(_) => "WatcherTooSlow",
+            Self::TooManyRequests(_) => "TooManyRequests",
             Self::Unavailable { reason, .. } => reason,
             Self::Internal(_) => "InternalError",
         }
@@ -164,7 +169,9 @@ impl ApiError {
             Self::Invalid { .. } | Self::BadRequest(_) | Self::TooLarge { .. } => {
                 Code::InvalidArgument
             }
-            Self::StorageFull(_) | Self::WatcherTooSlow(_) => Code::ResourceExhausted,
+            Self::StorageFull(_) | Self::WatcherTooSlow(_) | Self::TooManyRequests(_) => {
+                Code::ResourceExhausted
+            }
             Self::Expired { .. } => Code::OutOfRange,
             Self::Unavailable { .. } => Code::Unavailable,
             Self::Internal(_) => Code::Internal,
@@ -213,6 +220,7 @@ impl ApiError {
                     .and_then(|i| i.metadata.get("continue").cloned()),
             },
             Some("WatcherTooSlow") => Self::WatcherTooSlow(message),
+            Some("TooManyRequests") => Self::TooManyRequests(format!("storage-svc: {message}")),
             // InternalError, or a request storage could not decode (BadRequest): our bug.
             Some(_) => Self::Internal(message),
             None => match status.code() {
@@ -272,6 +280,9 @@ impl From<ApiError> for Status {
             ApiError::TooLarge { kind, name, .. } => {
                 put("kind", kind);
                 put("name", name);
+            }
+            ApiError::TooManyRequests(_) => {
+                details.set_retry_info(Some(kubestore_telemetry::inflight::RETRY_AFTER));
             }
             ApiError::Expired {
                 continue_token: Some(t),
@@ -377,6 +388,18 @@ mod tests {
             ApiError::from_storage(&storage("Timeout", Code::Unavailable), "Pod", "pods", "a")
                 .reason(),
             "Timeout"
+        );
+        // storage-svc's overload refusal is passed on, with the retry hint.
+        let busy = Status::from(ApiError::from_storage(
+            &storage("TooManyRequests", Code::ResourceExhausted),
+            "Pod",
+            "pods",
+            "a",
+        ));
+        assert_eq!(busy.code(), Code::ResourceExhausted);
+        assert_eq!(
+            busy.get_details_retry_info().and_then(|r| r.retry_delay),
+            Some(kubestore_telemetry::inflight::RETRY_AFTER)
         );
         let full = ApiError::from_storage(
             &storage("StorageFull", Code::ResourceExhausted),

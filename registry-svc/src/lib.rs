@@ -130,6 +130,15 @@ pub struct Config {
     /// How long Events live before etcd expires them (e.g. 1h, 90m, 30s).
     #[arg(long, env = "EVENT_TTL", default_value = "1h", value_parser = parse_duration)]
     pub event_ttl: Duration,
+    /// Calls that may run at once (kube-apiserver's `--max-requests-inflight`); more are
+    /// refused with RESOURCE_EXHAUSTED and a retry hint (watches, health and reflection are not
+    /// counted); 0 = no limit.
+    #[arg(long, env = "REGISTRY_MAX_REQUESTS_INFLIGHT", default_value_t = 400)]
+    pub max_requests_inflight: usize,
+    /// On SIGTERM: how long calls already running may take to finish before the server exits
+    /// anyway (watches end at once with UNAVAILABLE).
+    #[arg(long, env = "REGISTRY_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
     /// Address of the Prometheus `/metrics` endpoint; unset: no endpoint.
     #[arg(long, env = "REGISTRY_METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
@@ -144,6 +153,8 @@ impl Default for Config {
             listen_addr: ([127, 0, 0, 1], 50052).into(),
             storage_addr: "http://127.0.0.1:50051".into(),
             event_ttl: Duration::from_secs(3600),
+            max_requests_inflight: 400,
+            shutdown_timeout: Duration::from_secs(30),
             metrics_addr: None,
             log_format: LogFormat::Text,
         }
@@ -210,6 +221,24 @@ pub async fn run_with_metrics(
             }
         })
     };
+    // Writes can succeed while storage-svc says so.
+    let writes = {
+        let client = HealthClient::new(storage.channel());
+        serving.follow_writes(move || {
+            let mut client = client.clone();
+            async move {
+                let mut req = tonic::Request::new(HealthCheckRequest {
+                    service: serving::WRITES.into(),
+                });
+                req.set_timeout(Duration::from_secs(2));
+                match client.check(req).await {
+                    Ok(r) if r.get_ref().status() == ServingStatus::Serving.into() => Ok(()),
+                    Ok(_) => Err("storage-svc says writes cannot succeed".into()),
+                    Err(s) => Err(format!("storage-svc did not answer: {}", s.message())),
+                }
+            }
+        })
+    };
     let (reflection_v1, reflection_v1alpha) = serving.reflection()?;
     tracing::info!(addr = ?listener.local_addr().ok(), storage = %config.storage_addr, "registry-svc serving");
     let stop = serving.stop_signal();
@@ -226,8 +255,8 @@ pub async fn run_with_metrics(
         }};
     }
     // One registration line per kind.
-    let result = serving
-        .server()
+    let server = serving
+        .server(config.max_requests_inflight, error::DOMAIN)
         .add_service(serving.health_service())
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -245,9 +274,10 @@ pub async fn run_with_metrics(
                 }
             )
         ))
-        .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained())
-        .await;
+        .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained());
+    let result = serving.drain(server, config.shutdown_timeout).await;
     poller.abort();
+    writes.abort();
     tracing::info!("registry-svc stopped");
     Ok(result?)
 }

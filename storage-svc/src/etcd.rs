@@ -329,6 +329,36 @@ impl Etcd {
         Ok(resp.id())
     }
 
+    /// Whether etcd can take writes: it answers and has raised no alarm (NOSPACE when its
+    /// backend reached `--quota-backend-bytes`, CORRUPT); the reason when it cannot.
+    pub async fn writable(&self, timeout: Duration) -> Result<(), String> {
+        let mut m = self.client.maintenance_client();
+        let resp = tokio::time::timeout(
+            timeout,
+            m.alarm(
+                etcd_client::AlarmAction::Get,
+                etcd_client::AlarmType::None,
+                None,
+            ),
+        )
+        .await
+        .map_err(|_| "etcd did not answer".to_string())?
+        .map_err(|e| format!("etcd did not answer: {e}"))?;
+        let alarms: Vec<String> = resp
+            .alarms()
+            .iter()
+            .map(|a| format!("{:?}", a.alarm()).to_uppercase())
+            .collect();
+        if alarms.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "etcd raised the alarm {}: free space (compact, defragment), then disarm it",
+                alarms.join(", ")
+            ))
+        }
+    }
+
     /// Whether etcd answers a linearizable read within `timeout` (which needs a leader and a
     /// quorum).
     pub async fn healthy(&self, probe_key: &str, timeout: Duration) -> bool {

@@ -97,6 +97,15 @@ pub struct Config {
     /// How often a watch that allows bookmarks receives one, even when nothing changes.
     #[arg(long, env = "STORAGE_WATCH_BOOKMARK_INTERVAL", default_value = "10s", value_parser = parse_duration)]
     pub watch_bookmark_interval: Duration,
+    /// Calls that may run at once; more are refused with RESOURCE_EXHAUSTED and a retry hint
+    /// (watches, health and reflection are not counted); 0 = no limit. Higher than
+    /// registry-svc's: every registry-svc replica's calls arrive here.
+    #[arg(long, env = "STORAGE_MAX_REQUESTS_INFLIGHT", default_value_t = 1000)]
+    pub max_requests_inflight: usize,
+    /// On SIGTERM: how long calls already running may take to finish before the server exits
+    /// anyway (watches end at once with UNAVAILABLE).
+    #[arg(long, env = "STORAGE_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
     /// Address of the Prometheus `/metrics` endpoint; unset: no endpoint.
     #[arg(long, env = "STORAGE_METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
@@ -118,6 +127,8 @@ impl Default for Config {
             watch_cache: true,
             watch_cache_size: 10_000,
             watch_bookmark_interval: Duration::from_secs(10),
+            max_requests_inflight: 1000,
+            shutdown_timeout: Duration::from_secs(30),
             metrics_addr: None,
             log_format: LogFormat::Text,
         }
@@ -217,10 +228,17 @@ pub async fn run_with_metrics(
             async move { store.etcd.healthy(&key, Duration::from_secs(2)).await }
         })
     };
+    let writes = {
+        let store = store.clone();
+        serving.follow_writes(move || {
+            let store = store.clone();
+            async move { store.etcd.writable(Duration::from_secs(2)).await }
+        })
+    };
     let (reflection_v1, reflection_v1alpha) = serving.reflection()?;
     tracing::info!(addr = ?listener.local_addr().ok(), etcd = ?config.etcd_endpoints, prefix = %config.etcd_prefix, "storage-svc serving");
-    let result = serving
-        .server()
+    let server = serving
+        .server(config.max_requests_inflight, error::DOMAIN)
         .add_service(serving.health_service())
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -228,9 +246,10 @@ pub async fn run_with_metrics(
             StorageServer::new(StorageService::new(store))
                 .max_decoding_message_size(STORAGE_MAX_MESSAGE_BYTES),
         )
-        .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained())
-        .await;
+        .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained());
+    let result = serving.drain(server, config.shutdown_timeout).await;
     poller.abort();
+    writes.abort();
     if let Some(c) = compactor {
         c.abort();
     }

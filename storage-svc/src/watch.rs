@@ -225,9 +225,20 @@ impl Store {
                     }
                     store.run_watch(&req, rv, range.clone(), &mut sink).await
                 };
-                let result = match req.timeout {
-                    Some(t) => tokio::time::timeout(t, run).await.unwrap_or(Ok(())),
-                    None => run.await,
+                // Shutdown ends the watch whatever stage it is in (waiting for the cache to be
+                // fresh, for etcd, or for events), so a stopping server's watches end at once.
+                let mut stop = store.stop.clone();
+                let result = {
+                    let bounded = async {
+                        match req.timeout {
+                            Some(t) => tokio::time::timeout(t, run).await.unwrap_or(Ok(())),
+                            None => run.await,
+                        }
+                    };
+                    tokio::select! {
+                        r = bounded => r,
+                        () = stopped(&mut stop) => Err(shutting_down(&key)),
+                    }
                 };
                 let span = tracing::Span::current();
                 span.record("events", sink.sent);

@@ -9,13 +9,17 @@
 //! - [`metrics`]: the Prometheus registry and the `/metrics` admin endpoint.
 //! - [`deadline`]: the caller's `grpc-timeout`, so work below us ends inside it.
 //! - [`health`]: the `healthcheck` subcommand's client (docker-compose healthchecks).
+//! - [`inflight`]: `--max-requests-inflight`, refusing calls beyond it at once;
+//!   [`oversize`]: a message over the size limit is RESOURCE_EXHAUSTED `RequestEntityTooLarge`.
 //! - [`shutdown`]: SIGTERM and SIGINT; [`process`]: the binaries' `main` around `run`;
 //! - [`serving`]: health, reflection, stop signal and the trace layer around every server.
 
 pub mod deadline;
 pub mod grpc_trace;
 pub mod health;
+pub mod inflight;
 pub mod metrics;
+pub mod oversize;
 pub mod process;
 pub mod serving;
 pub mod shutdown;

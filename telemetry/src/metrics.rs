@@ -9,7 +9,7 @@ use std::{
 
 use prometheus_client::{
     encoding::{EncodeLabelSet, text::encode},
-    metrics::{counter::Counter, family::Family, histogram::Histogram},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
     registry::Registry,
 };
 
@@ -46,12 +46,42 @@ pub struct RpcMetrics {
     pub duration: LatencyFamily<RpcLabels>,
 }
 
+/// The process's own gauges, read at each scrape: what a soak test watches for leaks.
+#[derive(Clone, Default)]
+struct ProcessGauges {
+    /// `process_open_fds`.
+    fds: Gauge,
+    /// `process_resident_memory_bytes`.
+    rss: Gauge,
+    /// `tokio_alive_tasks`: tasks spawned and not finished.
+    tasks: Gauge,
+}
+
+impl ProcessGauges {
+    fn refresh(&self) {
+        if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
+            self.fds.set(dir.count() as i64);
+        }
+        // The second field of statm is resident pages.
+        if let Some(pages) = std::fs::read_to_string("/proc/self/statm")
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse::<i64>().ok())
+        {
+            self.rss.set(pages * 4096);
+        }
+        if let Ok(h) = tokio::runtime::Handle::try_current() {
+            self.tasks.set(h.metrics().num_alive_tasks() as i64);
+        }
+    }
+}
+
 /// A service's metrics registry.
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Mutex<Registry>>,
     /// The RPC metrics, recorded by [`crate::GrpcTraceLayer`].
     pub rpc: RpcMetrics,
+    process: ProcessGauges,
 }
 
 impl Default for Metrics {
@@ -78,9 +108,26 @@ impl Metrics {
             "gRPC request latency in seconds, by service, method and status code",
             rpc.duration.clone(),
         );
+        let process = ProcessGauges::default();
+        registry.register(
+            "process_open_fds",
+            "Open file descriptors of the process (sockets included)",
+            process.fds.clone(),
+        );
+        registry.register(
+            "process_resident_memory_bytes",
+            "Resident memory of the process in bytes",
+            process.rss.clone(),
+        );
+        registry.register(
+            "tokio_alive_tasks",
+            "Tasks spawned on the runtime and not finished",
+            process.tasks.clone(),
+        );
         Self {
             registry: Arc::new(Mutex::new(registry)),
             rpc,
+            process,
         }
     }
 
@@ -98,6 +145,7 @@ impl Metrics {
 
     /// The text exposition format.
     pub fn render(&self) -> String {
+        self.process.refresh();
         let mut out = String::new();
         if let Ok(r) = self.registry.lock() {
             // Writing into a String cannot fail.

@@ -20,8 +20,9 @@ use tonic_health::{
     pb::health_server::HealthServer,
     server::{HealthReporter, HealthService},
 };
+use tower::layer::util::{Identity, Stack};
 
-use crate::{GrpcTraceLayer, Metrics};
+use crate::{GrpcTraceLayer, Metrics, inflight::InflightLimitLayer, oversize::OversizeLayer};
 
 /// HTTP/2 streams one client connection may have open at once. Each open watch is a stream,
 /// and registry-svc carries its clients' watches to storage-svc over a few connections, so
@@ -31,6 +32,17 @@ pub const MAX_CONCURRENT_STREAMS: u32 = 4096;
 /// Requests of one connection whose handlers run at once; more wait in that connection's queue.
 /// A streaming call counts until its handler returns the stream, not while it streams.
 pub const MAX_CONCURRENT_REQUESTS_PER_CONNECTION: usize = 256;
+
+/// The health entry (`grpc.health.v1.Health/Check {"service": "kubestore.writes"}`) that says
+/// whether writes can succeed. storage-svc turns it NOT_SERVING while etcd has raised an alarm
+/// (NOSPACE: etcd is full) or does not answer; registry-svc mirrors storage-svc's. The server's
+/// own status ("") stays SERVING meanwhile, because reads still work: a load balancer must not
+/// take away reads because writes fail.
+pub const WRITES: &str = "kubestore.writes";
+
+/// The layers [`Serving::server`] puts around every service, outermost last.
+pub type ServerLayers =
+    Stack<OversizeLayer, Stack<InflightLimitLayer, Stack<GrpcTraceLayer, Identity>>>;
 
 /// The server-side plumbing of one service instance.
 pub struct Serving {
@@ -164,15 +176,53 @@ impl Serving {
         })
     }
 
+    /// Follows whether writes can succeed, as the health entry [`WRITES`] (the server's own
+    /// status is left alone: reads still work). `probe` says why not, for the log.
+    pub fn follow_writes<F, Fut>(&self, mut probe: F) -> JoinHandle<()>
+    where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), String>> + Send,
+    {
+        let health = self.health.clone();
+        let mut stop = self.stop.clone();
+        tokio::spawn(async move {
+            let mut last: Option<bool> = None;
+            loop {
+                let outcome = probe().await;
+                let ok = outcome.is_ok();
+                if last != Some(ok) && !*stop.borrow() {
+                    let status = if ok {
+                        ServingStatus::Serving
+                    } else {
+                        ServingStatus::NotServing
+                    };
+                    health.set_service_status(WRITES, status).await;
+                    match outcome {
+                        Ok(()) => tracing::info!("writes can succeed again: {WRITES} SERVING"),
+                        Err(why) => {
+                            tracing::warn!("writes cannot succeed ({why}): {WRITES} NOT_SERVING")
+                        }
+                    }
+                    last = Some(ok);
+                }
+                tokio::select! {
+                    _ = stop.wait_for(|s| *s) => return,
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        })
+    }
+
     /// The health service to add to the server.
     pub fn health_service(&self) -> HealthServer<HealthService> {
         HealthServer::new(HealthService::from_health_reporter(self.health.clone()))
     }
 
-    /// A server builder with per-connection limits and the trace/metrics layer.
-    pub fn server(
-        &self,
-    ) -> Server<tower::layer::util::Stack<GrpcTraceLayer, tower::layer::util::Identity>> {
+    /// A server builder with per-connection limits, the trace/metrics layer and, inside it (so
+    /// what they answer is traced and counted), at most `max_inflight` calls at once (0 = no
+    /// limit) and oversized messages reported as RESOURCE_EXHAUSTED; both name ErrorInfo
+    /// `domain`.
+    pub fn server(&self, max_inflight: usize, domain: &'static str) -> Server<ServerLayers> {
         Server::builder()
             .max_concurrent_streams(Some(MAX_CONCURRENT_STREAMS))
             .concurrency_limit_per_connection(MAX_CONCURRENT_REQUESTS_PER_CONNECTION)
@@ -180,6 +230,8 @@ impl Serving {
                 self.metrics.rpc.clone(),
                 self.methods.clone(),
             ))
+            .layer(InflightLimitLayer::new(max_inflight, domain, &self.metrics))
+            .layer(OversizeLayer::new(domain))
     }
 
     /// Reflection, v1 and v1alpha, over the served descriptor sets, health's and the
@@ -200,6 +252,33 @@ impl Serving {
         reflection(&self.descriptor_sets)
     }
 
+    /// Runs `serve` (a server whose graceful shutdown is [`Self::drained`]): once the stop
+    /// signal is raised, the calls already running get `timeout` to finish; then the server is
+    /// dropped with whatever still runs (its connections close, callers see UNAVAILABLE).
+    /// Without a bound, one hung call would keep the process from exiting until the
+    /// orchestrator kills it, losing the span flush that follows.
+    pub async fn drain<E>(
+        &self,
+        serve: impl Future<Output = Result<(), E>>,
+        timeout: Duration,
+    ) -> Result<(), E> {
+        tokio::pin!(serve);
+        tokio::select! {
+            r = &mut serve => return r,
+            () = self.stopped() => {}
+        }
+        match tokio::time::timeout(timeout, serve).await {
+            Ok(r) => r,
+            Err(_) => {
+                tracing::warn!(
+                    timeout = ?timeout,
+                    "calls still running after the shutdown timeout are cut off"
+                );
+                Ok(())
+            }
+        }
+    }
+
     /// Resolves on the stop signal after turning every service NOT_SERVING: load balancers and
     /// compose learn first, then in-flight calls drain.
     pub fn drained(&self) -> impl Future<Output = ()> + Send + 'static {
@@ -208,9 +287,9 @@ impl Serving {
         let services = self.services.clone();
         async move {
             stopped.await;
-            for s in &services {
+            for s in services.iter().map(String::as_str).chain([WRITES]) {
                 health
-                    .set_service_status(s.as_str(), ServingStatus::NotServing)
+                    .set_service_status(s, ServingStatus::NotServing)
                     .await;
             }
         }

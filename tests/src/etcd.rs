@@ -1,4 +1,5 @@
-//! A real etcd server for one test.
+//! A real etcd server for one test, or a cluster of three on loopback (issue 10's failover
+//! tests): separate data dirs, free ports, each member killed on drop.
 
 use std::{
     net::TcpListener,
@@ -14,6 +15,10 @@ pub struct EtcdProcess {
     client_port: u16,
     peer_port: u16,
     extra_args: Vec<String>,
+    /// Member name.
+    name: String,
+    /// `--initial-cluster`: every member's `name=peer URL`.
+    initial_cluster: String,
 }
 
 /// A free loopback port (bound then released; the kernel does not hand it out again at once).
@@ -52,23 +57,80 @@ impl EtcdProcess {
     /// Starts etcd with extra command-line flags (e.g. `--quota-backend-bytes`).
     pub async fn start_with(extra_args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir for etcd");
+        let peer_port = free_port();
         let mut me = Self {
             child: None,
             dir,
             client_port: free_port(),
-            peer_port: free_port(),
+            peer_port,
             extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
+            name: "test".into(),
+            initial_cluster: format!("test=http://127.0.0.1:{peer_port}"),
         };
         me.spawn().await;
         me
     }
 
+    /// Starts a cluster of `n` members and waits until each answers (members start together:
+    /// none answers before a quorum runs).
+    pub async fn start_cluster(n: usize) -> Vec<Self> {
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        let initial_cluster = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, peer))| format!("m{i}=http://127.0.0.1:{peer}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut members: Vec<Self> = ports
+            .into_iter()
+            .enumerate()
+            .map(|(i, (client_port, peer_port))| Self {
+                child: None,
+                dir: tempfile::tempdir().expect("temp dir for etcd"),
+                client_port,
+                peer_port,
+                extra_args: vec!["--initial-cluster-token".into(), "kubestore-test".into()],
+                name: format!("m{i}"),
+                initial_cluster: initial_cluster.clone(),
+            })
+            .collect();
+        for m in &mut members {
+            m.launch();
+        }
+        for m in &mut members {
+            m.wait_ready().await;
+        }
+        members
+    }
+
+    /// This member's ID and its leader's, from its status.
+    pub async fn status(&self) -> Option<(u64, u64)> {
+        let mut c = etcd_client::Client::connect([self.endpoint()], None)
+            .await
+            .ok()?;
+        let s = tokio::time::timeout(Duration::from_secs(2), c.status())
+            .await
+            .ok()?
+            .ok()?;
+        Some((s.header()?.member_id(), s.leader()))
+    }
+
+    /// Whether this member runs.
+    pub fn running(&self) -> bool {
+        self.child.is_some()
+    }
+
     async fn spawn(&mut self) {
+        self.launch();
+        self.wait_ready().await;
+    }
+
+    fn launch(&mut self) {
         let bin = etcd_binary();
         let client = format!("http://127.0.0.1:{}", self.client_port);
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let child = Command::new(bin)
-            .args(["--name", "test", "--data-dir"])
+            .args(["--name", &self.name, "--data-dir"])
             .arg(self.dir.path().join("data"))
             .args([
                 "--listen-client-urls",
@@ -82,7 +144,7 @@ impl EtcdProcess {
                 "--initial-advertise-peer-urls",
                 &peer,
             ])
-            .args(["--initial-cluster", &format!("test={peer}")])
+            .args(["--initial-cluster", &self.initial_cluster])
             .args([
                 "--logger",
                 "zap",
@@ -97,7 +159,6 @@ impl EtcdProcess {
             .spawn()
             .expect("cannot spawn etcd");
         self.child = Some(child);
-        self.wait_ready().await;
     }
 
     async fn wait_ready(&mut self) {

@@ -85,6 +85,29 @@ impl ServiceHandle {
         format!("http://{}", self.addr)
     }
 
+    /// Raises the service's stop signal (its SIGTERM) without waiting.
+    pub fn signal_stop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+
+    /// Waits up to `within` for the service to have exited after its stop signal; whether it
+    /// did.
+    pub async fn wait_stopped(&mut self, within: Duration) -> bool {
+        let until = std::time::Instant::now() + within;
+        while std::time::Instant::now() < until {
+            if self.thread.as_ref().is_none_or(|t| t.is_finished()) {
+                if let Some(t) = self.thread.take() {
+                    let _ = t.join();
+                }
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
     /// Stops the service and waits until it has drained.
     pub fn stop(&mut self) {
         if let Some(s) = self.stop.take() {

@@ -9,6 +9,8 @@ use kubestore_tests::{
     Cluster, ClusterOptions,
     fixtures_registry::{NS, reason},
 };
+use std::time::Duration;
+
 use tonic::Code;
 
 fn big_cm(name: &str) -> ConfigMap {
@@ -127,4 +129,119 @@ async fn a_revoked_lease_is_replaced_on_the_next_write() {
     )
     .expect("stored");
     assert!(second != 0 && second != first, "{second} vs {first}");
+}
+
+/// Issue 10: a full etcd is reported by health (`kubestore.writes` NOT_SERVING on both
+/// services, the servers themselves still SERVING since reads work), and once an operator frees
+/// space (delete, compact, defragment, disarm) writes work again without restarting anything.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_etcd_recovers_without_restarting_the_services() {
+    use kubestore_proto::core::v1::DeleteConfigMapRequest;
+    use kubestore_telemetry::{health::check, serving::WRITES};
+    let cluster = Cluster::start(ClusterOptions {
+        with_registry: true,
+        etcd_args: vec!["--quota-backend-bytes", "4194304"],
+        ..Default::default()
+    })
+    .await;
+    let storage = cluster.storage.url();
+    let registry = cluster.registry.as_ref().expect("registry").url();
+    let mut cms = cluster.config_maps().await;
+    let mut created = Vec::new();
+    for i in 0..40 {
+        let name = format!("big-{i}");
+        match cms
+            .create(CreateConfigMapRequest {
+                namespace: NS.into(),
+                config_map: Some(big_cm(&name)),
+                dry_run: false,
+            })
+            .await
+        {
+            Ok(_) => created.push(name),
+            Err(e) => {
+                assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+                break;
+            }
+        }
+    }
+    assert!(created.len() < 40, "etcd never filled up");
+    // Health: writes NOT_SERVING on both, the servers SERVING (within the probes' second).
+    let until = |want_writes: bool| {
+        let (storage, registry) = (storage.clone(), registry.clone());
+        async move {
+            for _ in 0..100 {
+                let s = check(&storage, WRITES, Duration::from_secs(2))
+                    .await
+                    .is_ok();
+                let r = check(&registry, WRITES, Duration::from_secs(2))
+                    .await
+                    .is_ok();
+                if s == want_writes && r == want_writes {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            panic!("health never said writes = {want_writes}");
+        }
+    };
+    until(false).await;
+    for url in [&storage, &registry] {
+        check(url, "", Duration::from_secs(2))
+            .await
+            .expect("the server itself stays SERVING: reads work");
+    }
+    // The operator's runbook: delete what is not needed (deletes work while full), compact,
+    // defragment, disarm.
+    for name in &created {
+        cms.delete(DeleteConfigMapRequest {
+            namespace: NS.into(),
+            name: name.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("deletes work while etcd is full");
+    }
+    let mut etcd = cluster.etcd.client().await;
+    let rev = etcd
+        .get("/", None)
+        .await
+        .expect("get")
+        .header()
+        .map_or(0, |h| h.revision());
+    etcd.compact(
+        rev,
+        Some(etcd_client::CompactionOptions::new().with_physical()),
+    )
+    .await
+    .expect("compact");
+    etcd.defragment().await.expect("defragment");
+    // `etcdctl alarm disarm`: deactivate each raised alarm, by member.
+    let raised = etcd
+        .alarm(
+            etcd_client::AlarmAction::Get,
+            etcd_client::AlarmType::None,
+            None,
+        )
+        .await
+        .expect("alarm list");
+    assert!(!raised.alarms().is_empty(), "NOSPACE was raised");
+    for a in raised.alarms() {
+        let mut only = etcd_client::AlarmOptions::new();
+        only.with_member(a.member_id());
+        etcd.alarm(etcd_client::AlarmAction::Deactivate, a.alarm(), Some(only))
+            .await
+            .expect("disarm");
+    }
+    // Writes work again through the same processes, and health says so.
+    let mut small = big_cm("after");
+    small.data = [("k".to_string(), "v".to_string())].into();
+    cms.create(CreateConfigMapRequest {
+        namespace: NS.into(),
+        config_map: Some(small),
+        dry_run: false,
+    })
+    .await
+    .expect("a write after the alarm is disarmed");
+    until(true).await;
 }
