@@ -124,7 +124,8 @@ pub struct Config {
     /// Address of the gRPC server.
     #[arg(long, env = "REGISTRY_LISTEN_ADDR", default_value = "127.0.0.1:50052")]
     pub listen_addr: SocketAddr,
-    /// URL of storage-svc.
+    /// URL of storage-svc, or of several replicas, comma-separated: calls are spread over the
+    /// replicas that answer.
     #[arg(long, env = "STORAGE_ADDR", default_value = "http://127.0.0.1:50051")]
     pub storage_addr: String,
     /// How long Events live before etcd expires them (e.g. 1h, 90m, 30s).
@@ -209,23 +210,20 @@ pub async fn run_with_metrics(
         shutdown,
     )
     .await;
-    // SERVING only while storage-svc says it is.
+    // SERVING only while some storage-svc replica says it is.
+    let replica_health = storage.check_health();
     let poller = {
-        let client = HealthClient::new(storage.channel());
+        let storage = storage.clone();
         serving.follow("storage-svc", move || {
-            let mut client = client.clone();
-            async move {
-                let mut req = tonic::Request::new(HealthCheckRequest { service: String::new() });
-                req.set_timeout(Duration::from_secs(2));
-                matches!(client.check(req).await, Ok(r) if r.get_ref().status() == ServingStatus::Serving.into())
-            }
+            let storage = storage.clone();
+            async move { storage.any_healthy() }
         })
     };
     // Writes can succeed while storage-svc says so.
     let writes = {
-        let client = HealthClient::new(storage.channel());
+        let storage = storage.clone();
         serving.follow_writes(move || {
-            let mut client = client.clone();
+            let mut client = HealthClient::new(storage.channel());
             async move {
                 let mut req = tonic::Request::new(HealthCheckRequest {
                     service: serving::WRITES.into(),
@@ -278,6 +276,7 @@ pub async fn run_with_metrics(
     let result = serving.drain(server, config.shutdown_timeout).await;
     poller.abort();
     writes.abort();
+    replica_health.abort();
     tracing::info!("registry-svc stopped");
     Ok(result?)
 }

@@ -1,11 +1,11 @@
-//! registry-svc's client of storage-svc: every call carries the request's deadline and, through
-//! the client trace layer, the trace context. GuaranteedUpdate runs the caller's update function
+//! registry-svc's client of storage-svc (one or more replicas, see [`StorageClient`]): every
+//! call carries the request's deadline and, through the client trace layer, the trace context. GuaranteedUpdate runs the caller's update function
 //! on each state storage sends, over the bidirectional stream.
 
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -22,18 +22,40 @@ use kubestore_proto::{
 use kubestore_telemetry::{Deadline, GrpcTraceLayer, GrpcTraceService};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Status, transport::Channel};
+use tonic::{Code, Request, Status, transport::Channel};
+use tonic_health::pb::{
+    HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+};
+use tonic_types::StatusExt;
 
 /// The traced channel to storage-svc.
 pub type TracedChannel = GrpcTraceService<Channel>;
 
-/// A cheap-to-clone storage-svc client.
+/// One storage-svc replica: a few connections, and whether it answers.
+struct Replica {
+    addr: String,
+    /// One client per connection; calls are spread round-robin.
+    clients: Vec<storage_client::StorageClient<TracedChannel>>,
+    next: AtomicUsize,
+    /// Untraced, for health checks.
+    channel: Channel,
+    /// SERVING at the last health check, and no transport failure since.
+    healthy: AtomicBool,
+}
+
+/// A cheap-to-clone client of one or more storage-svc replicas.
+///
+/// Replicas are interchangeable (each is a full storage-svc over the same etcd; the per-key
+/// update queue is an optimisation within one replica, never needed for correctness: every
+/// write is a compare-and-swap txn). Calls go round-robin to the replicas that answer: each is
+/// health-checked twice a second, and one whose connection fails is skipped at once until it
+/// answers again. A call already on a replica that dies fails UNAVAILABLE (its outcome unknown
+/// to us, so it is not retried on another replica: that is the caller's choice, as for any
+/// UNAVAILABLE).
 #[derive(Clone)]
 pub struct StorageClient {
-    /// One client per connection; calls are spread round-robin.
-    inner: Arc<[storage_client::StorageClient<TracedChannel>]>,
+    replicas: Arc<[Replica]>,
     next: Arc<AtomicUsize>,
-    channel: Channel,
 }
 
 /// Connections to storage-svc. One HTTP/2 connection is driven by one task on each side, which
@@ -68,42 +90,87 @@ fn with_deadline<T>(msg: T, deadline: Deadline) -> Request<T> {
 }
 
 impl StorageClient {
-    /// A client that connects on first use and reconnects by itself.
-    pub fn connect_lazy(addr: &str) -> Result<Self, tonic::transport::Error> {
-        let endpoint = tonic::transport::Endpoint::from_shared(addr.to_string())?
-            .connect_timeout(Duration::from_secs(2))
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(Duration::from_secs(10))
-            .keep_alive_while_idle(true);
-        let channels: Vec<Channel> = (0..CONNECTIONS).map(|_| endpoint.connect_lazy()).collect();
-        let inner = channels
-            .iter()
-            .map(|c| {
-                storage_client::StorageClient::new(
-                    tower::ServiceBuilder::new()
-                        .layer(GrpcTraceLayer::client())
-                        .service(c.clone()),
-                )
-                // storage-svc is trusted, and a List page may be large.
-                .max_decoding_message_size(MAX_RESPONSE_BYTES)
-            })
-            .collect();
+    /// A client of the replicas at `addrs` (comma-separated URLs) that connects on first use
+    /// and reconnects by itself. Call [`Self::check_health`] to follow the replicas' health.
+    pub fn connect_lazy(addrs: &str) -> Result<Self, tonic::transport::Error> {
+        let replicas = addrs
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(Replica::connect_lazy)
+            .collect::<Result<Vec<_>, _>>()?;
+        if replicas.is_empty() {
+            // An empty list is a bad URL like any other.
+            tonic::transport::Endpoint::from_shared(String::new())?;
+        }
         Ok(Self {
-            inner,
+            replicas: replicas.into(),
             next: Arc::new(AtomicUsize::new(0)),
-            channel: channels[0].clone(),
         })
     }
 
-    /// The next connection's client.
-    fn client(&self) -> storage_client::StorageClient<TracedChannel> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.inner.len();
-        self.inner[i].clone()
+    /// Health-checks every replica twice a second until the task is aborted.
+    pub fn check_health(&self) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                for r in me.replicas.iter() {
+                    let ok = r.serving().await;
+                    if r.healthy.swap(ok, Ordering::Relaxed) != ok {
+                        if ok {
+                            tracing::info!(replica = %r.addr, "storage-svc replica answers again");
+                        } else {
+                            tracing::warn!(replica = %r.addr, "storage-svc replica does not answer; calls go to the others");
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        })
     }
 
-    /// The untraced channel (health checks).
+    /// Whether some replica answers.
+    pub fn any_healthy(&self) -> bool {
+        self.replicas
+            .iter()
+            .any(|r| r.healthy.load(Ordering::Relaxed))
+    }
+
+    /// The replica for the next call: round-robin over those that answer (over all when none
+    /// does, so calls fail with the real error rather than a made-up one).
+    fn pick(&self) -> usize {
+        let n = self.replicas.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        (0..n)
+            .map(|k| (start + k) % n)
+            .find(|&i| self.replicas[i].healthy.load(Ordering::Relaxed))
+            .unwrap_or(start % n)
+    }
+
+    /// The next call's replica and client.
+    fn client(&self) -> (usize, storage_client::StorageClient<TracedChannel>) {
+        let i = self.pick();
+        (i, self.replicas[i].client())
+    }
+
+    /// Notes how a call to replica `i` went: a failure of the connection itself (no status
+    /// from storage's handlers) takes the replica out of rotation until its health check
+    /// passes again.
+    fn observe<T>(&self, i: usize, r: Result<T, Status>) -> Result<T, Status> {
+        if let Err(s) = &r
+            && matches!(s.code(), Code::Unavailable | Code::Unknown | Code::Internal)
+            && s.get_details_error_info().is_none()
+            && self.replicas.len() > 1
+            && self.replicas[i].healthy.swap(false, Ordering::Relaxed)
+        {
+            tracing::warn!(replica = %self.replicas[i].addr, error = %s.message(), "storage-svc replica failed; calls go to the others");
+        }
+        r
+    }
+
+    /// The untraced channel of a replica that answers (health checks).
     pub fn channel(&self) -> Channel {
-        self.channel.clone()
+        self.replicas[self.pick()].channel.clone()
     }
 
     /// Create.
@@ -121,12 +188,9 @@ impl StorageClient {
             ttl_seconds,
             dry_run,
         };
-        Ok(self
-            .client()
-            .create(with_deadline(req, deadline))
-            .await?
-            .into_inner()
-            .object)
+        let (i, mut c) = self.client();
+        let r = c.create(with_deadline(req, deadline)).await;
+        Ok(self.observe(i, r)?.into_inner().object)
     }
 
     /// Get; `Ok(None)` for a missing key when `ignore_not_found`.
@@ -141,11 +205,9 @@ impl StorageClient {
             ignore_not_found,
             resource_version: String::new(),
         };
-        let resp = self
-            .client()
-            .get(with_deadline(req, deadline))
-            .await?
-            .into_inner();
+        let (i, mut c) = self.client();
+        let r = c.get(with_deadline(req, deadline)).await;
+        let resp = self.observe(i, r)?.into_inner();
         Ok(resp.found.then(|| resp.object.into()))
     }
 
@@ -164,26 +226,23 @@ impl StorageClient {
             dry_run,
             cached_object,
         };
-        Ok(self
-            .client()
-            .delete(with_deadline(req, deadline))
-            .await?
-            .into_inner()
-            .object)
+        let (i, mut c) = self.client();
+        let r = c.delete(with_deadline(req, deadline)).await;
+        Ok(self.observe(i, r)?.into_inner().object)
     }
 
     /// List one page.
     pub async fn list(&self, deadline: Deadline, req: ListRequest) -> Result<ListResponse, Status> {
-        Ok(self
-            .client()
-            .list(with_deadline(req, deadline))
-            .await?
-            .into_inner())
+        let (i, mut c) = self.client();
+        let r = c.list(with_deadline(req, deadline)).await;
+        Ok(self.observe(i, r)?.into_inner())
     }
 
     /// Opens a watch: storage's event stream (no deadline: it lives until the watch ends).
     pub async fn watch(&self, req: WatchRequest) -> Result<tonic::Streaming<WatchEvent>, Status> {
-        Ok(self.client().watch(Request::new(req)).await?.into_inner())
+        let (i, mut c) = self.client();
+        let r = c.watch(Request::new(req)).await;
+        Ok(self.observe(i, r)?.into_inner())
     }
 
     /// GuaranteedUpdate: `f` computes the new object and TTL from each state storage sends (or
@@ -236,11 +295,11 @@ impl StorageClient {
             );
             tx.send(msg).await.map_err(|_| gone())?;
         }
-        let mut responses = self
-            .client()
+        let (i, mut c) = self.client();
+        let r = c
             .guaranteed_update(with_deadline(ReceiverStream::new(rx), deadline))
-            .await?
-            .into_inner();
+            .await;
+        let mut responses = self.observe(i, r)?.into_inner();
         loop {
             let msg = responses.message().await?.ok_or_else(gone)?;
             match msg.message {
@@ -268,6 +327,54 @@ impl StorageClient {
                 None => return Err(Status::internal("empty GuaranteedUpdate response")),
             }
         }
+    }
+}
+
+impl Replica {
+    fn connect_lazy(addr: &str) -> Result<Self, tonic::transport::Error> {
+        let endpoint = tonic::transport::Endpoint::from_shared(addr.to_string())?
+            .connect_timeout(Duration::from_secs(2))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_while_idle(true);
+        let channels: Vec<Channel> = (0..CONNECTIONS).map(|_| endpoint.connect_lazy()).collect();
+        let clients = channels
+            .iter()
+            .map(|c| {
+                storage_client::StorageClient::new(
+                    tower::ServiceBuilder::new()
+                        .layer(GrpcTraceLayer::client())
+                        .service(c.clone()),
+                )
+                // storage-svc is trusted, and a List page may be large.
+                .max_decoding_message_size(MAX_RESPONSE_BYTES)
+            })
+            .collect();
+        Ok(Self {
+            addr: addr.to_string(),
+            clients,
+            next: AtomicUsize::new(0),
+            channel: channels[0].clone(),
+            healthy: AtomicBool::new(true),
+        })
+    }
+
+    fn client(&self) -> storage_client::StorageClient<TracedChannel> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.clients.len();
+        self.clients[i].clone()
+    }
+
+    /// Whether the replica says SERVING within a second.
+    async fn serving(&self) -> bool {
+        let mut client = HealthClient::new(self.channel.clone());
+        let mut req = Request::new(HealthCheckRequest {
+            service: String::new(),
+        });
+        req.set_timeout(Duration::from_secs(1));
+        matches!(
+            tokio::time::timeout(Duration::from_secs(1), client.check(req)).await,
+            Ok(Ok(r)) if r.get_ref().status() == ServingStatus::Serving
+        )
     }
 }
 

@@ -181,7 +181,8 @@ pub fn spawn_storage_exact(
     etcd_endpoint: String,
     dispatch: Option<tracing::Dispatch>,
 ) -> ServiceHandle {
-    config.etcd_endpoints = vec![etcd_endpoint];
+    // One endpoint, or several separated by commas (a cluster's members).
+    config.etcd_endpoints = etcd_endpoint.split(',').map(String::from).collect();
     ServiceHandle::spawn("storage-svc", dispatch, move |l, m, stop| async move {
         storage_svc::run_with_metrics(l, Some(m), config, async {
             let _ = stop.await;
