@@ -5,7 +5,8 @@
 //! - [`core::v1`]: the typed resources served by registry-svc (`Pods`, `ConfigMaps`, `Events`).
 //!
 //! - [`codec`]: the codec of every generated client and server (malformed = INVALID_ARGUMENT);
-//! - [`limits`]: sizes both services agree on, and bounded error texts.
+//! - [`limits`]: sizes both services agree on, and bounded error texts;
+//! - [`parse_revision`]: a resourceVersion's text, as upstream reads it.
 //!
 //! Maps are generated as `BTreeMap` so that encoding is deterministic (see `build.rs`).
 
@@ -13,6 +14,9 @@
 
 pub mod codec;
 pub mod limits;
+mod meta_rv;
+
+pub use meta_rv::parse_revision;
 
 /// `google.protobuf.Timestamp`, with the proto3 JSON mapping (RFC 3339).
 pub use pbjson_types::Timestamp;

@@ -13,13 +13,14 @@
 //! - [`validation`], [`violations`], [`quantity`], [`names`]: ObjectMeta rules, bounded field
 //!   violations, Kubernetes quantities, generated names;
 //! - [`storage`]: the storage-svc client; [`error`]: API errors and their gRPC mapping;
-//! - [`service`]: the gRPC glue.
+//! - [`service`]: the gRPC glue; [`fuzzing`]: entry points for the fuzz targets.
 
 pub mod collection;
 pub mod create;
 pub mod delete;
 pub mod error;
 pub mod finalizers;
+pub mod fuzzing;
 pub mod get;
 pub mod graceful;
 pub mod kinds;

@@ -75,16 +75,18 @@ impl<R: Resource> Store<R> {
         if rv.is_empty() {
             return Ok(0);
         }
-        rv.parse::<u64>().map_err(|_| {
-            ApiError::invalid(
-                R::KIND,
-                name,
-                vec![(
-                    "metadata.resourceVersion".to_string(),
-                    format!("Invalid value: {rv:?}: must be a decimal resource version"),
-                )],
-            )
-        })
+        kubestore_proto::parse_revision(rv)
+            .map(i64::unsigned_abs)
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    R::KIND,
+                    name,
+                    vec![(
+                        "metadata.resourceVersion".to_string(),
+                        format!("Invalid value: {rv:?}: must be a decimal resource version"),
+                    )],
+                )
+            })
     }
 
     /// The NotFound of a name no object can have (longer than any valid name): answered

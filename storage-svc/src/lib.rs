@@ -7,6 +7,7 @@
 //!
 //! Modules, one concept each:
 //! - [`keys`]: caller keys -> etcd keys under the prefix, and what is rejected;
+//! - [`fuzzing`]: entry points for the fuzz targets over everything parsed from the network;
 //! - [`object`]: the wire-level handling of `metadata` and `resource_version`;
 //! - [`state`]: a key's observed state (revision, bytes, metadata);
 //! - [`preconditions`], [`lease`], [`keylock`]: what their names say;
@@ -23,6 +24,7 @@ pub mod compactor;
 pub mod continuation;
 pub mod error;
 pub mod etcd;
+pub mod fuzzing;
 pub mod keylock;
 pub mod keys;
 pub mod lease;

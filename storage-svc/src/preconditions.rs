@@ -48,7 +48,7 @@ pub fn check(
 /// written by us, never for a caller's cached copy, which could claim any revision.
 pub fn never_again(pre: Option<&Preconditions>, observed_rev: i64) -> bool {
     pre.and_then(|p| p.resource_version.as_deref())
-        .and_then(|rv| rv.parse::<i64>().ok())
+        .and_then(kubestore_proto::parse_revision)
         .is_some_and(|rv| rv < observed_rev)
 }
 

@@ -102,7 +102,7 @@ pub fn parse_resource_version(key: &str, rv: &str) -> Result<i64, StorageError> 
     if rv.is_empty() {
         return Ok(0);
     }
-    rv.parse::<i64>().ok().filter(|v| *v >= 0).ok_or_else(|| {
+    kubestore_proto::parse_revision(rv).ok_or_else(|| {
         StorageError::invalid(
             key,
             format!("invalid resource version {rv:?}: must be a decimal etcd revision"),

@@ -9,11 +9,13 @@
 //! - [`otlp`]: an in-process OTLP/gRPC trace receiver (a real `TraceService/Export` server).
 //! - [`update`]: drives a storage GuaranteedUpdate stream from a closure.
 //! - [`raw`]: calls with raw bytes (malformed messages, made-up methods), and this process's RSS.
+//! - [`mutate`]: a deterministic generator and byte mutator, and the fuzz seed corpus.
 
 pub mod etcd;
 pub mod fixtures_registry;
 pub mod fixtures_storage;
 pub mod fixtures_watch;
+pub mod mutate;
 pub mod otlp;
 pub mod raw;
 pub mod services;
