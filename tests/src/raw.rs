@@ -65,6 +65,84 @@ pub async fn call(channel: Channel, path: &str, body: Vec<u8>) -> Result<Vec<u8>
         .map(|r| r.into_inner())
 }
 
+/// What a streaming call did before it ended or went quiet (a healthy watch goes quiet; it does
+/// not end).
+#[derive(Debug, Clone, Copy)]
+pub struct Streamed {
+    /// Messages received.
+    pub messages: usize,
+    /// Whether the server ended the stream (rather than staying quiet for the allowed time).
+    pub ended: bool,
+}
+
+/// How a streaming call ended for [`server_streaming`] and [`streaming`]: the first error (at
+/// the call or in the stream), or what it did.
+pub type StreamOutcome = Result<Streamed, Status>;
+
+/// Opens the server-streaming method at `path` with `body`, and reads messages until the stream
+/// ends, fails, or stays quiet for `quiet`.
+pub async fn server_streaming(
+    channel: Channel,
+    path: &str,
+    body: Vec<u8>,
+    quiet: std::time::Duration,
+) -> StreamOutcome {
+    let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(64 << 20);
+    grpc.ready()
+        .await
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+    let path = http::uri::PathAndQuery::try_from(path)
+        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+    let stream = grpc
+        .server_streaming(Request::new(body), path, RawCodec)
+        .await?
+        .into_inner();
+    drain(stream, quiet).await
+}
+
+/// Calls the bidirectional method at `path`, sending `messages` and then closing its side, and
+/// reads replies as [`server_streaming`] does.
+pub async fn streaming(
+    channel: Channel,
+    path: &str,
+    messages: Vec<Vec<u8>>,
+    quiet: std::time::Duration,
+) -> StreamOutcome {
+    let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(64 << 20);
+    grpc.ready()
+        .await
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+    let path = http::uri::PathAndQuery::try_from(path)
+        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+    let stream = grpc
+        .streaming(Request::new(tokio_stream::iter(messages)), path, RawCodec)
+        .await?
+        .into_inner();
+    drain(stream, quiet).await
+}
+
+async fn drain(mut stream: tonic::Streaming<Vec<u8>>, quiet: std::time::Duration) -> StreamOutcome {
+    let mut messages = 0;
+    loop {
+        match tokio::time::timeout(quiet, stream.message()).await {
+            Err(_) => {
+                return Ok(Streamed {
+                    messages,
+                    ended: false,
+                });
+            }
+            Ok(Ok(None)) => {
+                return Ok(Streamed {
+                    messages,
+                    ended: true,
+                });
+            }
+            Ok(Ok(Some(_))) => messages += 1,
+            Ok(Err(e)) => return Err(e),
+        }
+    }
+}
+
 fn status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

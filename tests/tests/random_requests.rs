@@ -1,0 +1,824 @@
+//! Bad input at scale over gRPC (issue 10, part 6): 10,000 random and mutated requests to each
+//! service, every method, one at a time, against a real etcd. Nothing may panic, no answer may
+//! be INTERNAL or UNKNOWN (a request is the caller's fault or it is fine), streams must end when
+//! they should, and a rejected request must leave etcd's revision where it was.
+//!
+//! The inputs start from valid requests (so mutations reach past the decoder into validation,
+//! selectors, preconditions and the update protocol) and one in ten is plain random bytes. The
+//! generator is seeded: `KUBESTORE_RANDOM_SEED=N` replays a run, `KUBESTORE_RANDOM_REQUESTS=N`
+//! changes the count (both printed at the start).
+//!
+//! Two things move etcd's revision without being a request's write: a lease expiring (a mutated
+//! `ttl_seconds` may be small), and, with the watch cache on, its *fence* (a put of a reserved
+//! key no caller can name, which a consistent read from a cache that is behind makes; see
+//! `storage_svc::cache`). A revision that moved across a rejected request is accepted only
+//! when every change in between was one of those two.
+
+use std::{
+    collections::BTreeMap,
+    sync::atomic::{AtomicUsize, Ordering},
+    time::Duration,
+};
+
+use etcd_client::{EventType, WatchOptions};
+use kubestore_proto::{
+    core::v1::{
+        ConfigMap, CreateConfigMapRequest, CreateEventRequest, CreatePodRequest,
+        DeleteCollectionConfigMapsRequest, DeleteCollectionEventsRequest,
+        DeleteCollectionPodsRequest, DeleteConfigMapRequest, DeleteEventRequest, DeletePodRequest,
+        Event, GetConfigMapRequest, GetEventRequest, GetPodRequest, ListConfigMapsRequest,
+        ListEventsRequest, ListPodsRequest, ObjectReference, Pod, PodStatus,
+        UpdateConfigMapRequest, UpdateEventRequest, UpdatePodRequest, WatchConfigMapsRequest,
+        WatchEventsRequest, WatchPodsRequest,
+    },
+    meta::v1::{DeleteOptions, ListOptions, ObjectMeta, Preconditions},
+    storage::v1::{
+        CreateRequest, DeleteRequest, FieldRequirement, GetRequest, GuaranteedUpdateRequest,
+        LabelRequirement, ListRequest, Selector, UpdateAbort, UpdateProposal, UpdateStart,
+        WatchRequest, guaranteed_update_request::Message as Req,
+    },
+};
+use kubestore_tests::{
+    Cluster, ClusterOptions,
+    fixtures_registry::{NS, cm, create_cm, create_pod, pod},
+    fixtures_storage::{self, create},
+    mutate::{Rng, mutate},
+    raw::{self, Streamed},
+    services::{channel, wait_serving},
+};
+use prost::Message;
+use tonic::{Code, Status, transport::Channel};
+
+/// Panics anywhere in this process: the services run on its threads.
+static PANICS: AtomicUsize = AtomicUsize::new(0);
+
+/// How a method is called.
+enum Shape {
+    Unary,
+    /// A watch: it goes quiet rather than ending.
+    ServerStream,
+    /// GuaranteedUpdate: the client sends its messages and closes; the server must end.
+    Bidi,
+}
+
+/// A method and the valid requests its mutations start from (for `Bidi`, each seed is the
+/// sequence of messages, separated into `Vec`s).
+struct Method {
+    path: &'static str,
+    shape: Shape,
+    seeds: Vec<Vec<Vec<u8>>>,
+}
+
+fn unary(path: &'static str, seeds: Vec<Vec<u8>>) -> Method {
+    Method {
+        path,
+        shape: Shape::Unary,
+        seeds: seeds.into_iter().map(|s| vec![s]).collect(),
+    }
+}
+
+fn watch(path: &'static str, seeds: Vec<Vec<u8>>) -> Method {
+    Method {
+        path,
+        shape: Shape::ServerStream,
+        seeds: seeds.into_iter().map(|s| vec![s]).collect(),
+    }
+}
+
+/// What one run saw, per method and code.
+#[derive(Default)]
+struct Tally {
+    codes: BTreeMap<(&'static str, String), usize>,
+    rejected: usize,
+    moved_by_housekeeping: usize,
+}
+
+impl Tally {
+    fn print(&self, service: &str) {
+        eprintln!(
+            "{service}: {} rejected, {} with housekeeping (lease expiry, cache fence) in between",
+            self.rejected, self.moved_by_housekeeping
+        );
+        for ((path, code), n) in &self.codes {
+            eprintln!("  {path:<45} {code:<18} {n}");
+        }
+    }
+}
+
+fn count_from_env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn install_panic_counter() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICS.fetch_add(1, Ordering::SeqCst);
+        previous(info);
+    }));
+}
+
+async fn etcd_revision(etcd: &mut etcd_client::Client) -> i64 {
+    etcd.get("/", None)
+        .await
+        .expect("etcd get")
+        .header()
+        .map_or(0, |h| h.revision())
+}
+
+/// Whether every change to etcd in revisions `(after, upto]` was housekeeping: the deletion of
+/// a key held by a lease (an expiry), or a put of the watch cache's fence key.
+async fn only_housekeeping(etcd: &mut etcd_client::Client, after: i64, upto: i64) -> bool {
+    let options = WatchOptions::new()
+        .with_prefix()
+        .with_prev_key()
+        .with_start_revision(after + 1);
+    let mut stream = etcd.watch("", Some(options)).await.expect("etcd watch");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let next = tokio::time::timeout_at(deadline, stream.message()).await;
+        let Ok(Ok(Some(response))) = next else {
+            panic!("etcd history ({after}, {upto}] not readable: {next:?}");
+        };
+        for event in response.events() {
+            let Some(kv) = event.kv() else { continue };
+            if kv.mod_revision() > upto {
+                return true;
+            }
+            let expiry = event.event_type() == EventType::Delete
+                && event.prev_kv().is_some_and(|p| p.lease() != 0);
+            let fence = event.event_type() == EventType::Put
+                && kv.key().ends_with(storage_svc::keys::FENCE.as_bytes());
+            if !expiry && !fence {
+                eprintln!(
+                    "revision {} changed {:?} ({:?})",
+                    kv.mod_revision(),
+                    kv.key_str(),
+                    event.event_type()
+                );
+                return false;
+            }
+            if kv.mod_revision() == upto {
+                return true;
+            }
+        }
+    }
+}
+
+/// Sends `count` requests built from `methods` to `channel`, checking each; returns the tally.
+async fn bombard(
+    channel: &Channel,
+    methods: &[Method],
+    etcd: &mut etcd_client::Client,
+    rng: &mut Rng,
+    count: u64,
+) -> Tally {
+    let mut tally = Tally::default();
+    let mut revision = etcd_revision(etcd).await;
+    for i in 0..count {
+        let method = &methods[rng.below(methods.len())];
+        let seed = &method.seeds[rng.below(method.seeds.len())];
+        let messages: Vec<Vec<u8>> = if rng.below(10) == 0 {
+            // Plain random bytes.
+            let n = rng.below(64);
+            vec![(0..n).map(|_| rng.byte()).collect()]
+        } else {
+            let mut m = seed.clone();
+            let at = rng.below(m.len());
+            m[at] = mutate(rng, &m[at]);
+            m
+        };
+        let shown = format!("request {i} to {}: {messages:02x?}", method.path);
+        let outcome = match method.shape {
+            Shape::Unary => raw::call(
+                channel.clone(),
+                method.path,
+                messages.into_iter().next().unwrap_or_default(),
+            )
+            .await
+            .map(|_| Streamed {
+                messages: 1,
+                ended: true,
+            }),
+            Shape::ServerStream => {
+                raw::server_streaming(
+                    channel.clone(),
+                    method.path,
+                    messages.into_iter().next().unwrap_or_default(),
+                    Duration::from_millis(20),
+                )
+                .await
+            }
+            Shape::Bidi => {
+                raw::streaming(
+                    channel.clone(),
+                    method.path,
+                    messages,
+                    Duration::from_secs(5),
+                )
+                .await
+            }
+        };
+        let code = match &outcome {
+            Ok(s) => {
+                assert!(
+                    s.ended || matches!(method.shape, Shape::ServerStream),
+                    "{shown}: the stream neither ended nor failed 5 s after the client closed it"
+                );
+                "OK".to_string()
+            }
+            Err(e) => format!("{:?}", e.code()),
+        };
+        *tally.codes.entry((method.path, code)).or_default() += 1;
+        let now = etcd_revision(etcd).await;
+        if let Err(e) = outcome {
+            check_rejection(&shown, &e);
+            tally.rejected += 1;
+            if now != revision {
+                assert!(
+                    only_housekeeping(etcd, revision, now).await,
+                    "{shown}: rejected with {e:?} but etcd moved from revision {revision} to {now}"
+                );
+                tally.moved_by_housekeeping += 1;
+            }
+        }
+        revision = now;
+        assert_eq!(PANICS.load(Ordering::SeqCst), 0, "{shown}: a panic");
+    }
+    tally
+}
+
+/// A rejection must be a code that names the caller's mistake or a state of the data, never a
+/// server fault.
+fn check_rejection(shown: &str, e: &Status) {
+    assert!(
+        !matches!(
+            e.code(),
+            Code::Internal
+                | Code::Unknown
+                | Code::DataLoss
+                | Code::Unimplemented
+                | Code::Unavailable
+        ),
+        "{shown}: {e:?}"
+    );
+    assert!(!e.message().is_empty(), "{shown}: no message in {e:?}");
+}
+
+/// storage-svc's methods. Their keys are under `/fuzzed/`, a resource registry-svc does not
+/// serve: storage stores whatever bytes it is given (it knows no kinds), and a mutated object
+/// under `/configmaps/` would be a corrupt ConfigMap for the registry's half of the test.
+fn storage_methods(seed_rv: &str) -> Vec<Method> {
+    let key = "/fuzzed/ns/seed";
+    let object = |name: &str, n: &str| fixtures_storage::cm(name, &[("n", n)]).encode_to_vec();
+    let selector = Selector {
+        labels: vec![LabelRequirement {
+            key: "app".into(),
+            operator: 3,
+            values: vec!["web".into()],
+        }],
+        fields: vec![FieldRequirement {
+            path: vec![1, 1],
+            r#type: 0,
+            equals: false,
+            value: "seed".into(),
+        }],
+    };
+    let start = |key: &str, dry_run: bool, uid: Option<&str>| UpdateStart {
+        key: key.into(),
+        preconditions: uid.map(|u| Preconditions {
+            uid: Some(u.into()),
+            resource_version: None,
+        }),
+        dry_run,
+        ..Default::default()
+    };
+    let msg = |m: Req| GuaranteedUpdateRequest { message: Some(m) }.encode_to_vec();
+    vec![
+        unary(
+            "/storage.v1.Storage/Create",
+            vec![
+                CreateRequest {
+                    key: "/fuzzed/ns/made".into(),
+                    object: object("made", "1"),
+                    ttl_seconds: 0,
+                    dry_run: false,
+                }
+                .encode_to_vec(),
+                CreateRequest {
+                    key: "/fuzzed/other/leased".into(),
+                    object: object("leased", "1"),
+                    ttl_seconds: 3600,
+                    dry_run: false,
+                }
+                .encode_to_vec(),
+                CreateRequest {
+                    key: "/fuzzed/ns/dry".into(),
+                    object: object("dry", "1"),
+                    ttl_seconds: 0,
+                    dry_run: true,
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/storage.v1.Storage/Get",
+            vec![
+                GetRequest {
+                    key: key.into(),
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+                GetRequest {
+                    key: "/fuzzed/ns/none".into(),
+                    ignore_not_found: true,
+                    resource_version: "0".into(),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/storage.v1.Storage/Delete",
+            vec![
+                DeleteRequest {
+                    key: "/fuzzed/ns/made".into(),
+                    preconditions: Some(Preconditions {
+                        uid: Some("uid-made".into()),
+                        resource_version: None,
+                    }),
+                    dry_run: false,
+                    cached_object: None,
+                }
+                .encode_to_vec(),
+                DeleteRequest {
+                    key: key.into(),
+                    dry_run: true,
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/storage.v1.Storage/List",
+            vec![
+                ListRequest {
+                    key: "/fuzzed/".into(),
+                    recursive: true,
+                    limit: 2,
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+                ListRequest {
+                    key: "/fuzzed/ns".into(),
+                    recursive: true,
+                    resource_version: seed_rv.into(),
+                    resource_version_match: 1,
+                    selector: Some(selector.clone()),
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        watch(
+            "/storage.v1.Storage/Watch",
+            vec![
+                WatchRequest {
+                    key: "/fuzzed/".into(),
+                    recursive: true,
+                    send_initial_events: Some(true),
+                    allow_watch_bookmarks: true,
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+                WatchRequest {
+                    key: key.into(),
+                    resource_version: seed_rv.into(),
+                    selector: Some(selector),
+                    timeout_seconds: 1,
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        Method {
+            path: "/storage.v1.Storage/GuaranteedUpdate",
+            shape: Shape::Bidi,
+            seeds: vec![
+                vec![
+                    msg(Req::Start(start(key, false, Some("uid-seed")))),
+                    msg(Req::Proposal(UpdateProposal {
+                        based_on_resource_version: seed_rv.into(),
+                        object: object("seed", "2"),
+                        ttl_seconds: 0,
+                    })),
+                ],
+                vec![
+                    msg(Req::Start(start(key, true, None))),
+                    msg(Req::Abort(UpdateAbort {
+                        based_on_resource_version: seed_rv.into(),
+                        code: 9,
+                        message: "no".into(),
+                    })),
+                ],
+                vec![msg(Req::Start(UpdateStart {
+                    ignore_not_found: true,
+                    ..start("/fuzzed/ns/none", false, None)
+                }))],
+            ],
+        },
+    ]
+}
+
+fn list_options(label_selector: &str, field_selector: &str, limit: i64) -> Option<ListOptions> {
+    Some(ListOptions {
+        label_selector: label_selector.into(),
+        field_selector: field_selector.into(),
+        limit,
+        ..Default::default()
+    })
+}
+
+fn delete_options(grace: Option<i64>, uid: Option<&str>, dry_run: bool) -> Option<DeleteOptions> {
+    Some(DeleteOptions {
+        grace_period_seconds: grace,
+        preconditions: uid.map(|u| Preconditions {
+            uid: Some(u.into()),
+            resource_version: None,
+        }),
+        dry_run,
+        ..Default::default()
+    })
+}
+
+fn registry_methods(seed_pod: &Pod, seed_cm: &ConfigMap) -> Vec<Method> {
+    let ns = || NS.to_string();
+    let mut labelled = pod("fresh", "node-1");
+    if let Some(m) = labelled.metadata.as_mut() {
+        m.labels.insert("app".into(), "web".into());
+        m.generate_name = "gen-".into();
+    }
+    let mut running = seed_pod.clone();
+    running.status = Some(PodStatus {
+        phase: "Running".into(),
+        ..Default::default()
+    });
+    let mut changed_cm = seed_cm.clone();
+    changed_cm.data.insert("k2".into(), "v2".into());
+    let event = Event {
+        metadata: Some(ObjectMeta {
+            name: "ev".into(),
+            ..Default::default()
+        }),
+        involved_object: Some(ObjectReference {
+            kind: "Pod".into(),
+            namespace: NS.into(),
+            name: "seed".into(),
+            ..Default::default()
+        }),
+        reason: "Started".into(),
+        message: "started".into(),
+        r#type: "Normal".into(),
+        count: 1,
+    };
+    let watch_options = Some(ListOptions {
+        send_initial_events: Some(true),
+        allow_watch_bookmarks: true,
+        timeout_seconds: Some(1),
+        ..Default::default()
+    });
+    vec![
+        unary(
+            "/core.v1.Pods/Create",
+            vec![
+                CreatePodRequest {
+                    namespace: ns(),
+                    pod: Some(labelled),
+                    dry_run: false,
+                }
+                .encode_to_vec(),
+                CreatePodRequest {
+                    namespace: ns(),
+                    pod: Some(pod("dry", "")),
+                    dry_run: true,
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Pods/Get",
+            vec![
+                GetPodRequest {
+                    namespace: ns(),
+                    name: "seed".into(),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Pods/Update",
+            vec![
+                UpdatePodRequest {
+                    namespace: ns(),
+                    pod: Some(seed_pod.clone()),
+                    dry_run: false,
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Pods/UpdateStatus",
+            vec![
+                UpdatePodRequest {
+                    namespace: ns(),
+                    pod: Some(running),
+                    dry_run: true,
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Pods/Delete",
+            vec![
+                DeletePodRequest {
+                    namespace: ns(),
+                    name: "seed".into(),
+                    options: delete_options(Some(30), None, true),
+                }
+                .encode_to_vec(),
+                DeletePodRequest {
+                    namespace: ns(),
+                    name: "fresh".into(),
+                    options: delete_options(Some(0), Some("uid"), false),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Pods/List",
+            vec![
+                ListPodsRequest {
+                    namespace: ns(),
+                    options: list_options("app=web", "spec.nodeName=node-1", 2),
+                }
+                .encode_to_vec(),
+                ListPodsRequest {
+                    namespace: String::new(),
+                    options: list_options("app in (web,db),!tier", "status.phase!=Failed", 0),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        watch(
+            "/core.v1.Pods/Watch",
+            vec![
+                WatchPodsRequest {
+                    namespace: ns(),
+                    options: watch_options.clone(),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Pods/DeleteCollection",
+            vec![
+                DeleteCollectionPodsRequest {
+                    namespace: ns(),
+                    list_options: list_options("app=none", "", 0),
+                    options: delete_options(Some(0), None, false),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.ConfigMaps/Create",
+            vec![
+                CreateConfigMapRequest {
+                    namespace: ns(),
+                    config_map: Some(cm("made", &["example.com/hold"])),
+                    dry_run: false,
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.ConfigMaps/Get",
+            vec![
+                GetConfigMapRequest {
+                    namespace: ns(),
+                    name: "seed".into(),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.ConfigMaps/Update",
+            vec![
+                UpdateConfigMapRequest {
+                    namespace: ns(),
+                    config_map: Some(changed_cm),
+                    dry_run: false,
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.ConfigMaps/Delete",
+            vec![
+                DeleteConfigMapRequest {
+                    namespace: ns(),
+                    name: "made".into(),
+                    options: delete_options(None, None, false),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.ConfigMaps/List",
+            vec![
+                ListConfigMapsRequest {
+                    namespace: ns(),
+                    options: list_options("", "metadata.name!=seed", 1),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        watch(
+            "/core.v1.ConfigMaps/Watch",
+            vec![
+                WatchConfigMapsRequest {
+                    namespace: ns(),
+                    options: watch_options.clone(),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.ConfigMaps/DeleteCollection",
+            vec![
+                DeleteCollectionConfigMapsRequest {
+                    namespace: ns(),
+                    list_options: list_options("", "metadata.name=made", 0),
+                    options: delete_options(None, None, true),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Events/Create",
+            vec![
+                CreateEventRequest {
+                    namespace: ns(),
+                    event: Some(event.clone()),
+                    dry_run: false,
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Events/Get",
+            vec![
+                GetEventRequest {
+                    namespace: ns(),
+                    name: "ev".into(),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Events/Update",
+            vec![
+                UpdateEventRequest {
+                    namespace: ns(),
+                    event: Some(Event { count: 2, ..event }),
+                    dry_run: false,
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Events/Delete",
+            vec![
+                DeleteEventRequest {
+                    namespace: ns(),
+                    name: "ev".into(),
+                    options: None,
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Events/List",
+            vec![
+                ListEventsRequest {
+                    namespace: String::new(),
+                    options: None,
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        watch(
+            "/core.v1.Events/Watch",
+            vec![
+                WatchEventsRequest {
+                    namespace: ns(),
+                    options: watch_options,
+                }
+                .encode_to_vec(),
+            ],
+        ),
+        unary(
+            "/core.v1.Events/DeleteCollection",
+            vec![
+                DeleteCollectionEventsRequest {
+                    namespace: ns(),
+                    list_options: None,
+                    options: delete_options(Some(0), None, false),
+                }
+                .encode_to_vec(),
+            ],
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ten_thousand_random_requests_to_each_service_are_refused_cleanly() {
+    install_panic_counter();
+    let count = count_from_env("KUBESTORE_RANDOM_REQUESTS", 10_000);
+    let seed = count_from_env(
+        "KUBESTORE_RANDOM_SEED",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs()),
+    );
+    eprintln!("KUBESTORE_RANDOM_SEED={seed} KUBESTORE_RANDOM_REQUESTS={count}");
+    let mut rng = Rng::new(seed);
+    let cluster = Cluster::start(ClusterOptions {
+        // Compaction off: the history of every revision is read back (only_housekeeping).
+        storage: Some(storage_svc::Config {
+            compaction_interval: Duration::ZERO,
+            ..Default::default()
+        }),
+        with_registry: true,
+        ..Default::default()
+    })
+    .await;
+    let mut etcd = cluster.etcd.client().await;
+
+    let mut storage = cluster.storage_client().await;
+    let seed_rv = create(
+        &mut storage,
+        "/fuzzed/ns/seed",
+        &fixtures_storage::cm("seed", &[("n", "1")]),
+        0,
+    )
+    .await
+    .expect("seed object");
+    let storage_channel = channel(&cluster.storage.url()).await;
+    let tally = bombard(
+        &storage_channel,
+        &storage_methods(&seed_rv),
+        &mut etcd,
+        &mut rng,
+        count,
+    )
+    .await;
+    tally.print("storage-svc");
+
+    let mut pods = cluster.pods().await;
+    let seed_pod = create_pod(&mut pods, pod("seed", "node-1"))
+        .await
+        .expect("seed pod");
+    let mut cms = cluster.config_maps().await;
+    let seed_cm = create_cm(&mut cms, cm("seed", &[]))
+        .await
+        .expect("seed configmap");
+    let registry_url = cluster.registry.as_ref().expect("registry").url();
+    let registry_channel = channel(&registry_url).await;
+    let tally = bombard(
+        &registry_channel,
+        &registry_methods(&seed_pod, &seed_cm),
+        &mut etcd,
+        &mut rng,
+        count,
+    )
+    .await;
+    tally.print("registry-svc");
+
+    // Both still serve and write.
+    wait_serving(&cluster.storage.url()).await;
+    wait_serving(&registry_url).await;
+    create(
+        &mut storage,
+        "/fuzzed/after/x",
+        &fixtures_storage::cm("x", &[]),
+        0,
+    )
+    .await
+    .expect("storage-svc still writes");
+    fixtures_storage::get(&mut storage, "/fuzzed/after/x")
+        .await
+        .expect("storage-svc still reads");
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0);
+}
