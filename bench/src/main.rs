@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release -p kubestore-bench              # full run, writes BENCHMARKS.md
 //! cargo run -p kubestore-bench -- --smoke             # a few ops, writes target/bench-smoke.md
+//! cargo run --release -p kubestore-bench -- --soak 600  # steady load, writes target/soak.md
 //! ```
 //!
 //! The services run as child processes (this binary in `serve-storage` / `serve-registry`
@@ -15,6 +16,7 @@ mod procs;
 mod report;
 mod runner;
 mod scenarios;
+mod soak;
 
 use std::{
     future::Future,
@@ -87,6 +89,10 @@ struct Cli {
     /// A few operations only (CI smoke test); writes target/bench-smoke.md.
     #[arg(long)]
     smoke: bool,
+    /// Instead of the benchmark: a steady load for this many seconds, sampling RSS, fds and
+    /// tasks (`soak.rs`); writes target/soak.md unless --out says otherwise.
+    #[arg(long, value_name = "SECS")]
+    soak: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -671,7 +677,18 @@ fn main() -> ExitCode {
     else {
         return ExitCode::FAILURE;
     };
-    match rt.block_on(bench(cli)) {
+    let done = match cli.soak {
+        Some(secs) => {
+            let out = if cli.out == std::path::Path::new("BENCHMARKS.md") {
+                PathBuf::from("target/soak.md")
+            } else {
+                cli.out.clone()
+            };
+            rt.block_on(soak::soak(secs, &out))
+        }
+        None => rt.block_on(bench(cli)),
+    };
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("kubestore-bench: {e}");
