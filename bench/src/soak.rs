@@ -48,6 +48,9 @@ struct Gauges {
     rss_mib: f64,
     fds: f64,
     tasks: f64,
+    /// storage-svc: events held in the watch cache's windows, all resources (they fill up to
+    /// `--watch-cache-size` each during the run, which accounts for early RSS growth).
+    window: f64,
 }
 
 async fn gauges(p: &ServiceProcess) -> Gauges {
@@ -56,6 +59,11 @@ async fn gauges(p: &ServiceProcess) -> Gauges {
         rss_mib: p.rss_mib().0,
         fds: sample(&s, "process_open_fds").unwrap_or(f64::NAN),
         tasks: sample(&s, "tokio_alive_tasks").unwrap_or(f64::NAN),
+        window: s
+            .lines()
+            .filter(|l| l.starts_with("storage_watch_cache_window_events{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum(),
     }
 }
 
@@ -321,11 +329,12 @@ fn grew(before: f64, after: f64) -> bool {
 
 fn row(at: Duration, label: &str, s: Gauges, r: Gauges) -> String {
     format!(
-        "| {:>5.0} s | {label} | {:.1} | {:.0} | {:.0} | {:.1} | {:.0} | {:.0} |",
+        "| {:>5.0} s | {label} | {:.1} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | {:.0} |",
         at.as_secs_f64(),
         s.rss_mib,
         s.fds,
         s.tasks,
+        s.window,
         r.rss_mib,
         r.fds,
         r.tasks
@@ -366,8 +375,8 @@ pub(crate) async fn soak(secs: u64, out: &std::path::Path) -> Result<(), String>
     tokio::time::sleep(Duration::from_secs(3)).await;
     let idle_before = (gauges(&storage).await, gauges(&registry).await);
     let mut lines = vec![
-        "| time | phase | storage RSS MiB | storage fds | storage tasks | registry RSS MiB | registry fds | registry tasks |".to_string(),
-        "|---|---|---|---|---|---|---|---|".to_string(),
+        "| time | phase | storage RSS MiB | storage fds | storage tasks | storage cache window (events) | registry RSS MiB | registry fds | registry tasks |".to_string(),
+        "|---|---|---|---|---|---|---|---|---|".to_string(),
         row(Duration::ZERO, "idle, before", idle_before.0, idle_before.1),
     ];
     println!("{}\n{}\n{}", lines[0], lines[1], lines[2]);

@@ -36,6 +36,7 @@ pub async fn apply(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String>
             Object::Pod(o) => apply_one(ch, default_ns, o).await,
             Object::ConfigMap(o) => apply_one(ch, default_ns, o).await,
             Object::Event(o) => apply_one(ch, default_ns, o).await,
+            Object::Secret(o) => apply_one(ch, default_ns, o).await,
         };
         match result {
             Ok(line) => lines.push(line),
@@ -83,6 +84,7 @@ pub async fn delete(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String
             Object::Pod(o) => delete_one(ch, default_ns, o).await,
             Object::ConfigMap(o) => delete_one(ch, default_ns, o).await,
             Object::Event(o) => delete_one(ch, default_ns, o).await,
+            Object::Secret(o) => delete_one(ch, default_ns, o).await,
         };
         match result {
             Ok(line) => lines.push(line),

@@ -1,5 +1,5 @@
 //! What the CLI needs per kind: its names, its RPCs and its table. One trait, implemented for
-//! Pod, ConfigMap and Event; commands are written once, generically.
+//! Pod, ConfigMap, Event and Secret; commands are written once, generically.
 
 use std::pin::Pin;
 
@@ -11,6 +11,10 @@ use kubestore_proto::{
         Pod, UpdateConfigMapRequest, UpdateEventRequest, UpdatePodRequest, WatchConfigMapsRequest,
         WatchEventsRequest, WatchPodsRequest, config_maps_client::ConfigMapsClient,
         events_client::EventsClient, pods_client::PodsClient,
+    },
+    core::v1::{
+        CreateSecretRequest, DeleteSecretRequest, GetSecretRequest, ListSecretsRequest, Secret,
+        UpdateSecretRequest, WatchSecretsRequest, secrets_client::SecretsClient,
     },
     meta::v1::{DeleteOptions, ListMeta, ListOptions, ObjectMeta, WatchEventType},
 };
@@ -198,6 +202,19 @@ kind!(
     ListEventsRequest,
     WatchEventsRequest
 );
+kind!(
+    Secret,
+    "Secret",
+    "secrets",
+    SecretsClient,
+    secret,
+    CreateSecretRequest,
+    GetSecretRequest,
+    UpdateSecretRequest,
+    DeleteSecretRequest,
+    ListSecretsRequest,
+    WatchSecretsRequest
+);
 
 /// Per-kind table layout.
 trait Columns {
@@ -297,5 +314,18 @@ impl Columns for Event {
             out.push(self.count.to_string());
         }
         out
+    }
+}
+
+/// As `kubectl get secrets`: values are never shown, only how many.
+impl Columns for Secret {
+    const NARROW: &'static [&'static str] = &["TYPE", "DATA", "AGE"];
+    const WIDE: &'static [&'static str] = &["TYPE", "DATA", "AGE"];
+    fn cells(&self, _wide: bool, now: i64) -> Vec<String> {
+        vec![
+            self.r#type.clone(),
+            self.data.len().to_string(),
+            age(created(&self.metadata), now),
+        ]
     }
 }

@@ -10,7 +10,7 @@ use kubestore_cli::{
     apply, connect, demo, describe,
     get::{GetOptions, get},
 };
-use kubestore_proto::core::v1::{ConfigMap, Event, Pod};
+use kubestore_proto::core::v1::{ConfigMap, Event, Pod, Secret};
 use kubestore_telemetry::{LogFormat, TelemetryConfig, deadline::parse_duration, shutdown};
 
 #[derive(Parser)]
@@ -175,8 +175,11 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
                 "pods" | "pod" | "po" => get::<Pod>(&ch, &o, print).await,
                 "configmaps" | "configmap" | "cm" => get::<ConfigMap>(&ch, &o, print).await,
                 "events" | "event" | "ev" => get::<Event>(&ch, &o, print).await,
+                "secrets" | "secret" => get::<Secret>(&ch, &o, print).await,
                 other => {
-                    eprintln!("kubestore: unknown kind {other:?}: use pods, configmaps or events");
+                    eprintln!(
+                        "kubestore: unknown kind {other:?}: use pods, configmaps, events or secrets"
+                    );
                     return ExitCode::FAILURE;
                 }
             };

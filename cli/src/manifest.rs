@@ -8,7 +8,7 @@
 //! as `cpu: 1`) become strings, and fields kubestore does not model (`ports`, `env`, ...) are
 //! dropped and reported rather than refusing the whole manifest.
 
-use kubestore_proto::core::v1::{ConfigMap, Event, Pod};
+use kubestore_proto::core::v1::{ConfigMap, Event, Pod, Secret};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -23,6 +23,8 @@ pub enum Object {
     ConfigMap(ConfigMap),
     /// An Event.
     Event(Event),
+    /// A Secret.
+    Secret(Secret),
 }
 
 /// A manifest document, parsed.
@@ -68,9 +70,10 @@ fn parse_value(value: Value) -> Result<Parsed, String> {
         "Pod" => typed::<Pod>(value, Object::Pod)?,
         "ConfigMap" => typed::<ConfigMap>(value, Object::ConfigMap)?,
         "Event" => typed::<Event>(value, Object::Event)?,
+        "Secret" => typed::<Secret>(value, Object::Secret)?,
         other => {
             return Err(format!(
-                "unsupported kind {other:?}: kubestore serves Pod, ConfigMap and Event"
+                "unsupported kind {other:?}: kubestore serves Pod, ConfigMap, Event and Secret"
             ));
         }
     })
@@ -158,6 +161,7 @@ fn stringify_maps(doc: &mut Map<String, Value>) {
         strings(meta.get_mut("annotations"));
     }
     strings(doc.get_mut("data"));
+    strings(doc.get_mut("stringData"));
     if let Some(Value::Array(containers)) =
         doc.get_mut("spec").and_then(|s| s.get_mut("containers"))
     {
@@ -253,6 +257,24 @@ data:
         };
         assert_eq!(cm.data["replicas"], "3");
         assert!(docs[1].ignored.is_empty());
+    }
+
+    #[test]
+    fn secrets_read_base64_data_and_string_data() {
+        let docs = parse(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: kubernetes.io/basic-auth\n\
+             data:\n  username: YWRtaW4=\nstringData:\n  password: s3cr3t\n  port: 5432\n",
+        )
+        .expect("parses");
+        let Object::Secret(s) = &docs[0].object else {
+            panic!("a secret")
+        };
+        assert_eq!(s.r#type, "kubernetes.io/basic-auth");
+        assert_eq!(s.data["username"], b"admin");
+        assert_eq!(s.string_data["password"], "s3cr3t");
+        assert_eq!(s.string_data["port"], "5432");
+        let y = render(&to_value(s), "yaml").expect("yaml");
+        assert!(y.contains("username: YWRtaW4="), "{y}");
     }
 
     #[test]

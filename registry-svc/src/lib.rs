@@ -5,7 +5,7 @@
 //! and uses storage's GuaranteedUpdate stream for every read-modify-write.
 //!
 //! Modules:
-//! - [`resource`], [`strategy`]: what a kind is and how it behaves; [`kinds`]: Pod, ConfigMap, Event;
+//! - [`resource`], [`strategy`]: what a kind is and how it behaves; [`kinds`]: Pod, ConfigMap, Event, Secret;
 //! - [`store`] (what every verb shares), one module per verb: [`get`], [`create`], [`update`]
 //!   (and UpdateStatus), [`delete`], [`list`], [`watch`], [`collection`] (DeleteCollection);
 //!   [`graceful`] (BeforeDelete) and [`finalizers`] (GC finalizers, markAsDeleting,
@@ -52,6 +52,11 @@ use kubestore_proto::core::v1::{
     WatchPodsRequest, config_maps_server::ConfigMapsServer, events_server::EventsServer,
     pods_server::PodsServer,
 };
+use kubestore_proto::core::v1::{
+    CreateSecretRequest, DeleteCollectionSecretsRequest, DeleteSecretRequest, DeleteSecretResponse,
+    GetSecretRequest, ListSecretsRequest, Secret, SecretList, SecretWatchEvent,
+    UpdateSecretRequest, WatchSecretsRequest, secrets_server::SecretsServer,
+};
 use kubestore_proto::limits::REGISTRY_MAX_MESSAGE_BYTES;
 use kubestore_telemetry::{
     LogFormat, Metrics,
@@ -65,7 +70,10 @@ use tonic_health::{
 };
 
 use crate::{
-    kinds::{configmap::ConfigMapStrategy, event::EventStrategy, pod::PodStrategy},
+    kinds::{
+        configmap::ConfigMapStrategy, event::EventStrategy, pod::PodStrategy,
+        secret::SecretStrategy,
+    },
     raw_list::RawList,
     service::ResourceService,
     storage::StorageClient,
@@ -117,6 +125,21 @@ grpc_service!(
     WatchEventsRequest,
     EventWatchEvent,
     DeleteCollectionEventsRequest
+);
+grpc_service!(
+    kubestore_proto::core::v1::secrets_server::Secrets,
+    Secret,
+    secret,
+    CreateSecretRequest,
+    GetSecretRequest,
+    UpdateSecretRequest,
+    DeleteSecretRequest,
+    DeleteSecretResponse,
+    ListSecretsRequest,
+    SecretList,
+    WatchSecretsRequest,
+    SecretWatchEvent,
+    DeleteCollectionSecretsRequest
 );
 
 /// Command-line and environment configuration (CLI > env > defaults).
@@ -272,6 +295,10 @@ pub async fn run_with_metrics(
                     ttl: config.event_ttl
                 }
             )
+        ))
+        .add_service(serve!(
+            SecretsServer,
+            Store::new(storage.clone(), SecretStrategy)
         ))
         .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained());
     let result = serving.drain(server, config.shutdown_timeout).await;

@@ -2,7 +2,10 @@
 //! metadata is. Implemented for each proto message by one `resource!` line.
 
 use kubestore_proto::{
-    core::v1::{ConfigMap, Event, ListConfigMapsRequest, ListEventsRequest, ListPodsRequest, Pod},
+    core::v1::{
+        ConfigMap, Event, ListConfigMapsRequest, ListEventsRequest, ListPodsRequest,
+        ListSecretsRequest, Pod, Secret,
+    },
     meta::v1::{ListOptions, ObjectMeta},
 };
 
@@ -48,6 +51,7 @@ macro_rules! resource {
 resource!(Pod, "Pod", "pods", ListPodsRequest);
 resource!(ConfigMap, "ConfigMap", "configmaps", ListConfigMapsRequest);
 resource!(Event, "Event", "events", ListEventsRequest);
+resource!(Secret, "Secret", "secrets", ListSecretsRequest);
 
 /// Shorthand accessors over [`Resource::meta`].
 pub trait MetaExt {

@@ -166,6 +166,10 @@ async fn a_full_etcd_recovers_without_restarting_the_services() {
         }
     }
     assert!(created.len() < 40, "etcd never filled up");
+    eprintln!(
+        "etcd full after {} acknowledged 512 KiB creates; then RESOURCE_EXHAUSTED",
+        created.len()
+    );
     // Health: writes NOT_SERVING on both, the servers SERVING (within the probes' second).
     let until = |want_writes: bool| {
         let (storage, registry) = (storage.clone(), registry.clone());
@@ -226,6 +230,7 @@ async fn a_full_etcd_recovers_without_restarting_the_services() {
         .await
         .expect("alarm list");
     assert!(!raised.alarms().is_empty(), "NOSPACE was raised");
+    let disarmed = std::time::Instant::now();
     for a in raised.alarms() {
         let mut only = etcd_client::AlarmOptions::new();
         only.with_member(a.member_id());
@@ -243,5 +248,22 @@ async fn a_full_etcd_recovers_without_restarting_the_services() {
     })
     .await
     .expect("a write after the alarm is disarmed");
+    let first_write = disarmed.elapsed();
     until(true).await;
+    eprintln!(
+        "writes again {:?} after the disarm; health says so {:?} after it",
+        first_write,
+        disarmed.elapsed()
+    );
+    for name in &created {
+        assert!(
+            cms.get(kubestore_proto::core::v1::GetConfigMapRequest {
+                namespace: NS.into(),
+                name: name.clone(),
+            })
+            .await
+            .is_err_and(|e| e.code() == Code::NotFound),
+            "{name} was deleted while full"
+        );
+    }
 }

@@ -12,8 +12,9 @@ pub const MAX_DATA_BYTES: usize = 1024 * 1024;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ConfigMapStrategy;
 
-/// Problems of `key` as a ConfigMap key (`[-._a-zA-Z0-9]+`, at most 253, not `.` or `..`).
-fn config_key(key: &str) -> Option<&'static str> {
+/// Problems of `key` as a ConfigMap (or Secret) key (`[-._a-zA-Z0-9]+`, at most 253, not `.`
+/// or `..`).
+pub fn config_key(key: &str) -> Option<&'static str> {
     if key.is_empty() || key.len() > 253 {
         return Some("must be no more than 253 characters and not empty");
     }

@@ -5,3 +5,4 @@
 pub mod configmap;
 pub mod event;
 pub mod pod;
+pub mod secret;
