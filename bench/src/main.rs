@@ -645,7 +645,7 @@ fn main() -> ExitCode {
                 "storage-svc",
                 fmt,
                 listen,
-                false,
+                None,
                 |l, stop| storage_svc::run(l, config, stop),
             );
         }
@@ -655,7 +655,7 @@ fn main() -> ExitCode {
                 "registry-svc",
                 fmt,
                 listen,
-                false,
+                None,
                 |l, stop| registry_svc::run(l, config, stop),
             );
         }

@@ -16,7 +16,10 @@ pub mod kinds;
 pub mod manifest;
 pub mod table;
 
-use kubestore_telemetry::{GrpcTraceLayer, GrpcTraceService};
+use kubestore_telemetry::{
+    GrpcTraceLayer, GrpcTraceService,
+    tls::{ClientTlsArgs, check_scheme},
+};
 use tonic::{Status, transport::Channel};
 use tonic_types::StatusExt;
 
@@ -25,12 +28,29 @@ pub type Ch = GrpcTraceService<Channel>;
 
 /// Connects to registry-svc at `url`, with the client trace layer (W3C `traceparent`).
 pub async fn connect(url: &str) -> Result<Ch, String> {
-    let endpoint = tonic::transport::Endpoint::from_shared(url.to_string())
+    connect_with(url, &ClientTlsArgs::default()).await
+}
+
+/// [`connect`] over TLS when `tls` gives a CA (`url` is then https://).
+pub async fn connect_with(url: &str, tls: &ClientTlsArgs) -> Result<Ch, String> {
+    let config = tls.config().map_err(|e| e.to_string())?;
+    check_scheme("--registry", url, config.is_some()).map_err(|e| e.to_string())?;
+    let mut endpoint = tonic::transport::Endpoint::from_shared(url.to_string())
         .map_err(|e| format!("invalid --registry {url:?}: {e}"))?;
-    let channel = endpoint
-        .connect()
-        .await
-        .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+    if let Some(config) = config {
+        endpoint = endpoint
+            .tls_config(config)
+            .map_err(|e| format!("TLS configuration: {e}"))?;
+    }
+    let channel = endpoint.connect().await.map_err(|e| {
+        let mut chain = format!("cannot connect to {url}: {e}");
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            chain = format!("{chain}: {s}");
+            source = s.source();
+        }
+        chain
+    })?;
     Ok(tower::ServiceBuilder::new()
         .layer(GrpcTraceLayer::client())
         .service(channel))
@@ -42,5 +62,12 @@ pub fn describe(status: &Status) -> String {
         .get_details_error_info()
         .map(|i| i.reason)
         .unwrap_or_else(|| format!("{:?}", status.code()));
-    format!("Error from server ({reason}): {}", status.message())
+    // A plaintext client talking to a TLS server gets an HTTP/2 protocol error from its own
+    // transport, which names neither TLS nor the fix.
+    let hint = if status.message().contains("h2 protocol error") {
+        format!(" {}", kubestore_telemetry::tls::PLAINTEXT_HINT)
+    } else {
+        String::new()
+    };
+    format!("Error from server ({reason}): {}{hint}", status.message())
 }

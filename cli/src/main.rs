@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 use kubestore_cli::{
     Ch,
     agent::{self, AgentConfig},
-    apply, connect, demo, describe,
+    apply, connect_with, demo, describe,
     get::{GetOptions, get},
 };
 use kubestore_proto::core::v1::{ConfigMap, Event, Pod, Secret};
@@ -31,6 +31,10 @@ struct Cli {
     /// Namespace.
     #[arg(long, short, default_value = "default", global = true)]
     namespace: String,
+    /// TLS to registry-svc (kubectl's flags): --certificate-authority, --client-certificate,
+    /// --client-key, --tls-server-name.
+    #[command(flatten)]
+    tls: kubestore_telemetry::tls::ClientTlsArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -113,7 +117,7 @@ fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(async move {
-        let ch = match connect(&cli.registry).await {
+        let ch = match connect_with(&cli.registry, &cli.tls).await {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("kubestore: {e}");

@@ -39,7 +39,7 @@ pub mod validation;
 pub mod violations;
 pub mod watch;
 
-use std::{future::Future, net::SocketAddr, time::Duration};
+use std::{future::Future, net::SocketAddr, path::PathBuf, time::Duration};
 
 use kubestore_proto::core::v1::{
     ConfigMap, ConfigMapList, ConfigMapWatchEvent, CreateConfigMapRequest, CreateEventRequest,
@@ -62,6 +62,7 @@ use kubestore_telemetry::{
     LogFormat, Metrics,
     deadline::parse_duration,
     serving::{self, Serving},
+    tls::{ClientTlsFiles, ServerTlsArgs, check_scheme},
 };
 use tokio::net::TcpListener;
 use tonic_health::{
@@ -170,6 +171,40 @@ pub struct Config {
     /// Log line format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// TLS of the gRPC server (`--tls-cert-file`, `--tls-private-key-file`, `--client-ca-file`).
+    #[command(flatten)]
+    pub tls: ServerTlsArgs,
+    /// CA bundle (PEM) that signs storage-svc's certificate (--storage-addr is then https://).
+    #[arg(long, env = "STORAGE_CA_FILE")]
+    pub storage_ca_file: Option<PathBuf>,
+    /// Client certificate (PEM) presented to storage-svc (for its --client-ca-file and
+    /// --allowed-client-names).
+    #[arg(long, env = "STORAGE_CERT_FILE")]
+    pub storage_cert_file: Option<PathBuf>,
+    /// The client certificate's key (PEM).
+    #[arg(long, env = "STORAGE_KEY_FILE")]
+    pub storage_key_file: Option<PathBuf>,
+}
+
+impl Config {
+    /// The TLS files of the storage-svc hop.
+    pub fn storage_tls(&self) -> ClientTlsFiles {
+        ClientTlsFiles {
+            ca: self
+                .storage_ca_file
+                .clone()
+                .map(|p| ("--storage-ca-file", p)),
+            cert: self
+                .storage_cert_file
+                .clone()
+                .map(|p| ("--storage-cert-file", p)),
+            key: self
+                .storage_key_file
+                .clone()
+                .map(|p| ("--storage-key-file", p)),
+            pair_flags: ("--storage-cert-file", "--storage-key-file"),
+        }
+    }
 }
 
 impl Default for Config {
@@ -182,6 +217,10 @@ impl Default for Config {
             shutdown_timeout: Duration::from_secs(30),
             metrics_addr: None,
             log_format: LogFormat::Text,
+            tls: ServerTlsArgs::default(),
+            storage_ca_file: None,
+            storage_cert_file: None,
+            storage_key_file: None,
         }
     }
 }
@@ -198,6 +237,9 @@ pub enum RunError {
     /// The gRPC server failed.
     #[error("gRPC server failed: {0}")]
     Transport(#[from] tonic::transport::Error),
+    /// TLS flags or files that cannot be used.
+    #[error("{0}")]
+    Tls(String),
     /// A listener could not be bound.
     #[error("cannot bind: {0}")]
     Io(#[from] std::io::Error),
@@ -223,9 +265,16 @@ pub async fn run_with_metrics(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
+    // TLS mistakes are reported before anything starts, naming the flag and the file.
+    let tls_error = |e: kubestore_telemetry::tls::TlsError| RunError::Tls(e.to_string());
+    let storage_tls = config.storage_tls().config().map_err(tls_error)?;
+    for addr in config.storage_addr.split(',').map(str::trim) {
+        check_scheme("--storage-addr", addr, storage_tls.is_some()).map_err(tls_error)?;
+    }
+    config.tls.config().map_err(tls_error)?;
     let metrics = Metrics::new();
-    let storage =
-        StorageClient::connect_lazy(&config.storage_addr).map_err(RunError::StorageAddr)?;
+    let storage = StorageClient::connect_lazy(&config.storage_addr, storage_tls)
+        .map_err(RunError::StorageAddr)?;
 
     let serving = Serving::start(
         &[kubestore_proto::CORE_DESCRIPTOR_SET],
@@ -278,7 +327,13 @@ pub async fn run_with_metrics(
     }
     // One registration line per kind.
     let server = serving
-        .server(config.max_requests_inflight, error::DOMAIN)
+        .server(
+            config.max_requests_inflight,
+            error::DOMAIN,
+            &config.tls,
+            Vec::new(),
+        )
+        .map_err(|e| RunError::Tls(e.to_string()))?
         .add_service(serving.health_service())
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

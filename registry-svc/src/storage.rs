@@ -92,12 +92,16 @@ fn with_deadline<T>(msg: T, deadline: Deadline) -> Request<T> {
 impl StorageClient {
     /// A client of the replicas at `addrs` (comma-separated URLs) that connects on first use
     /// and reconnects by itself. Call [`Self::check_health`] to follow the replicas' health.
-    pub fn connect_lazy(addrs: &str) -> Result<Self, tonic::transport::Error> {
+    /// With `tls`, every replica is reached over TLS (its URL https://).
+    pub fn connect_lazy(
+        addrs: &str,
+        tls: Option<tonic::transport::ClientTlsConfig>,
+    ) -> Result<Self, tonic::transport::Error> {
         let replicas = addrs
             .split(',')
             .map(str::trim)
             .filter(|a| !a.is_empty())
-            .map(Replica::connect_lazy)
+            .map(|a| Replica::connect_lazy(a, tls.clone()))
             .collect::<Result<Vec<_>, _>>()?;
         if replicas.is_empty() {
             // An empty list is a bad URL like any other.
@@ -331,8 +335,15 @@ impl StorageClient {
 }
 
 impl Replica {
-    fn connect_lazy(addr: &str) -> Result<Self, tonic::transport::Error> {
-        let endpoint = tonic::transport::Endpoint::from_shared(addr.to_string())?
+    fn connect_lazy(
+        addr: &str,
+        tls: Option<tonic::transport::ClientTlsConfig>,
+    ) -> Result<Self, tonic::transport::Error> {
+        let mut endpoint = tonic::transport::Endpoint::from_shared(addr.to_string())?;
+        if let Some(tls) = tls {
+            endpoint = endpoint.tls_config(tls)?;
+        }
+        let endpoint = endpoint
             .connect_timeout(Duration::from_secs(2))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(10))

@@ -161,14 +161,20 @@ pub struct Etcd {
 impl Etcd {
     /// Connects lazily: an etcd that is down at start-up is not an error; requests fail with
     /// UNAVAILABLE until it answers, and the channel reconnects by itself.
+    /// With `tls`, endpoints are https:// and etcd's certificate is checked (and ours
+    /// presented, for `etcd --client-cert-auth`).
     pub async fn connect(
         endpoints: &[String],
+        tls: Option<etcd_client::TlsOptions>,
         metrics: StorageMetrics,
     ) -> Result<Self, etcd_client::Error> {
-        let options = ConnectOptions::new()
+        let mut options = ConnectOptions::new()
             .with_connect_timeout(Duration::from_secs(2))
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
             .with_keep_alive_while_idle(true);
+        if let Some(tls) = tls {
+            options = options.with_tls(tls);
+        }
         let client = Client::connect(endpoints, Some(options)).await?;
         Ok(Self { client, metrics })
     }

@@ -38,7 +38,7 @@ pub mod store;
 pub mod update;
 pub mod watch;
 
-use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
+use std::{future::Future, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use kubestore_proto::{
     limits::STORAGE_MAX_MESSAGE_BYTES, storage::v1::storage_server::StorageServer,
@@ -47,6 +47,7 @@ use kubestore_telemetry::{
     LogFormat, Metrics,
     deadline::parse_duration,
     serving::{self, Serving},
+    tls::{ClientTlsFiles, ServerTlsArgs, check_scheme},
 };
 use tokio::net::TcpListener;
 
@@ -114,6 +115,35 @@ pub struct Config {
     /// Log line format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// TLS of the gRPC server (`--tls-cert-file`, `--tls-private-key-file`, `--client-ca-file`).
+    #[command(flatten)]
+    pub tls: ServerTlsArgs,
+    /// Only clients whose certificate names one of these (subject CN, DNS or URI SAN) may call,
+    /// comma-separated (kube-apiserver's `--requestheader-allowed-names`); empty: any client
+    /// the TLS handshake accepted. Needs --client-ca-file.
+    #[arg(long, env = "STORAGE_ALLOWED_CLIENT_NAMES", value_delimiter = ',')]
+    pub allowed_client_names: Vec<String>,
+    /// CA bundle (PEM) that signs etcd's server certificates (etcd endpoints are then https://).
+    #[arg(long, env = "ETCD_CAFILE")]
+    pub etcd_cafile: Option<PathBuf>,
+    /// Client certificate (PEM) presented to etcd (`etcd --client-cert-auth`).
+    #[arg(long, env = "ETCD_CERTFILE")]
+    pub etcd_certfile: Option<PathBuf>,
+    /// The client certificate's key (PEM).
+    #[arg(long, env = "ETCD_KEYFILE")]
+    pub etcd_keyfile: Option<PathBuf>,
+}
+
+impl Config {
+    /// The TLS files of the etcd hop.
+    pub fn etcd_tls(&self) -> ClientTlsFiles {
+        ClientTlsFiles {
+            ca: self.etcd_cafile.clone().map(|p| ("--etcd-cafile", p)),
+            cert: self.etcd_certfile.clone().map(|p| ("--etcd-certfile", p)),
+            key: self.etcd_keyfile.clone().map(|p| ("--etcd-keyfile", p)),
+            pair_flags: ("--etcd-certfile", "--etcd-keyfile"),
+        }
+    }
 }
 
 impl Default for Config {
@@ -133,6 +163,11 @@ impl Default for Config {
             shutdown_timeout: Duration::from_secs(30),
             metrics_addr: None,
             log_format: LogFormat::Text,
+            tls: ServerTlsArgs::default(),
+            allowed_client_names: Vec::new(),
+            etcd_cafile: None,
+            etcd_certfile: None,
+            etcd_keyfile: None,
         }
     }
 }
@@ -149,6 +184,9 @@ pub enum RunError {
     /// The gRPC server failed.
     #[error("gRPC server failed: {0}")]
     Transport(#[from] tonic::transport::Error),
+    /// TLS flags or files that cannot be used.
+    #[error("{0}")]
+    Tls(String),
     /// A listener could not be bound.
     #[error("cannot bind: {0}")]
     Io(#[from] std::io::Error),
@@ -175,8 +213,27 @@ pub async fn run_with_metrics(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
+    // TLS mistakes are reported before anything starts, naming the flag and the file.
+    let tls_error = |e: kubestore_telemetry::tls::TlsError| RunError::Tls(e.to_string());
+    let etcd_tls = config.etcd_tls().config().map_err(tls_error)?;
+    for endpoint in &config.etcd_endpoints {
+        check_scheme("--etcd-endpoints", endpoint, etcd_tls.is_some()).map_err(tls_error)?;
+    }
+    config.tls.config().map_err(tls_error)?;
+    if !config.allowed_client_names.is_empty() && config.tls.client_ca_file.is_none() {
+        return Err(RunError::Tls(
+            "--allowed-client-names needs --client-ca-file: names are read from verified client \
+             certificates"
+                .into(),
+        ));
+    }
     let metrics = Metrics::new();
-    let etcd = Etcd::connect(&config.etcd_endpoints, StorageMetrics::register(&metrics)).await?;
+    let etcd = Etcd::connect(
+        &config.etcd_endpoints,
+        etcd_tls,
+        StorageMetrics::register(&metrics),
+    )
+    .await?;
     let serving = Serving::start(
         &[kubestore_proto::STORAGE_DESCRIPTOR_SET],
         metrics,
@@ -238,9 +295,15 @@ pub async fn run_with_metrics(
         })
     };
     let (reflection_v1, reflection_v1alpha) = serving.reflection()?;
-    tracing::info!(addr = ?listener.local_addr().ok(), etcd = ?config.etcd_endpoints, prefix = %config.etcd_prefix, "storage-svc serving");
+    tracing::info!(addr = ?listener.local_addr().ok(), etcd = ?config.etcd_endpoints, prefix = %config.etcd_prefix, tls = config.tls.enabled(), mtls = config.tls.client_ca_file.is_some(), "storage-svc serving");
     let server = serving
-        .server(config.max_requests_inflight, error::DOMAIN)
+        .server(
+            config.max_requests_inflight,
+            error::DOMAIN,
+            &config.tls,
+            config.allowed_client_names.clone(),
+        )
+        .map_err(|e| RunError::Tls(e.to_string()))?
         .add_service(serving.health_service())
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

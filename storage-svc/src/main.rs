@@ -25,14 +25,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Exit 0 if the server at --listen-addr reports SERVING (for container healthchecks).
-    Healthcheck,
+    /// Exit 0 if the server at --listen-addr reports SERVING (for container healthchecks);
+    /// over TLS with --certificate-authority (and a client certificate for mTLS).
+    Healthcheck(kubestore_telemetry::tls::ClientTlsArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = cli.config;
-    let healthcheck = matches!(cli.command, Some(Command::Healthcheck));
+    let healthcheck = cli.command.map(|Command::Healthcheck(tls)| tls);
     kubestore_telemetry::process::main(
         "storage-svc",
         config.log_format,

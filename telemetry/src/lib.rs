@@ -13,6 +13,7 @@
 //!   [`oversize`]: a message over the size limit is RESOURCE_EXHAUSTED `RequestEntityTooLarge`.
 //! - [`shutdown`]: SIGTERM and SIGINT; [`process`]: the binaries' `main` around `run`;
 //! - [`serving`]: health, reflection, stop signal and the trace layer around every server.
+//! - [`tls`]: TLS and mutual TLS flags of servers and clients, and the client-name allow-list.
 
 pub mod deadline;
 pub mod grpc_trace;
@@ -23,6 +24,7 @@ pub mod oversize;
 pub mod process;
 pub mod serving;
 pub mod shutdown;
+pub mod tls;
 pub mod tracing_setup;
 
 pub use deadline::Deadline;

@@ -6,18 +6,18 @@ use std::{
     fmt::Display, future::Future, net::SocketAddr, pin::Pin, process::ExitCode, time::Duration,
 };
 
-use crate::{LogFormat, TelemetryConfig, shutdown, tracing_setup};
+use crate::{LogFormat, TelemetryConfig, shutdown, tls::ClientTlsArgs, tracing_setup};
 
 /// The shutdown future handed to `run`.
 pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Runs a service binary. With `healthcheck`, only asks the server at `listen` whether it is
-/// SERVING (exit 0) and returns.
+/// SERVING (exit 0) and returns: over TLS when its flags give a CA.
 pub fn main<F, Fut, E>(
     name: &str,
     log_format: LogFormat,
     listen: SocketAddr,
-    healthcheck: bool,
+    healthcheck: Option<ClientTlsArgs>,
     run: F,
 ) -> ExitCode
 where
@@ -35,14 +35,23 @@ where
             return ExitCode::FAILURE;
         }
     };
-    if healthcheck {
+    if let Some(tls) = healthcheck {
         let host = if listen.ip().is_unspecified() {
             "127.0.0.1".to_string()
         } else {
             listen.ip().to_string()
         };
-        let url = format!("http://{host}:{}", listen.port());
-        return match runtime.block_on(crate::health::check(&url, "", Duration::from_secs(3))) {
+        let tls = match tls.config() {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{name} healthcheck: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{host}:{}", listen.port());
+        let check = crate::health::check_with(&url, "", Duration::from_secs(3), tls);
+        return match runtime.block_on(check) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("{name} healthcheck: {e}");

@@ -22,7 +22,12 @@ use tonic_health::{
 };
 use tower::layer::util::{Identity, Stack};
 
-use crate::{GrpcTraceLayer, Metrics, inflight::InflightLimitLayer, oversize::OversizeLayer};
+use crate::{
+    GrpcTraceLayer, Metrics,
+    inflight::InflightLimitLayer,
+    oversize::OversizeLayer,
+    tls::{AllowedNamesLayer, ServerTlsArgs, TlsError},
+};
 
 /// HTTP/2 streams one client connection may have open at once. Each open watch is a stream,
 /// and registry-svc carries its clients' watches to storage-svc over a few connections, so
@@ -41,8 +46,21 @@ pub const MAX_CONCURRENT_REQUESTS_PER_CONNECTION: usize = 256;
 pub const WRITES: &str = "kubestore.writes";
 
 /// The layers [`Serving::server`] puts around every service, outermost last.
-pub type ServerLayers =
-    Stack<OversizeLayer, Stack<InflightLimitLayer, Stack<GrpcTraceLayer, Identity>>>;
+pub type ServerLayers = Stack<
+    OversizeLayer,
+    Stack<InflightLimitLayer, Stack<AllowedNamesLayer, Stack<GrpcTraceLayer, Identity>>>,
+>;
+
+/// Why a server could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerSetupError {
+    /// A TLS flag or file.
+    #[error(transparent)]
+    Files(#[from] TlsError),
+    /// rustls refused the certificate, key or CA.
+    #[error("TLS configuration: {0}")]
+    Tls(String),
+}
 
 /// The server-side plumbing of one service instance.
 pub struct Serving {
@@ -222,16 +240,38 @@ impl Serving {
     /// what they answer is traced and counted), at most `max_inflight` calls at once (0 = no
     /// limit) and oversized messages reported as RESOURCE_EXHAUSTED; both name ErrorInfo
     /// `domain`.
-    pub fn server(&self, max_inflight: usize, domain: &'static str) -> Server<ServerLayers> {
-        Server::builder()
+    ///
+    /// With `tls`, connections are TLS (mutual TLS with a client CA), and calls from clients
+    /// whose certificate names none of `allowed_names` are refused (none: all allowed).
+    pub fn server(
+        &self,
+        max_inflight: usize,
+        domain: &'static str,
+        tls: &ServerTlsArgs,
+        allowed_names: Vec<String>,
+    ) -> Result<Server<ServerLayers>, ServerSetupError> {
+        let mut builder = Server::builder();
+        if let Some(config) = tls.config()? {
+            builder = builder.tls_config(config).map_err(|e| {
+                let mut chain = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    chain = format!("{chain}: {s}");
+                    source = s.source();
+                }
+                ServerSetupError::Tls(chain)
+            })?;
+        }
+        Ok(builder
             .max_concurrent_streams(Some(MAX_CONCURRENT_STREAMS))
             .concurrency_limit_per_connection(MAX_CONCURRENT_REQUESTS_PER_CONNECTION)
             .layer(GrpcTraceLayer::server(
                 self.metrics.rpc.clone(),
                 self.methods.clone(),
             ))
+            .layer(AllowedNamesLayer::new(allowed_names, domain))
             .layer(InflightLimitLayer::new(max_inflight, domain, &self.metrics))
-            .layer(OversizeLayer::new(domain))
+            .layer(OversizeLayer::new(domain)))
     }
 
     /// Reflection, v1 and v1alpha, over the served descriptor sets, health's and the

@@ -19,6 +19,33 @@ pub struct EtcdProcess {
     name: String,
     /// `--initial-cluster`: every member's `name=peer URL`.
     initial_cluster: String,
+    /// Client TLS: etcd's own certificate, and the CA and client certificate our clients use.
+    tls: Option<EtcdTls>,
+}
+
+/// TLS files of an etcd serving https with `--client-cert-auth`.
+#[derive(Clone, Debug)]
+pub struct EtcdTls {
+    /// CA of both etcd's certificate and the client certificates it accepts.
+    pub ca: PathBuf,
+    /// etcd's server certificate and key.
+    pub server: crate::pki::Issued,
+    /// The certificate and key the test's own clients present.
+    pub client: crate::pki::Issued,
+}
+
+impl EtcdTls {
+    fn options(&self) -> etcd_client::ConnectOptions {
+        let read = |p: &PathBuf| std::fs::read(p).expect("read TLS file");
+        etcd_client::ConnectOptions::new().with_tls(
+            etcd_client::TlsOptions::new()
+                .ca_certificate(etcd_client::Certificate::from_pem(read(&self.ca)))
+                .identity(etcd_client::Identity::from_pem(
+                    read(&self.client.cert),
+                    read(&self.client.key),
+                )),
+        )
+    }
 }
 
 /// A free loopback port (bound then released; the kernel does not hand it out again at once).
@@ -66,6 +93,35 @@ impl EtcdProcess {
             extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
             name: "test".into(),
             initial_cluster: format!("test=http://127.0.0.1:{peer_port}"),
+            tls: None,
+        };
+        me.spawn().await;
+        me
+    }
+
+    /// Starts etcd serving its clients over TLS, requiring client certificates signed by
+    /// `tls.ca` (`--client-cert-auth`).
+    pub async fn start_tls(tls: EtcdTls) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir for etcd");
+        let peer_port = free_port();
+        let path = |p: &PathBuf| p.display().to_string();
+        let mut me = Self {
+            child: None,
+            dir,
+            client_port: free_port(),
+            peer_port,
+            extra_args: vec![
+                "--cert-file".into(),
+                path(&tls.server.cert),
+                "--key-file".into(),
+                path(&tls.server.key),
+                "--client-cert-auth".into(),
+                "--trusted-ca-file".into(),
+                path(&tls.ca),
+            ],
+            name: "test".into(),
+            initial_cluster: format!("test=http://127.0.0.1:{peer_port}"),
+            tls: Some(tls),
         };
         me.spawn().await;
         me
@@ -92,6 +148,7 @@ impl EtcdProcess {
                 extra_args: vec!["--initial-cluster-token".into(), "kubestore-test".into()],
                 name: format!("m{i}"),
                 initial_cluster: initial_cluster.clone(),
+                tls: None,
             })
             .collect();
         for m in &mut members {
@@ -127,7 +184,7 @@ impl EtcdProcess {
 
     fn launch(&mut self) {
         let bin = etcd_binary();
-        let client = format!("http://127.0.0.1:{}", self.client_port);
+        let client = self.endpoint();
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let child = Command::new(bin)
             .args(["--name", &self.name, "--data-dir"])
@@ -164,7 +221,7 @@ impl EtcdProcess {
     async fn wait_ready(&mut self) {
         let start = Instant::now();
         loop {
-            if let Ok(mut c) = etcd_client::Client::connect([self.endpoint()], None).await
+            if let Ok(mut c) = etcd_client::Client::connect([self.endpoint()], self.options()).await
                 && c.get("ready-probe", None).await.is_ok()
             {
                 return;
@@ -180,14 +237,19 @@ impl EtcdProcess {
         }
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>` (`https://` with TLS).
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
+    }
+
+    fn options(&self) -> Option<etcd_client::ConnectOptions> {
+        self.tls.as_ref().map(EtcdTls::options)
     }
 
     /// A raw etcd client, to check what storage wrote.
     pub async fn client(&self) -> etcd_client::Client {
-        etcd_client::Client::connect([self.endpoint()], None)
+        etcd_client::Client::connect([self.endpoint()], self.options())
             .await
             .expect("etcd client")
     }

@@ -17,6 +17,7 @@ pub mod fixtures_storage;
 pub mod fixtures_watch;
 pub mod mutate;
 pub mod otlp;
+pub mod pki;
 pub mod raw;
 pub mod services;
 pub mod update;

@@ -105,7 +105,7 @@ fn ctx() -> Ctx {
 #[tokio::test(flavor = "multi_thread")]
 async fn hooks_run_in_upstream_order() {
     let cluster = Cluster::storage_only().await;
-    let storage = StorageClient::connect_lazy(&cluster.storage.url()).expect("client");
+    let storage = StorageClient::connect_lazy(&cluster.storage.url(), None).expect("client");
     let rec = Recorder::default();
     let store: Store<ConfigMap> = Store::new(storage, rec.clone());
 
@@ -196,7 +196,7 @@ async fn hooks_run_in_upstream_order() {
 #[tokio::test(flavor = "multi_thread")]
 async fn generated_names_are_retried_on_a_clash_up_to_eight_times() {
     let cluster = Cluster::storage_only().await;
-    let storage = StorageClient::connect_lazy(&cluster.storage.url()).expect("client");
+    let storage = StorageClient::connect_lazy(&cluster.storage.url(), None).expect("client");
     let rec = Recorder::default();
     let store: Store<ConfigMap> = Store::new(storage, rec.clone());
     store
