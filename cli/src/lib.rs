@@ -6,7 +6,8 @@
 //! - [`table`]: kubectl-like tables and ages;
 //! - [`get`]: `get` (tables, `-o yaml|json|wide`, `-w`), [`apply`]: `apply -f` / `delete -f`;
 //! - [`agent`]: the node agent, a stand-in kubelet that closes the graceful-deletion loop;
-//! - [`demo`]: the guided walk through pods, graceful deletion and finalizers.
+//! - [`demo`]: the guided walk through pods, graceful deletion and finalizers;
+//! - [`rewrite`]: `storage rewrite`, re-storing a resource's objects after a key rotation.
 
 pub mod agent;
 pub mod apply;
@@ -14,6 +15,7 @@ pub mod demo;
 pub mod get;
 pub mod kinds;
 pub mod manifest;
+pub mod rewrite;
 pub mod table;
 
 use kubestore_telemetry::{
@@ -33,10 +35,18 @@ pub async fn connect(url: &str) -> Result<Ch, String> {
 
 /// [`connect`] over TLS when `tls` gives a CA (`url` is then https://).
 pub async fn connect_with(url: &str, tls: &ClientTlsArgs) -> Result<Ch, String> {
+    let channel = channel_with(url, "--registry", tls).await?;
+    Ok(tower::ServiceBuilder::new()
+        .layer(GrpcTraceLayer::client())
+        .service(channel))
+}
+
+/// A plain channel to `url` (named by `flag` in errors), over TLS when `tls` gives a CA.
+pub async fn channel_with(url: &str, flag: &str, tls: &ClientTlsArgs) -> Result<Channel, String> {
     let config = tls.config().map_err(|e| e.to_string())?;
-    check_scheme("--registry", url, config.is_some()).map_err(|e| e.to_string())?;
+    check_scheme(flag, url, config.is_some()).map_err(|e| e.to_string())?;
     let mut endpoint = tonic::transport::Endpoint::from_shared(url.to_string())
-        .map_err(|e| format!("invalid --registry {url:?}: {e}"))?;
+        .map_err(|e| format!("invalid {flag} {url:?}: {e}"))?;
     if let Some(config) = config {
         endpoint = endpoint
             .tls_config(config)
@@ -51,9 +61,7 @@ pub async fn connect_with(url: &str, tls: &ClientTlsArgs) -> Result<Ch, String> 
         }
         chain
     })?;
-    Ok(tower::ServiceBuilder::new()
-        .layer(GrpcTraceLayer::client())
-        .service(channel))
+    Ok(channel)
 }
 
 /// A status as kubectl words it: `Error from server (Reason): message`.

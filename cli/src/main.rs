@@ -86,6 +86,26 @@ enum Command {
         #[arg(short, long)]
         filename: String,
     },
+    /// storage-svc administration (talks to storage-svc, not registry-svc).
+    Storage {
+        #[command(subcommand)]
+        command: StorageCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum StorageCommand {
+    /// Rewrite every object of a resource as it is stored, so that it is stored again with the
+    /// first provider and key of storage-svc's --encryption-provider-config (key rotation).
+    Rewrite {
+        /// The resource, e.g. secrets.
+        #[arg(long)]
+        resource: String,
+        /// storage-svc URL (with TLS, https://, and a client certificate storage-svc allows,
+        /// given by the TLS flags).
+        #[arg(long, env = "STORAGE_ADDR", default_value = "http://127.0.0.1:50051")]
+        storage_addr: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -117,6 +137,16 @@ fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(async move {
+        if let Command::Storage {
+            command:
+                StorageCommand::Rewrite {
+                    resource,
+                    storage_addr,
+                },
+        } = &cli.command
+        {
+            return storage_rewrite(storage_addr, &cli.tls, resource).await;
+        }
         let ch = match connect_with(&cli.registry, &cli.tls).await {
             Ok(c) => c,
             Err(e) => {
@@ -129,6 +159,34 @@ fn main() -> ExitCode {
     // Flush spans outside block_on (the SDK's flush blocks).
     guard.shutdown();
     code
+}
+
+async fn storage_rewrite(
+    addr: &str,
+    tls: &kubestore_telemetry::tls::ClientTlsArgs,
+    resource: &str,
+) -> ExitCode {
+    let channel = match kubestore_cli::channel_with(addr, "--storage-addr", tls).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("kubestore: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut client = kubestore_proto::storage::v1::storage_client::StorageClient::new(channel);
+    match kubestore_cli::rewrite::rewrite(&mut client, resource).await {
+        Ok(r) => {
+            println!(
+                "{resource}: {} rewritten, {} already current, {} gone meanwhile",
+                r.written, r.unchanged, r.gone
+            );
+            ExitCode::SUCCESS
+        }
+        Err(s) => {
+            eprintln!("{}", describe(&s));
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
@@ -191,6 +249,8 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
         }
         Command::Apply { filename } => manifest_command(&ch, &namespace, &filename, true).await,
         Command::Delete { filename } => manifest_command(&ch, &namespace, &filename, false).await,
+        // Handled before connecting to registry-svc (it talks to storage-svc).
+        Command::Storage { .. } => ExitCode::FAILURE,
     }
 }
 

@@ -3,12 +3,16 @@
 //!
 //! etcd operations used: Range (Get, List), Txn (every write, see `store`), LeaseGrant (TTLs,
 //! see `lease`), Watch (see `watch`) and Compact (see `compactor`).
+//!
+//! Every value read here passes through the [`Transformer`] (encryption at rest) before anyone
+//! else sees it: Range results, a failed Txn's Get ([`Etcd::txn_outcome`]) and watch events
+//! ([`EtcdWatch`]). Writes encrypt in `store::put_if`, the one place objects are written.
 
 use std::{future::Future, time::Duration};
 
 use etcd_client::{
     Client, ConnectOptions, GetOptions, KeyValue, Txn, TxnOpResponse, TxnResponse, WatchOptions,
-    WatchStream,
+    WatchResponse, WatchStream,
 };
 use kubestore_telemetry::{
     Deadline, Metrics,
@@ -20,7 +24,7 @@ use prometheus_client::{
 };
 use tracing::Instrument;
 
-use crate::error::StorageError;
+use crate::{encryption::Transformer, error::StorageError, keys::is_internal};
 
 /// Labels of an etcd request.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -156,6 +160,8 @@ pub struct Etcd {
     client: Client,
     /// Metrics of this storage instance.
     pub metrics: StorageMetrics,
+    /// Encryption at rest.
+    pub transformer: Transformer,
 }
 
 impl Etcd {
@@ -166,6 +172,7 @@ impl Etcd {
     pub async fn connect(
         endpoints: &[String],
         tls: Option<etcd_client::TlsOptions>,
+        transformer: Transformer,
         metrics: StorageMetrics,
     ) -> Result<Self, etcd_client::Error> {
         let mut options = ConnectOptions::new()
@@ -176,7 +183,38 @@ impl Etcd {
             options = options.with_tls(tls);
         }
         let client = Client::connect(endpoints, Some(options)).await?;
-        Ok(Self { client, metrics })
+        Ok(Self {
+            client,
+            metrics,
+            transformer,
+        })
+    }
+
+    /// Decrypts `kv`'s value in place (and its staleness is remembered); storage's own keys
+    /// (fences) pass through.
+    fn open(&self, kv: &mut KeyValue) -> Result<(), StorageError> {
+        open_value(&self.transformer, &mut kv.0)
+    }
+
+    fn open_all(&self, kvs: &mut [KeyValue]) -> Result<(), StorageError> {
+        if self.transformer.enabled() {
+            for kv in kvs {
+                self.open(kv)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The header revision and, for a failed compare whose Else branch was a Get, the key's
+    /// current KeyValue (None if it no longer exists), decrypted.
+    pub fn txn_outcome(&self, resp: &TxnResponse) -> Result<(i64, Option<KeyValue>), StorageError> {
+        let (rev, mut kv) = txn_outcome(resp);
+        if let Some(kv) = kv.as_mut()
+            && self.transformer.enabled()
+        {
+            self.open(kv)?;
+        }
+        Ok((rev, kv))
     }
 
     async fn call<T>(
@@ -219,7 +257,9 @@ impl Etcd {
         let mut kv = self.client.kv_client();
         let mut resp = self.call(call, "Range", kv.get(etcd_key, None)).await?;
         let rev = resp.header().map_or(0, |h| h.revision());
-        Ok((resp.take_kvs().into_iter().next(), rev))
+        let mut kvs = resp.take_kvs();
+        self.open_all(&mut kvs)?;
+        Ok((kvs.into_iter().next(), rev))
     }
 
     /// One page of a range read: the KeyValues from `start` (inclusive) to `end` (exclusive),
@@ -243,11 +283,13 @@ impl Etcd {
         let mut resp = self
             .call(call, "Range", kv.get(start.to_vec(), Some(options)))
             .await?;
+        let mut kvs = resp.take_kvs();
+        self.open_all(&mut kvs)?;
         Ok(RangePage {
             revision: resp.header().map_or(0, |h| h.revision()),
             more: resp.more(),
             count: resp.count(),
-            kvs: resp.take_kvs(),
+            kvs,
         })
     }
 
@@ -264,7 +306,9 @@ impl Etcd {
             .call(call, "Range", kv.get(key.to_vec(), options))
             .await?;
         let rev = resp.header().map_or(0, |h| h.revision());
-        Ok((resp.take_kvs().into_iter().next(), rev))
+        let mut kvs = resp.take_kvs();
+        self.open_all(&mut kvs)?;
+        Ok((kvs.into_iter().next(), rev))
     }
 
     /// etcd's current revision, by a linearizable count-only read of `probe_key` (upstream's
@@ -299,7 +343,7 @@ impl Etcd {
         key: &[u8],
         range_end: Option<&[u8]>,
         start_revision: i64,
-    ) -> Result<WatchStream, StorageError> {
+    ) -> Result<EtcdWatch, StorageError> {
         let mut w = self.client.watch_client();
         let mut options = WatchOptions::new()
             .with_prev_key()
@@ -307,8 +351,13 @@ impl Etcd {
         if let Some(end) = range_end {
             options = options.with_range(end.to_vec());
         }
-        self.call(call, "Watch", w.watch(key.to_vec(), Some(options)))
-            .await
+        let stream = self
+            .call(call, "Watch", w.watch(key.to_vec(), Some(options)))
+            .await?;
+        Ok(EtcdWatch {
+            stream,
+            transformer: self.transformer.clone(),
+        })
     }
 
     /// Compacts etcd's history up to `revision`.
@@ -393,8 +442,60 @@ pub struct RangePage {
     pub kvs: Vec<KeyValue>,
 }
 
+/// An etcd watch whose events carry decrypted values (see [`Etcd::watch`]).
+pub struct EtcdWatch {
+    stream: WatchStream,
+    transformer: Transformer,
+}
+
+impl EtcdWatch {
+    /// The next response, its values decrypted. A value that cannot be decrypted ends the
+    /// watch with an error naming it (never a garbage event).
+    pub async fn message(&mut self) -> Result<Option<WatchResponse>, etcd_client::Error> {
+        let Some(mut resp) = self.stream.message().await? else {
+            return Ok(None);
+        };
+        if self.transformer.enabled() {
+            for ev in &mut resp.0.events {
+                for kv in [ev.kv.as_mut(), ev.prev_kv.as_mut()].into_iter().flatten() {
+                    open_value(&self.transformer, kv)
+                        .map_err(|e| etcd_client::Error::InvalidArgs(e.to_string()))?;
+                }
+            }
+        }
+        Ok(Some(resp))
+    }
+
+    /// Asks etcd for a progress notification.
+    pub async fn request_progress(&mut self) -> Result<(), etcd_client::Error> {
+        self.stream.request_progress().await
+    }
+}
+
+/// Decrypts one raw KeyValue's value in place; deletions (no value) and storage's own keys
+/// pass through.
+fn open_value(
+    transformer: &Transformer,
+    kv: &mut etcd_client::proto::PbKeyValue,
+) -> Result<(), StorageError> {
+    if kv.value.is_empty() || is_internal(&kv.key) {
+        return Ok(());
+    }
+    match transformer.decrypt(&kv.key, &kv.value, kv.mod_revision) {
+        Ok(plain) => {
+            kv.value = plain;
+            Ok(())
+        }
+        Err(message) => Err(StorageError::internal(
+            &String::from_utf8_lossy(&kv.key),
+            message,
+        )),
+    }
+}
+
 /// The header revision and, for a failed compare whose Else branch was a Get, the key's
-/// current KeyValue (None if it no longer exists).
+/// current KeyValue (None if it no longer exists), as stored (see [`Etcd::txn_outcome`] for
+/// object keys).
 pub fn txn_outcome(resp: &TxnResponse) -> (i64, Option<KeyValue>) {
     let rev = resp.header().map_or(0, |h| h.revision());
     let kv = resp.op_responses().into_iter().find_map(|r| match r {

@@ -206,6 +206,12 @@ impl Store {
         ttl: i64,
     ) -> Result<TxnResponse, StorageError> {
         validate_ttl(call.key, ttl)?;
+        // Encryption at rest: what etcd stores (the caller keeps the plaintext).
+        let stored = self
+            .etcd
+            .transformer
+            .encrypt(etcd_key.as_bytes(), data)
+            .map_err(|m| StorageError::internal(call.key, m))?;
         let mut retried = false;
         loop {
             let lease = if ttl == 0 {
@@ -221,7 +227,7 @@ impl Store {
                 )])
                 .and_then([TxnOp::put(
                     etcd_key,
-                    data,
+                    stored.as_slice(),
                     Some(PutOptions::new().with_lease(lease)),
                 )])
                 .or_else([TxnOp::get(etcd_key, None)]);
@@ -233,6 +239,12 @@ impl Store {
                         return Err(StorageError::LeaseNotFound { key, lease });
                     }
                     retried = true;
+                }
+                Ok(resp) => {
+                    if resp.succeeded() {
+                        self.etcd.transformer.written(etcd_key.as_bytes());
+                    }
+                    return Ok(resp);
                 }
                 other => return other,
             }
@@ -479,7 +491,7 @@ impl Store {
                 .and_then([TxnOp::delete(etcd_key.clone(), None)])
                 .or_else([TxnOp::get(etcd_key.clone(), None)]);
             let resp = self.etcd.txn(&call, txn).await?;
-            let (rev, kv) = txn_outcome(&resp);
+            let (rev, kv) = self.etcd.txn_outcome(&resp)?;
             if resp.succeeded() {
                 tracing::debug!("Txn call succeeded");
                 break Ok(Versioned {

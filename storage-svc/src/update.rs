@@ -34,7 +34,7 @@ use tracing::Instrument;
 
 use crate::{
     error::StorageError,
-    etcd::{EtcdCall, txn_outcome},
+    etcd::EtcdCall,
     keylock::KeyTurn,
     lease::validate_ttl,
     preconditions,
@@ -306,8 +306,14 @@ impl Store {
             self.check_size(key, &etcd_key, &parsed.data)?;
             tracing::debug!("Encode succeeded");
             let data = parsed.data;
-            // D. nothing changed: nothing to write
-            if state.data.as_deref() == Some(data.as_slice()) {
+            // D. nothing changed: nothing to write, unless the stored value is stale (read
+            // with an older encryption key or provider: upstream rewrites it)
+            if state.data.as_deref() == Some(data.as_slice())
+                && !self
+                    .etcd
+                    .transformer
+                    .is_stale(etcd_key.as_bytes(), state.rev)
+            {
                 if !current {
                     state = self
                         .refresh(&call, &etcd_key, req.ignore_not_found, &mut turn)
@@ -356,7 +362,7 @@ impl Store {
                 return Err(gone());
             }
             let resp = self.put_if(&call, &etcd_key, state.rev, &data, ttl).await?;
-            let (rev, kv) = txn_outcome(&resp);
+            let (rev, kv) = self.etcd.txn_outcome(&resp)?;
             if !resp.succeeded() {
                 self.etcd.metrics.conflicts.inc();
                 tracing::debug!("Txn call failed: conflict");

@@ -35,7 +35,7 @@ use std::{
 };
 
 use bytes::Bytes;
-use etcd_client::{EventType, WatchStream};
+use etcd_client::EventType;
 use kubestore_proto::{meta::v1::WatchEventType, storage::v1::WatchEvent};
 use tokio::{sync::mpsc, time::Instant};
 use tracing::{Instrument, field::Empty};
@@ -375,7 +375,7 @@ impl Store {
     async fn follow(
         &self,
         req: &WatchRequest,
-        stream: &mut WatchStream,
+        stream: &mut crate::etcd::EtcdWatch,
         start_rev: i64,
         sink: &mut Sink,
     ) -> Result<(), StorageError> {
