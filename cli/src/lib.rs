@@ -53,13 +53,10 @@ pub async fn channel_with(url: &str, flag: &str, tls: &ClientTlsArgs) -> Result<
             .map_err(|e| format!("TLS configuration: {e}"))?;
     }
     let channel = endpoint.connect().await.map_err(|e| {
-        let mut chain = format!("cannot connect to {url}: {e}");
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            chain = format!("{chain}: {s}");
-            source = s.source();
-        }
-        chain
+        format!(
+            "cannot connect to {url}: {}",
+            kubestore_telemetry::error_chain(&e)
+        )
     })?;
     Ok(channel)
 }

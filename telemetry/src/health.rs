@@ -31,15 +31,7 @@ pub async fn check_with(
         .timeout(timeout)
         .connect()
         .await
-        .map_err(|e| {
-            let mut chain = format!("cannot connect to {addr}: {e}");
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                chain = format!("{chain}: {s}");
-                source = s.source();
-            }
-            chain
-        })?;
+        .map_err(|e| format!("cannot connect to {addr}: {}", crate::error_chain(&e)))?;
     let resp = HealthClient::new(channel)
         .check(HealthCheckRequest {
             service: service.to_string(),

@@ -31,3 +31,15 @@ pub use deadline::Deadline;
 pub use grpc_trace::{GrpcTraceLayer, GrpcTraceService};
 pub use metrics::{Metrics, RpcMetrics};
 pub use tracing_setup::{LogFormat, TelemetryConfig, TelemetryGuard};
+
+/// `e` and its sources, `: `-separated: tonic's transport errors say only "transport error",
+/// and what went wrong (a refused certificate, a closed port) is in their sources.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut chain = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        chain = format!("{chain}: {s}");
+        source = s.source();
+    }
+    chain
+}

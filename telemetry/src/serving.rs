@@ -252,15 +252,9 @@ impl Serving {
     ) -> Result<Server<ServerLayers>, ServerSetupError> {
         let mut builder = Server::builder();
         if let Some(config) = tls.config()? {
-            builder = builder.tls_config(config).map_err(|e| {
-                let mut chain = e.to_string();
-                let mut source = std::error::Error::source(&e);
-                while let Some(s) = source {
-                    chain = format!("{chain}: {s}");
-                    source = s.source();
-                }
-                ServerSetupError::Tls(chain)
-            })?;
+            builder = builder
+                .tls_config(config)
+                .map_err(|e| ServerSetupError::Tls(crate::error_chain(&e)))?;
         }
         Ok(builder
             .max_concurrent_streams(Some(MAX_CONCURRENT_STREAMS))

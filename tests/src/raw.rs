@@ -52,14 +52,23 @@ impl Decoder for RawBytes {
     }
 }
 
-/// Calls the unary method at `path` (`/package.Service/Method`) with `body` as the request.
-pub async fn call(channel: Channel, path: &str, body: Vec<u8>) -> Result<Vec<u8>, Status> {
+/// A ready client and the parsed method path.
+async fn ready(
+    channel: Channel,
+    path: &str,
+) -> Result<(tonic::client::Grpc<Channel>, http::uri::PathAndQuery), Status> {
     let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(64 << 20);
     grpc.ready()
         .await
         .map_err(|e| Status::unavailable(e.to_string()))?;
     let path = http::uri::PathAndQuery::try_from(path)
         .map_err(|e| Status::invalid_argument(e.to_string()))?;
+    Ok((grpc, path))
+}
+
+/// Calls the unary method at `path` (`/package.Service/Method`) with `body` as the request.
+pub async fn call(channel: Channel, path: &str, body: Vec<u8>) -> Result<Vec<u8>, Status> {
+    let (mut grpc, path) = ready(channel, path).await?;
     grpc.unary(Request::new(body), path, RawCodec)
         .await
         .map(|r| r.into_inner())
@@ -87,12 +96,7 @@ pub async fn server_streaming(
     body: Vec<u8>,
     quiet: std::time::Duration,
 ) -> StreamOutcome {
-    let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(64 << 20);
-    grpc.ready()
-        .await
-        .map_err(|e| Status::unavailable(e.to_string()))?;
-    let path = http::uri::PathAndQuery::try_from(path)
-        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+    let (mut grpc, path) = ready(channel, path).await?;
     let stream = grpc
         .server_streaming(Request::new(body), path, RawCodec)
         .await?
@@ -108,12 +112,7 @@ pub async fn streaming(
     messages: Vec<Vec<u8>>,
     quiet: std::time::Duration,
 ) -> StreamOutcome {
-    let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(64 << 20);
-    grpc.ready()
-        .await
-        .map_err(|e| Status::unavailable(e.to_string()))?;
-    let path = http::uri::PathAndQuery::try_from(path)
-        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+    let (mut grpc, path) = ready(channel, path).await?;
     let stream = grpc
         .streaming(Request::new(tokio_stream::iter(messages)), path, RawCodec)
         .await?

@@ -14,7 +14,7 @@ pub struct ConfigMapStrategy;
 
 /// Problems of `key` as a ConfigMap (or Secret) key (`[-._a-zA-Z0-9]+`, at most 253, not `.`
 /// or `..`).
-pub fn config_key(key: &str) -> Option<&'static str> {
+fn config_key(key: &str) -> Option<&'static str> {
     if key.is_empty() || key.len() > 253 {
         return Some("must be no more than 253 characters and not empty");
     }
@@ -27,41 +27,57 @@ pub fn config_key(key: &str) -> Option<&'static str> {
     .then_some("a valid config key must consist of alphanumeric characters, '-', '_' or '.'")
 }
 
-impl Strategy<ConfigMap> for ConfigMapStrategy {
-    fn validate(&self, cm: &ConfigMap) -> Violations {
-        let mut v = Violations::new();
-        let mut total = 0;
-        for (k, val) in &cm.data {
-            total += k.len() + val.len();
-            if let Some(e) = config_key(k) {
-                v.push((format!("data[{k}]"), format!("Invalid value: {k:?}: {e}")));
-            }
+/// Upstream's data rules of ConfigMaps and Secrets: every key a config key, at most
+/// [`MAX_DATA_BYTES`] of keys and values in all. `data` yields (key, value length).
+pub fn validate_data<'a>(data: impl Iterator<Item = (&'a String, usize)>) -> Violations {
+    let mut v = Violations::new();
+    let mut total = 0;
+    for (k, len) in data {
+        total += k.len() + len;
+        if let Some(e) = config_key(k) {
+            v.push((format!("data[{k}]"), format!("Invalid value: {k:?}: {e}")));
         }
-        if total > MAX_DATA_BYTES {
+    }
+    if total > MAX_DATA_BYTES {
+        v.push((
+            "data".into(),
+            format!("Too long: must have at most {MAX_DATA_BYTES} bytes, has {total}"),
+        ));
+    }
+    v
+}
+
+/// Upstream's `immutable` rule of ConfigMaps and Secrets: once the old object is immutable,
+/// neither `immutable` nor `data` may change.
+pub fn validate_immutable(
+    v: &mut Violations,
+    (new_immutable, old_immutable): (Option<bool>, Option<bool>),
+    data_changed: bool,
+) {
+    if old_immutable != Some(true) {
+        return;
+    }
+    for (field, changed) in [
+        ("immutable", new_immutable != old_immutable),
+        ("data", data_changed),
+    ] {
+        if changed {
             v.push((
-                "data".into(),
-                format!("Too long: must have at most {MAX_DATA_BYTES} bytes, has {total}"),
+                field.into(),
+                "Forbidden: field is immutable when `immutable` is set".into(),
             ));
         }
-        v
+    }
+}
+
+impl Strategy<ConfigMap> for ConfigMapStrategy {
+    fn validate(&self, cm: &ConfigMap) -> Violations {
+        validate_data(cm.data.iter().map(|(k, v)| (k, v.len())))
     }
 
     fn validate_update(&self, new: &ConfigMap, old: &ConfigMap) -> Violations {
         let mut v = self.validate(new);
-        if old.immutable == Some(true) {
-            if new.immutable != old.immutable {
-                v.push((
-                    "immutable".into(),
-                    "Forbidden: field is immutable when `immutable` is set".into(),
-                ));
-            }
-            if new.data != old.data {
-                v.push((
-                    "data".into(),
-                    "Forbidden: field is immutable when `immutable` is set".into(),
-                ));
-            }
-        }
+        validate_immutable(&mut v, (new.immutable, old.immutable), new.data != old.data);
         v
     }
 }

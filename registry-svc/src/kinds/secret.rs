@@ -10,7 +10,7 @@
 use kubestore_proto::core::v1::Secret;
 
 use crate::{
-    kinds::configmap::{MAX_DATA_BYTES, config_key},
+    kinds::configmap::{validate_data, validate_immutable},
     selectors::{METADATA_FIELDS, SelectableField},
     strategy::Strategy,
     violations::Violations,
@@ -73,20 +73,7 @@ impl Strategy<Secret> for SecretStrategy {
     }
 
     fn validate(&self, s: &Secret) -> Violations {
-        let mut v = Violations::new();
-        let mut total = 0;
-        for (k, val) in &s.data {
-            total += k.len() + val.len();
-            if let Some(e) = config_key(k) {
-                v.push((format!("data[{k}]"), format!("Invalid value: {k:?}: {e}")));
-            }
-        }
-        if total > MAX_DATA_BYTES {
-            v.push((
-                "data".into(),
-                format!("Too long: must have at most {MAX_DATA_BYTES} bytes, has {total}"),
-            ));
-        }
+        let mut v = validate_data(s.data.iter().map(|(k, val)| (k, val.len())));
         if s.r#type == "kubernetes.io/service-account-token"
             && s.metadata
                 .as_ref()
@@ -133,20 +120,7 @@ impl Strategy<Secret> for SecretStrategy {
                 format!("Invalid value: {:?}: field is immutable", new.r#type),
             ));
         }
-        if old.immutable == Some(true) {
-            if new.immutable != old.immutable {
-                v.push((
-                    "immutable".into(),
-                    "Forbidden: field is immutable when `immutable` is set".into(),
-                ));
-            }
-            if new.data != old.data {
-                v.push((
-                    "data".into(),
-                    "Forbidden: field is immutable when `immutable` is set".into(),
-                ));
-            }
-        }
+        validate_immutable(&mut v, (new.immutable, old.immutable), new.data != old.data);
         v
     }
 
@@ -158,6 +132,7 @@ impl Strategy<Secret> for SecretStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::configmap::MAX_DATA_BYTES;
     use kubestore_proto::meta::v1::ObjectMeta;
 
     fn secret(ty: &str, data: &[(&str, &[u8])]) -> Secret {
