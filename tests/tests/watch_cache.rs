@@ -630,3 +630,40 @@ async fn fences_take_no_place_in_pages_or_remaining_counts() {
     assert_eq!(page.items.len(), 2);
     assert_eq!(page.remaining_item_count, Some(3));
 }
+
+/// The cache's own metrics tell an operator where it stands: its window, its relists, its
+/// lag, and the reads it served.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cache_reports_its_window_relists_and_lag() {
+    let cluster = Cluster::start(ClusterOptions {
+        storage: Some(cached()),
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await;
+    let mut c = cluster.storage_client().await;
+    create(&mut c, "/configmaps/ns/m0", &cm("m0", &[]), 0)
+        .await
+        .expect("create");
+    warm(&mut c, cluster.storage.metrics_addr, "/configmaps/ns/m0").await;
+    for i in 1..=3 {
+        create(&mut c, &format!("/configmaps/ns/m{i}"), &cm("m", &[]), 0)
+            .await
+            .expect("create");
+    }
+    // A consistent read waits until the cache has applied all three.
+    get(&mut c, "/configmaps/ns/m3").await.expect("get");
+    let text = scrape(cluster.storage.metrics_addr).await;
+    let metric = |name: &str| {
+        sample(&text, &format!("{name}{{resource=\"configmaps\"}}"))
+            .unwrap_or_else(|| panic!("{name} missing:\n{text}"))
+    };
+    assert!(metric("storage_watch_cache_window_events") >= 3.0);
+    assert_eq!(
+        metric("storage_watch_cache_relists_total"),
+        1.0,
+        "one list at start"
+    );
+    assert_eq!(metric("storage_watch_cache_lag"), 0.0, "caught up");
+    assert!(metric("storage_watch_cache_reads_total") >= 1.0);
+}
