@@ -12,6 +12,10 @@ use std::{
 pub struct EtcdProcess {
     child: Option<Child>,
     dir: tempfile::TempDir,
+    /// The data dir (inside `dir`).
+    data: PathBuf,
+    /// Whether it has answered once (a restart then keeps its ports).
+    started: bool,
     client_port: u16,
     peer_port: u16,
     extra_args: Vec<String>,
@@ -94,7 +98,10 @@ impl EtcdProcess {
             name: "test".into(),
             initial_cluster: format!("test=http://127.0.0.1:{peer_port}"),
             tls: None,
+            data: PathBuf::new(),
+            started: false,
         };
+        me.data = me.dir.path().join("data");
         me.spawn().await;
         me
     }
@@ -122,7 +129,10 @@ impl EtcdProcess {
             name: "test".into(),
             initial_cluster: format!("test=http://127.0.0.1:{peer_port}"),
             tls: Some(tls),
+            data: PathBuf::new(),
+            started: false,
         };
+        me.data = me.dir.path().join("data");
         me.spawn().await;
         me
     }
@@ -140,22 +150,29 @@ impl EtcdProcess {
         let mut members: Vec<Self> = ports
             .into_iter()
             .enumerate()
-            .map(|(i, (client_port, peer_port))| Self {
-                child: None,
-                dir: tempfile::tempdir().expect("temp dir for etcd"),
-                client_port,
-                peer_port,
-                extra_args: vec!["--initial-cluster-token".into(), "kubestore-test".into()],
-                name: format!("m{i}"),
-                initial_cluster: initial_cluster.clone(),
-                tls: None,
+            .map(|(i, (client_port, peer_port))| {
+                let dir = tempfile::tempdir().expect("temp dir for etcd");
+                Self {
+                    child: None,
+                    data: dir.path().join("data"),
+                    started: true,
+                    dir,
+                    client_port,
+                    peer_port,
+                    extra_args: vec!["--initial-cluster-token".into(), "kubestore-test".into()],
+                    name: format!("m{i}"),
+                    initial_cluster: initial_cluster.clone(),
+                    tls: None,
+                }
             })
             .collect();
         for m in &mut members {
             m.launch();
         }
         for m in &mut members {
-            m.wait_ready().await;
+            if let Err(e) = m.wait_ready().await {
+                panic!("{e}");
+            }
         }
         members
     }
@@ -177,9 +194,29 @@ impl EtcdProcess {
         self.child.is_some()
     }
 
+    /// Starts etcd and waits until it answers. A single member that exits during start-up
+    /// (most often: a free port taken by another test between `free_port` and etcd's bind)
+    /// is started again on fresh ports with a fresh data dir, twice at most, unless it was
+    /// started before (a restart keeps its ports: clients hold its endpoint).
     async fn spawn(&mut self) {
-        self.launch();
-        self.wait_ready().await;
+        let fresh = !self.started;
+        for attempt in 0.. {
+            self.launch();
+            match self.wait_ready().await {
+                Ok(()) => {
+                    self.started = true;
+                    return;
+                }
+                Err(e) if fresh && self.name == "test" && attempt < 2 => {
+                    eprintln!("{e}; starting it again on other ports");
+                    self.client_port = free_port();
+                    self.peer_port = free_port();
+                    self.initial_cluster = format!("test=http://127.0.0.1:{}", self.peer_port);
+                    self.data = self.dir.path().join(format!("data-{attempt}"));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
     }
 
     fn launch(&mut self) {
@@ -188,7 +225,7 @@ impl EtcdProcess {
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let child = Command::new(bin)
             .args(["--name", &self.name, "--data-dir"])
-            .arg(self.dir.path().join("data"))
+            .arg(&self.data)
             .args([
                 "--listen-client-urls",
                 &client,
@@ -212,22 +249,35 @@ impl EtcdProcess {
             ])
             .args(&self.extra_args)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(self.dir.path().join("etcd.log"))
+                    .map_or_else(|_| Stdio::null(), Stdio::from),
+            )
             .spawn()
             .expect("cannot spawn etcd");
         self.child = Some(child);
     }
 
-    async fn wait_ready(&mut self) {
+    async fn wait_ready(&mut self) -> Result<(), String> {
         let start = Instant::now();
         loop {
             if let Ok(mut c) = etcd_client::Client::connect([self.endpoint()], self.options()).await
                 && c.get("ready-probe", None).await.is_ok()
             {
-                return;
+                return Ok(());
             }
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
-                panic!("etcd exited during start-up: {status}");
+                self.child = None;
+                let log =
+                    std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                return Err(format!(
+                    "etcd exited during start-up: {status}: {}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+                ));
             }
             assert!(
                 start.elapsed() < Duration::from_secs(20),

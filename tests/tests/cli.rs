@@ -1,0 +1,139 @@
+//! The CLI end to end against both services: `apply -f` creates, leaves alone and configures;
+//! `get` prints kubectl's table; `get -w` prints each change as it happens; `delete -f`
+//! deletes (a pod is marked for graceful deletion; kubectl says "deleted" either way, and the
+//! watch shows it Terminating).
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use kubestore_cli::{
+    apply,
+    get::{GetOptions, get},
+    manifest::parse,
+};
+use kubestore_proto::core::v1::{ConfigMap, Pod};
+use kubestore_tests::Cluster;
+
+const MANIFEST: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels:
+    app: web
+spec:
+  nodeName: node-1
+  containers:
+  - name: nginx
+    image: nginx:1.27
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  color: blue
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_get_watch_and_delete_through_the_cli() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let ch = kubestore_cli::connect(&url).await.expect("connect");
+
+    let (lines, ok) = apply::apply(&ch, "default", parse(MANIFEST).expect("parses")).await;
+    assert!(ok, "{lines:?}");
+    assert_eq!(lines, ["pod/web created", "configmap/settings created"]);
+    let (lines, ok) = apply::apply(&ch, "default", parse(MANIFEST).expect("parses")).await;
+    assert!(ok, "{lines:?}");
+    assert_eq!(lines, ["pod/web unchanged", "configmap/settings unchanged"]);
+    let changed = MANIFEST.replace("color: blue", "color: green");
+    let (lines, _) = apply::apply(&ch, "default", parse(&changed).expect("parses")).await;
+    assert_eq!(
+        lines,
+        ["pod/web unchanged", "configmap/settings configured"]
+    );
+
+    // get: kubectl's table.
+    let mut out = Vec::new();
+    let o = GetOptions {
+        namespace: "default".into(),
+        ..Default::default()
+    };
+    get::<Pod>(&ch, &o, |s| out.push(s))
+        .await
+        .expect("get pods");
+    let table = out.join("\n");
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "STATUS", "NODE", "AGE"], "{table}");
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("web ") && l.contains("node-1")),
+        "{table}"
+    );
+    let mut out = Vec::new();
+    get::<ConfigMap>(
+        &ch,
+        &GetOptions {
+            output: "yaml".into(),
+            name: Some("settings".into()),
+            ..o.clone()
+        },
+        |s| out.push(s),
+    )
+    .await
+    .expect("get -o yaml");
+    let yaml = out.join("\n");
+    assert!(
+        yaml.contains("kind: ConfigMap") && yaml.contains("color: green"),
+        "{yaml}"
+    );
+
+    // get -w: the table, then a row per change.
+    let watched = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = watched.clone();
+    let wch = ch.clone();
+    let wo = GetOptions {
+        watch: true,
+        ..o.clone()
+    };
+    let watcher = tokio::spawn(async move {
+        get::<Pod>(&wch, &wo, move |s| {
+            sink.lock().expect("lock").push(s);
+        })
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // delete -f: the pod is marked for graceful deletion, the ConfigMap goes.
+    let (lines, ok) = apply::delete(&ch, "default", parse(MANIFEST).expect("parses")).await;
+    assert!(ok, "{lines:?}");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0], "pod \"web\" deleted");
+    assert_eq!(lines[1], "configmap \"settings\" deleted");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = watched.lock().expect("lock").join("\n");
+        if seen
+            .lines()
+            .any(|l| l.starts_with("web ") && l.contains("Terminating"))
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "get -w never printed the pod Terminating:\n{seen}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    watcher.abort();
+}
