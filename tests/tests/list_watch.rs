@@ -180,10 +180,10 @@ async fn selectors_choose_what_lists_return() {
 
     // Events: involvedObject.*, reason, type.
     let mut events = cluster.events().await;
-    for (name, kind, obj, why, ty) in [
-        ("e1", "Pod", "p1", "Started", "Normal"),
-        ("e2", "Pod", "p2", "BackOff", "Warning"),
-        ("e3", "Node", "n1", "Started", "Normal"),
+    for (name, kind, obj, why, ty, obj_ns, uid) in [
+        ("e1", "Pod", "p1", "Started", "Normal", reg::NS, "u1"),
+        ("e2", "Pod", "p2", "BackOff", "Warning", reg::NS, "u2"),
+        ("e3", "Node", "n1", "Started", "Normal", "", "u3"),
     ] {
         events
             .create(CreateEventRequest {
@@ -196,7 +196,8 @@ async fn selectors_choose_what_lists_return() {
                     involved_object: Some(ObjectReference {
                         kind: kind.into(),
                         name: obj.into(),
-                        namespace: reg::NS.into(),
+                        namespace: obj_ns.into(),
+                        uid: uid.into(),
                         ..Default::default()
                     }),
                     reason: why.into(),
@@ -213,6 +214,9 @@ async fn selectors_choose_what_lists_return() {
         ("involvedObject.name=n1", &["e3"]),
         ("reason=Started,type=Normal", &["e1", "e3"]),
         ("type=Warning", &["e2"]),
+        ("involvedObject.namespace=default", &["e1", "e2"]),
+        ("involvedObject.namespace!=default", &["e3"]),
+        ("involvedObject.uid=u2", &["e2"]),
     ] {
         let got: Vec<String> = events
             .list(ListEventsRequest {

@@ -439,6 +439,26 @@ async fn one_trace_from_client_to_etcd() {
         .into_inner();
     assert_eq!(listed.items.len(), 1);
 
+    // 5. A watch: one trace from the client's span to storage's `Watch etcd3`, which counts
+    // the events it sent.
+    let span = tracing::info_span!("client Watch");
+    let watch_trace = kubestore_telemetry::grpc_trace::trace_id(&span).expect("trace id");
+    let mut watch = pods
+        .watch(kubestore_proto::core::v1::WatchPodsRequest {
+            namespace: "default".into(),
+            options: None,
+        })
+        .instrument(span)
+        .await
+        .expect("watch")
+        .into_inner();
+    let first = watch.message().await.expect("event").expect("open");
+    assert_eq!(
+        first.r#type,
+        kubestore_proto::meta::v1::WatchEventType::Added as i32
+    );
+    drop(watch);
+
     // Stop the services (drain), then flush every exporter.
     drop(_client_subscriber);
     drop(cluster);
@@ -557,6 +577,18 @@ async fn one_trace_from_client_to_etcd() {
     let l = list.one("storage-svc", "List etcd3");
     assert_eq!(l.attr("items").as_deref(), Some("1"));
     assert_eq!(l.attr("etcd_reads").as_deref(), Some("1"));
+
+    let watched = Trace::of(&all, &watch_trace);
+    watched.assert_connected();
+    watched.assert_path("client Watch", "Watch", "Watch etcd3");
+    let w = watched.one("storage-svc", "Watch etcd3");
+    assert!(
+        w.attr("events")
+            .and_then(|e| e.parse::<u64>().ok())
+            .is_some_and(|n| n >= 1),
+        "events = {:?}",
+        w.attr("events")
+    );
 
     // The span trees, as the README and the closing note show them.
     println!("{}", create.render());
