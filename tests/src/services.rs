@@ -34,7 +34,23 @@ impl ServiceHandle {
             + 'static,
         Fut: Future<Output = Result<(), String>> + 'static,
     {
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind gRPC port");
+        Self::spawn_at(name, "127.0.0.1:0", dispatch, run)
+    }
+
+    /// [`Self::spawn`] on the gRPC address `addr` (a restarted service on its old address).
+    pub fn spawn_at<F, Fut>(
+        name: &str,
+        addr: &str,
+        dispatch: Option<tracing::Dispatch>,
+        run: F,
+    ) -> Self
+    where
+        F: FnOnce(tokio::net::TcpListener, tokio::net::TcpListener, oneshot::Receiver<()>) -> Fut
+            + Send
+            + 'static,
+        Fut: Future<Output = Result<(), String>> + 'static,
+    {
+        let std_listener = std::net::TcpListener::bind(addr).expect("bind gRPC port");
         let std_metrics = std::net::TcpListener::bind("127.0.0.1:0").expect("bind metrics port");
         let addr = std_listener.local_addr().expect("local addr");
         let metrics_addr = std_metrics.local_addr().expect("local addr");
@@ -194,18 +210,33 @@ pub fn spawn_storage_exact(
 
 /// Starts registry-svc against `storage_url`.
 pub fn spawn_registry(
+    config: registry_svc::Config,
+    storage_url: String,
+    dispatch: Option<tracing::Dispatch>,
+) -> ServiceHandle {
+    spawn_registry_at("127.0.0.1:0", config, storage_url, dispatch)
+}
+
+/// [`spawn_registry`] on the gRPC address `addr`.
+pub fn spawn_registry_at(
+    addr: &str,
     mut config: registry_svc::Config,
     storage_url: String,
     dispatch: Option<tracing::Dispatch>,
 ) -> ServiceHandle {
     config.storage_addr = storage_url;
-    ServiceHandle::spawn("registry-svc", dispatch, move |l, m, stop| async move {
-        registry_svc::run_with_metrics(l, Some(m), config, async {
-            let _ = stop.await;
-        })
-        .await
-        .map_err(|e| e.to_string())
-    })
+    ServiceHandle::spawn_at(
+        "registry-svc",
+        addr,
+        dispatch,
+        move |l, m, stop| async move {
+            registry_svc::run_with_metrics(l, Some(m), config, async {
+                let _ = stop.await;
+            })
+            .await
+            .map_err(|e| e.to_string())
+        },
+    )
 }
 
 impl Cluster {

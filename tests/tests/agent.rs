@@ -108,3 +108,81 @@ async fn the_agent_starts_pods_and_finishes_their_graceful_deletion() {
     let _ = stop.send(());
     running.await.expect("agent stopped");
 }
+
+/// The agent's watch drops when registry-svc restarts; the agent resumes on its own (from its
+/// last resourceVersion, or by listing again) and goes on running and deleting its pods.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_resumes_after_its_watch_drops() {
+    let mut cluster = Cluster::full().await;
+    let addr = cluster.registry.as_ref().expect("registry").addr;
+    let url = format!("http://{addr}");
+    let ch = kubestore_cli::connect(&url).await.expect("connect");
+    let actions = Arc::new(Mutex::new(Vec::new()));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let seen = actions.clone();
+    let running = tokio::spawn(agent::run(
+        ch,
+        AgentConfig {
+            node: "node-1".into(),
+            stop_delay: Duration::from_millis(100),
+        },
+        async {
+            let _ = stopped.await;
+        },
+        move |a| seen.lock().expect("lock").push(a),
+    ));
+    let wait_for = |want: Action| {
+        let actions = actions.clone();
+        async move {
+            for _ in 0..300 {
+                if actions.lock().expect("lock").contains(&want) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!(
+                "the agent never did {want:?}: {:?}",
+                actions.lock().expect("lock")
+            );
+        }
+    };
+    let mut pods = cluster.pods().await;
+    create_pod(&mut pods, pod("before", "node-1"))
+        .await
+        .expect("create");
+    wait_for(Action::Started("default/before".into())).await;
+
+    // registry-svc stops (its watches end with UNAVAILABLE) and comes back on its address.
+    let mut old = cluster.registry.take().expect("registry");
+    old.signal_stop();
+    assert!(old.wait_stopped(Duration::from_secs(10)).await, "stopped");
+    drop(old);
+    let again = kubestore_tests::services::spawn_registry_at(
+        &addr.to_string(),
+        registry_svc::Config::default(),
+        cluster.storage.url(),
+        None,
+    );
+    kubestore_tests::services::wait_serving(&url).await;
+    cluster.registry = Some(again);
+
+    // The agent carries on: it starts a new pod and finishes a graceful delete.
+    let mut pods = cluster.pods().await;
+    create_pod(&mut pods, pod("after", "node-1"))
+        .await
+        .expect("create");
+    wait_for(Action::Started("default/after".into())).await;
+    let (_, deleted) = delete_pod(&mut pods, "after", grace(1))
+        .await
+        .expect("delete");
+    assert!(!deleted, "graceful: the agent finishes it");
+    wait_for(Action::Deleted("default/after".into())).await;
+    assert!(
+        get_pod(&mut pods, "after")
+            .await
+            .is_err_and(|e| e.code() == tonic::Code::NotFound),
+        "gone"
+    );
+    let _ = stop.send(());
+    running.await.expect("agent stopped");
+}
