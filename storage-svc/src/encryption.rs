@@ -17,6 +17,7 @@
 //! The cryptography is RustCrypto's (`aes-gcm`, `crypto_secretbox`), nonces from the OS.
 
 use std::{
+    borrow::Cow,
     collections::HashMap,
     path::Path,
     sync::{Arc, Mutex},
@@ -301,10 +302,14 @@ impl Transformer {
         (resource, providers)
     }
 
-    /// The value to store for `plain` under `etcd_key`.
-    pub fn encrypt(&self, etcd_key: &[u8], plain: &[u8]) -> Result<Vec<u8>, String> {
+    /// The value to store for `plain` under `etcd_key`: `plain` itself (not copied) unless the
+    /// key's resource is encrypted.
+    pub fn encrypt<'a>(&self, etcd_key: &[u8], plain: &'a [u8]) -> Result<Cow<'a, [u8]>, String> {
+        if !self.enabled() {
+            return Ok(Cow::Borrowed(plain));
+        }
         let (resource, Some(providers)) = self.providers(etcd_key) else {
-            return Ok(plain.to_vec());
+            return Ok(Cow::Borrowed(plain));
         };
         let sealed = |name: &str, key: &str, nonce: &[u8], ct: Vec<u8>| {
             let mut out = format!("{PREFIX}{name}:v1:{key}:").into_bytes();
@@ -314,10 +319,10 @@ impl Transformer {
         };
         let fail = |e: aes_gcm::Error| format!("cannot encrypt a {resource} value: {e}");
         match providers.first() {
-            None | Some(Provider::Identity) => Ok(plain.to_vec()),
+            None | Some(Provider::Identity) => Ok(Cow::Borrowed(plain)),
             Some(Provider::AesGcm(keys)) => {
                 let Some((name, key)) = keys.first() else {
-                    return Ok(plain.to_vec());
+                    return Ok(Cow::Borrowed(plain));
                 };
                 let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
                 let payload = Payload {
@@ -330,15 +335,15 @@ impl Transformer {
                     AesKey::A256(c) => c.encrypt(&nonce, payload),
                 }
                 .map_err(fail)?;
-                Ok(sealed("aesgcm", name, &nonce, ct))
+                Ok(Cow::Owned(sealed("aesgcm", name, &nonce, ct)))
             }
             Some(Provider::Secretbox(keys)) => {
                 let Some((name, key)) = keys.first() else {
-                    return Ok(plain.to_vec());
+                    return Ok(Cow::Borrowed(plain));
                 };
                 let nonce = XSalsa20Poly1305::generate_nonce(&mut OsRng);
                 let ct = key.encrypt(&nonce, plain).map_err(fail)?;
-                Ok(sealed("secretbox", name, &nonce, ct))
+                Ok(Cow::Owned(sealed("secretbox", name, &nonce, ct)))
             }
         }
     }
@@ -457,12 +462,18 @@ impl Transformer {
 
     /// Whether the value of `etcd_key` at `mod_revision` was read as stale.
     pub fn is_stale(&self, etcd_key: &[u8], mod_revision: i64) -> bool {
+        if !self.enabled() {
+            return false;
+        }
         let map = self.stale.lock().unwrap_or_else(|p| p.into_inner());
         map.get(etcd_key) == Some(&mod_revision)
     }
 
     /// Forgets `etcd_key`'s staleness (it was just written).
     pub fn written(&self, etcd_key: &[u8]) {
+        if !self.enabled() {
+            return;
+        }
         let mut map = self.stale.lock().unwrap_or_else(|p| p.into_inner());
         if !map.is_empty() {
             map.remove(etcd_key);
@@ -521,7 +532,8 @@ mod tests {
         // Other resources pass through; plaintext secrets are read (identity) and stale.
         assert_eq!(
             t.encrypt(b"/registry/configmaps/default/c", b"x")
-                .expect("plain"),
+                .expect("plain")
+                .as_ref(),
             b"x"
         );
         assert_eq!(

@@ -227,7 +227,7 @@ impl Store {
                 )])
                 .and_then([TxnOp::put(
                     etcd_key,
-                    stored.as_slice(),
+                    stored.as_ref(),
                     Some(PutOptions::new().with_lease(lease)),
                 )])
                 .or_else([TxnOp::get(etcd_key, None)]);
