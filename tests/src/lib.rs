@@ -19,6 +19,7 @@ pub mod mutate;
 pub mod otlp;
 pub mod pki;
 pub mod raw;
+pub mod request_seeds;
 pub mod services;
 pub mod update;
 

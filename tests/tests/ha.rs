@@ -203,6 +203,51 @@ async fn verify(log: Arc<Mutex<Log>>, c: &mut ConfigMapsClient<Channel>) -> Log 
     log
 }
 
+/// A client of registry-svc at `url`, after creating the counters.
+async fn counters(url: &str) -> ConfigMapsClient<Channel> {
+    let mut c = ConfigMapsClient::new(channel(url).await);
+    for i in 0..COUNTERS {
+        reg::create_cm(&mut c, reg::cm(&counter_name(i), &[]))
+            .await
+            .expect("counter");
+    }
+    c
+}
+
+/// The failover load: the counters, then `WRITERS` writers until [`Load::finish`].
+struct Load {
+    client: ConfigMapsClient<Channel>,
+    stop: Arc<AtomicBool>,
+    log: Arc<Mutex<Log>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    async fn start(url: &str) -> Self {
+        let client = counters(url).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let log = Arc::new(Mutex::new(Log::default()));
+        let tasks = (0..WRITERS)
+            .map(|id| tokio::spawn(writer(url.to_string(), id, stop.clone(), log.clone())))
+            .collect();
+        Self {
+            client,
+            stop,
+            log,
+            tasks,
+        }
+    }
+
+    /// Stops the writers and checks the invariants ([`verify`]).
+    async fn finish(mut self) -> Log {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.tasks {
+            t.await.expect("writer");
+        }
+        verify(self.log, &mut self.client).await
+    }
+}
+
 /// The longest time between two acknowledged writes.
 fn longest_outage(log: &Log) -> Duration {
     let mut acks = log.acks.clone();
@@ -225,19 +270,7 @@ async fn losing_the_etcd_leader_then_a_follower_loses_no_acknowledged_write() {
     wait_serving(&storage.url()).await;
     let registry = spawn_registry(registry_svc::Config::default(), storage.url(), None);
     wait_serving(&registry.url()).await;
-    let url = registry.url();
-    let mut c = ConfigMapsClient::new(channel(&url).await);
-    for i in 0..COUNTERS {
-        reg::create_cm(&mut c, reg::cm(&counter_name(i), &[]))
-            .await
-            .expect("counter");
-    }
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let log = Arc::new(Mutex::new(Log::default()));
-    let tasks: Vec<_> = (0..WRITERS)
-        .map(|id| tokio::spawn(writer(url.clone(), id, stop.clone(), log.clone())))
-        .collect();
+    let load = Load::start(&registry.url()).await;
 
     tokio::time::sleep(Duration::from_secs(2)).await;
     let l = leader(&members).await;
@@ -254,12 +287,7 @@ async fn losing_the_etcd_leader_then_a_follower_loses_no_acknowledged_write() {
     members[f].restart().await;
     let recovered = Instant::now();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.expect("writer");
-    }
-
-    let log = verify(log, &mut c).await;
+    let log = load.finish().await;
     // storage-svc recovered by itself: writes were acknowledged after the last restart.
     assert!(
         log.acks.iter().any(|t| *t > recovered),
@@ -287,12 +315,7 @@ async fn two_storage_replicas_keep_counters_exact() {
     );
     wait_serving(&registry.url()).await;
     let url = registry.url();
-    let mut c = ConfigMapsClient::new(channel(&url).await);
-    for i in 0..COUNTERS {
-        reg::create_cm(&mut c, reg::cm(&counter_name(i), &[]))
-            .await
-            .expect("counter");
-    }
+    let mut c = counters(&url).await;
     let tasks: Vec<_> = (0..32)
         .map(|id| {
             let url = url.clone();
@@ -355,28 +378,13 @@ async fn a_storage_replica_dying_under_load_loses_no_acknowledged_write() {
         None,
     );
     wait_serving(&registry.url()).await;
-    let url = registry.url();
-    let mut c = ConfigMapsClient::new(channel(&url).await);
-    for i in 0..COUNTERS {
-        reg::create_cm(&mut c, reg::cm(&counter_name(i), &[]))
-            .await
-            .expect("counter");
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let log = Arc::new(Mutex::new(Log::default()));
-    let tasks: Vec<_> = (0..WRITERS)
-        .map(|id| tokio::spawn(writer(url.clone(), id, stop.clone(), log.clone())))
-        .collect();
+    let load = Load::start(&registry.url()).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     victim.signal_stop();
     assert!(victim.wait_stopped(Duration::from_secs(5)).await);
     let died = Instant::now();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.expect("writer");
-    }
-    let log = verify(log, &mut c).await;
+    let log = load.finish().await;
     let after = log.acks.iter().filter(|t| **t > died).count();
     assert!(
         after > 100,

@@ -25,6 +25,17 @@ fn cached() -> storage_svc::Config {
     }
 }
 
+/// etcd and storage-svc with its watch cache on whatever the run asks (+ registry-svc).
+async fn cached_cluster(with_registry: bool) -> Cluster {
+    Cluster::start(ClusterOptions {
+        storage: Some(cached()),
+        with_registry,
+        exact_storage: true,
+        ..Default::default()
+    })
+    .await
+}
+
 /// Waits until `addr`'s cache serves `resource` (a read was answered from it).
 async fn warm(c: &mut StorageClient<Channel>, metrics: std::net::SocketAddr, key: &str) {
     for _ in 0..200 {
@@ -64,12 +75,7 @@ async fn etcd_count(metrics: std::net::SocketAddr) -> f64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reads_through_another_replica_see_every_acknowledged_write() {
-    let cluster = Cluster::start(ClusterOptions {
-        storage: Some(cached()),
-        exact_storage: true,
-        ..Default::default()
-    })
-    .await;
+    let cluster = cached_cluster(false).await;
     let other = spawn_storage_exact(cached(), cluster.etcd.endpoint(), None);
     wait_serving(&other.url()).await;
     let mut writer = cluster.storage_client().await;
@@ -148,13 +154,7 @@ async fn reads_through_another_replica_see_every_acknowledged_write() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_thousand_watches_share_one_etcd_watch() {
-    let cluster = Cluster::start(ClusterOptions {
-        storage: Some(cached()),
-        with_registry: true,
-        exact_storage: true,
-        ..Default::default()
-    })
-    .await;
+    let cluster = cached_cluster(true).await;
     let mut cms = cluster.config_maps().await;
     reg::create_cm_in(&mut cms, "w", reg::cm("first", &[]))
         .await
@@ -227,12 +227,7 @@ async fn reqwest_metrics(endpoint: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn watches_go_through_an_etcd_restart_and_a_compaction_without_loss_or_repeat() {
-    let mut cluster = Cluster::start(ClusterOptions {
-        storage: Some(cached()),
-        exact_storage: true,
-        ..Default::default()
-    })
-    .await;
+    let mut cluster = cached_cluster(false).await;
     let mut c = cluster.storage_client().await;
     let first = create(&mut c, "/configmaps/ns/o0", &cm("o0", &[]), 0)
         .await
@@ -355,13 +350,7 @@ async fn a_watch_older_than_the_window_is_expired() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn updates_and_deletes_on_current_data_cost_one_etcd_request() {
-    let cluster = Cluster::start(ClusterOptions {
-        storage: Some(cached()),
-        with_registry: true,
-        exact_storage: true,
-        ..Default::default()
-    })
-    .await;
+    let cluster = cached_cluster(true).await;
     let mut cms = cluster.config_maps().await;
     let created = reg::create_cm(&mut cms, reg::cm("c", &[]))
         .await
@@ -436,12 +425,7 @@ async fn updates_and_deletes_on_current_data_cost_one_etcd_request() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn consistent_reads_fail_unavailable_while_etcd_is_down() {
-    let mut cluster = Cluster::start(ClusterOptions {
-        storage: Some(cached()),
-        exact_storage: true,
-        ..Default::default()
-    })
-    .await;
+    let mut cluster = cached_cluster(false).await;
     let mut c = cluster.storage_client().await;
     create(&mut c, "/configmaps/ns/a", &cm("a", &[]), 0)
         .await
@@ -470,13 +454,7 @@ async fn consistent_reads_fail_unavailable_while_etcd_is_down() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stale_updates_fail_fast_and_deleted_objects_are_not_found() {
-    let cluster = Cluster::start(ClusterOptions {
-        storage: Some(cached()),
-        with_registry: true,
-        exact_storage: true,
-        ..Default::default()
-    })
-    .await;
+    let cluster = cached_cluster(true).await;
     let mut cms = cluster.config_maps().await;
     let first = reg::create_cm(&mut cms, reg::cm("c", &[]))
         .await
@@ -502,12 +480,7 @@ async fn stale_updates_fail_fast_and_deleted_objects_are_not_found() {
 async fn an_object_named_like_a_resource_is_read_from_etcd_not_the_cache() {
     // `/widgets` lies outside `/registry/widgets/`, the prefix the widgets cache holds: the
     // cache must not answer "not found" for it.
-    let cluster = Cluster::start(ClusterOptions {
-        storage: Some(cached()),
-        exact_storage: true,
-        ..Default::default()
-    })
-    .await;
+    let cluster = cached_cluster(false).await;
     let mut c = cluster.storage_client().await;
     create(&mut c, "/widgets/a", &cm("a", &[]), 0)
         .await
@@ -533,12 +506,7 @@ async fn an_object_named_like_a_resource_is_read_from_etcd_not_the_cache() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_corrupt_stored_value_neither_wedges_nor_poisons_the_cache() {
-    let cluster = Cluster::start(ClusterOptions {
-        storage: Some(cached()),
-        exact_storage: true,
-        ..Default::default()
-    })
-    .await;
+    let cluster = cached_cluster(false).await;
     let mut c = cluster.storage_client().await;
     create(&mut c, "/configmaps/ns/a", &cm("a", &[]), 0)
         .await
@@ -580,12 +548,7 @@ async fn a_corrupt_stored_value_neither_wedges_nor_poisons_the_cache() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn fences_take_no_place_in_pages_or_remaining_counts() {
-    let cluster = Cluster::start(ClusterOptions {
-        storage: Some(cached()),
-        exact_storage: true,
-        ..Default::default()
-    })
-    .await;
+    let cluster = cached_cluster(false).await;
     let mut c = cluster.storage_client().await;
     for i in 0..5 {
         create(&mut c, &format!("/configmaps/ns/o{i}"), &cm("o", &[]), 0)
@@ -635,12 +598,7 @@ async fn fences_take_no_place_in_pages_or_remaining_counts() {
 /// lag, and the reads it served.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_cache_reports_its_window_relists_and_lag() {
-    let cluster = Cluster::start(ClusterOptions {
-        storage: Some(cached()),
-        exact_storage: true,
-        ..Default::default()
-    })
-    .await;
+    let cluster = cached_cluster(false).await;
     let mut c = cluster.storage_client().await;
     create(&mut c, "/configmaps/ns/m0", &cm("m0", &[]), 0)
         .await
