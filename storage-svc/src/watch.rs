@@ -137,6 +137,21 @@ impl Sink {
             _ = stopped(&mut self.stop) => Err(shutting_down(&self.key)),
         }
     }
+
+    /// After the initial events at `rev`: the BOOKMARK annotated as their end (upstream's
+    /// `k8s.io/initial-events-end`), when `req` asked for initial events and bookmarks.
+    pub(crate) async fn initial_events_end(
+        &mut self,
+        req: &WatchRequest,
+        rev: i64,
+    ) -> Result<Flow, StorageError> {
+        if !(req.bookmarks && req.send_initial_events == Some(true)) {
+            return Ok(Flow::Go);
+        }
+        let mut end = event(WatchEventType::Bookmark, Bytes::new(), rev);
+        end.initial_events_end = true;
+        self.send(end).await
+    }
 }
 
 /// Resolves once `stop` is raised (without holding the receiver's lock across an await).
@@ -290,12 +305,8 @@ impl Store {
             else {
                 return Ok(());
             };
-            if req.bookmarks && req.send_initial_events == Some(true) {
-                let mut end = event(WatchEventType::Bookmark, Bytes::new(), list_rev);
-                end.initial_events_end = true;
-                if let Flow::Gone = sink.send(end).await? {
-                    return Ok(());
-                }
+            if let Flow::Gone = sink.initial_events_end(req, list_rev).await? {
+                return Ok(());
             }
             list_rev + 1
         } else if rv > 0 {

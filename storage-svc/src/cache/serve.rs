@@ -413,12 +413,8 @@ async fn follow(
                 return Ok(());
             }
         }
-        if req.bookmarks && req.send_initial_events == Some(true) {
-            let mut end = event(WatchEventType::Bookmark, Bytes::new(), start_rev);
-            end.initial_events_end = true;
-            if let Flow::Gone = sink.send(end).await? {
-                return Ok(());
-            }
+        if let Flow::Gone = sink.initial_events_end(req, start_rev).await? {
+            return Ok(());
         }
     }
     let mut seen = start_rev;
