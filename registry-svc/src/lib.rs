@@ -26,8 +26,8 @@ pub mod graceful;
 pub mod kinds;
 pub mod list;
 pub mod names;
+pub mod passthrough;
 pub mod quantity;
-pub mod raw_list;
 pub mod resource;
 pub mod selectors;
 pub mod service;
@@ -75,7 +75,7 @@ use crate::{
         configmap::ConfigMapStrategy, event::EventStrategy, pod::PodStrategy,
         secret::SecretStrategy,
     },
-    raw_list::RawList,
+    passthrough::PassThrough,
     service::ResourceService,
     storage::StorageClient,
     store::Store,
@@ -313,15 +313,16 @@ pub async fn run_with_metrics(
     let (reflection_v1, reflection_v1alpha) = serving.reflection()?;
     tracing::info!(addr = ?listener.local_addr().ok(), storage = %config.storage_addr, "registry-svc serving");
     let stop = serving.stop_signal();
-    // A kind's service: its generated server over its Store, with the message limit, and List
-    // passed through without decoding (`raw_list`).
+    // A kind's service: its generated server over its Store, with the message limit, and
+    // List and Watch passed through without decoding (`passthrough`).
     macro_rules! serve {
         ($server:ident, $store:expr) => {{
             let store = $store;
-            RawList::new(
+            PassThrough::new(
                 $server::new(ResourceService::new(store.clone(), stop.clone()))
                     .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
                 store,
+                stop.clone(),
             )
         }};
     }

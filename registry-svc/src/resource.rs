@@ -4,7 +4,8 @@
 use kubestore_proto::{
     core::v1::{
         ConfigMap, Event, ListConfigMapsRequest, ListEventsRequest, ListPodsRequest,
-        ListSecretsRequest, Pod, Secret,
+        ListSecretsRequest, Pod, Secret, WatchConfigMapsRequest, WatchEventsRequest,
+        WatchPodsRequest, WatchSecretsRequest,
     },
     meta::v1::{ListOptions, ObjectMeta},
 };
@@ -19,22 +20,32 @@ pub trait Resource: prost::Message + Default + Clone + PartialEq + Send + Sync +
     fn meta(&self) -> Option<&ObjectMeta>;
     /// The metadata, created empty if absent.
     fn meta_mut(&mut self) -> &mut ObjectMeta;
-    /// The kind's List request (for the List pass-through, `raw_list`).
+    /// The kind's List request (for the List pass-through, `passthrough`).
     type ListRequest: prost::Message + Default + Send + Sync + 'static;
     /// A List request's namespace and options.
     fn list_parts(request: Self::ListRequest) -> (String, Option<ListOptions>);
+    /// The kind's Watch request (for the Watch pass-through, `passthrough`).
+    type WatchRequest: prost::Message + Default + Send + Sync + 'static;
+    /// A Watch request's namespace and options.
+    fn watch_parts(request: Self::WatchRequest) -> (String, Option<ListOptions>);
 }
 
 /// Implements [`Resource`] for a message whose field 1 is `metadata`.
 #[macro_export]
 macro_rules! resource {
-    ($ty:ty, $kind:literal, $plural:literal, $list:ty) => {
+    ($ty:ty, $kind:literal, $plural:literal, $list:ty, $watch:ty) => {
         impl $crate::resource::Resource for $ty {
             const KIND: &'static str = $kind;
             const RESOURCE: &'static str = $plural;
             type ListRequest = $list;
             fn list_parts(
                 request: $list,
+            ) -> (String, Option<kubestore_proto::meta::v1::ListOptions>) {
+                (request.namespace, request.options)
+            }
+            type WatchRequest = $watch;
+            fn watch_parts(
+                request: $watch,
             ) -> (String, Option<kubestore_proto::meta::v1::ListOptions>) {
                 (request.namespace, request.options)
             }
@@ -48,10 +59,28 @@ macro_rules! resource {
     };
 }
 
-resource!(Pod, "Pod", "pods", ListPodsRequest);
-resource!(ConfigMap, "ConfigMap", "configmaps", ListConfigMapsRequest);
-resource!(Event, "Event", "events", ListEventsRequest);
-resource!(Secret, "Secret", "secrets", ListSecretsRequest);
+resource!(Pod, "Pod", "pods", ListPodsRequest, WatchPodsRequest);
+resource!(
+    ConfigMap,
+    "ConfigMap",
+    "configmaps",
+    ListConfigMapsRequest,
+    WatchConfigMapsRequest
+);
+resource!(
+    Event,
+    "Event",
+    "events",
+    ListEventsRequest,
+    WatchEventsRequest
+);
+resource!(
+    Secret,
+    "Secret",
+    "secrets",
+    ListSecretsRequest,
+    WatchSecretsRequest
+);
 
 /// Shorthand accessors over [`Resource::meta`].
 pub trait MetaExt {

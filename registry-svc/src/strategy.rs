@@ -129,7 +129,8 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
     /// Last touch on every object returned to a client.
     fn decorate(&self, _obj: &mut R) {}
     /// Whether `decorate` changes objects. A kind that overrides `decorate` must say so: List
-    /// otherwise passes storage's encoded objects through without decoding them (`raw_list`).
+    /// and Watch otherwise pass storage's encoded objects through without decoding them
+    /// (`passthrough`).
     fn has_decorator(&self) -> bool {
         false
     }

@@ -13,9 +13,10 @@ use std::{
     task::{Context, Poll},
 };
 
+use bytes::Bytes;
 use kubestore_proto::{
     meta::v1::{ListOptions, ResourceVersionMatch, WatchEventType},
-    storage::v1::WatchRequest,
+    storage::v1::{WatchEvent as StorageEvent, WatchRequest},
 };
 use tokio_stream::{Stream, StreamExt};
 
@@ -30,6 +31,14 @@ pub type Event<R> = (WatchEventType, R);
 /// A stream of typed watch events, ended by the watch's status.
 pub type EventStream<R> = Pin<Box<dyn Stream<Item = Result<Event<R>, tonic::Status>> + Send>>;
 
+/// A watch event as storage sent it: the object still encoded (and stamped with its
+/// resourceVersion), or a bookmark's encoded placeholder object.
+pub type EncodedEvent = (WatchEventType, Bytes);
+
+/// A stream of encoded watch events, ended by the watch's status.
+pub type EncodedEventStream =
+    Pin<Box<dyn Stream<Item = Result<EncodedEvent, tonic::Status>> + Send>>;
+
 impl<R: Resource> Store<R> {
     /// Watch; see the module docs. `stop` is raised when registry-svc shuts down.
     pub async fn watch(
@@ -38,6 +47,55 @@ impl<R: Resource> Store<R> {
         options: Option<ListOptions>,
         stop: tokio::sync::watch::Receiver<bool>,
     ) -> Result<EventStream<R>, ApiError> {
+        let events = self.storage_watch(namespace, options).await?;
+        let store = self.clone();
+        let typed = events.map(move |item| {
+            let (kind, ev) = item?;
+            let object = if kind == WatchEventType::Bookmark {
+                bookmark::<R>(&ev)
+            } else {
+                let mut o = store.decode(&ev.object).map_err(tonic::Status::from)?;
+                store.strategy.decorate(&mut o);
+                o
+            };
+            Ok((kind, object))
+        });
+        Ok(Box::pin(until_stopped(typed, stop)))
+    }
+
+    /// Watch with the objects left as storage encoded them, for kinds without a decorator: a
+    /// kind's watch event on the wire is its type (field 1) and its object (field 2), so
+    /// registry-svc frames storage's bytes instead of decoding and encoding each event once per
+    /// watcher, which was most of its cost of a wide fan-out (`passthrough`, BENCHMARKS.md).
+    pub async fn watch_encoded(
+        &self,
+        namespace: &str,
+        options: Option<ListOptions>,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<EncodedEventStream, ApiError> {
+        let events = self.storage_watch(namespace, options).await?;
+        let encoded = events.map(|item| {
+            let (kind, ev) = item?;
+            let object = if kind == WatchEventType::Bookmark {
+                Bytes::from(bookmark::<R>(&ev).encode_to_vec())
+            } else {
+                ev.object
+            };
+            Ok((kind, object))
+        });
+        Ok(Box::pin(until_stopped(encoded, stop)))
+    }
+
+    /// Validates the options (upstream's watch validation) and opens storage's watch; its
+    /// events come with their type checked and storage's errors mapped for clients.
+    async fn storage_watch(
+        &self,
+        namespace: &str,
+        options: Option<ListOptions>,
+    ) -> Result<
+        impl Stream<Item = Result<(WatchEventType, StorageEvent), tonic::Status>> + Send + 'static,
+        ApiError,
+    > {
         let options = options.unwrap_or_default();
         // Upstream's watch validation, except that sendInitialEvents is accepted without an
         // explicit NotOlderThan match (the only value it may have).
@@ -78,7 +136,7 @@ impl<R: Resource> Store<R> {
             .await
             .map_err(|s| self.collection_error(&s))?;
         let store = self.clone();
-        let typed = events.map(move |item| {
+        Ok(events.map(move |item| {
             let ev = item.map_err(|s| tonic::Status::from(store.collection_error(&s)))?;
             let kind = WatchEventType::try_from(ev.r#type).map_err(|_| {
                 tonic::Status::from(ApiError::Internal(format!(
@@ -86,24 +144,22 @@ impl<R: Resource> Store<R> {
                     ev.r#type
                 )))
             })?;
-            let object = if kind == WatchEventType::Bookmark {
-                let mut o = R::default();
-                let m = o.meta_mut();
-                m.resource_version = ev.resource_version;
-                if ev.initial_events_end {
-                    m.annotations
-                        .insert(INITIAL_EVENTS_END.to_string(), "true".to_string());
-                }
-                o
-            } else {
-                let mut o = store.decode(&ev.object).map_err(tonic::Status::from)?;
-                store.strategy.decorate(&mut o);
-                o
-            };
-            Ok((kind, object))
-        });
-        Ok(Box::pin(until_stopped(typed, stop)))
+            Ok((kind, ev))
+        }))
     }
+}
+
+/// A BOOKMARK's object: empty but for its resourceVersion, and upstream's annotation on the
+/// bookmark that ends the initial events.
+fn bookmark<R: Resource>(ev: &StorageEvent) -> R {
+    let mut o = R::default();
+    let m = o.meta_mut();
+    m.resource_version.clone_from(&ev.resource_version);
+    if ev.initial_events_end {
+        m.annotations
+            .insert(INITIAL_EVENTS_END.to_string(), "true".to_string());
+    }
+    o
 }
 
 /// `events` until `stop` is raised, then one UNAVAILABLE and the end.

@@ -1,16 +1,23 @@
 //! The generic Store with a recording strategy, against real etcd and storage-svc: hooks run in
-//! upstream's order, create-on-update and strict (conditional-only) updates follow the strategy.
+//! upstream's order, create-on-update and strict (conditional-only) updates follow the strategy,
+//! and a strategy that decorates objects keeps List and Watch on the typed path.
 
 use std::sync::{Arc, Mutex};
 
 use kubestore_proto::{
-    core::v1::ConfigMap,
-    meta::v1::{DeleteOptions, ObjectMeta},
+    core::v1::{
+        ConfigMap, CreateConfigMapRequest, ListConfigMapsRequest, WatchConfigMapsRequest,
+        config_maps_client::ConfigMapsClient, config_maps_server::ConfigMapsServer,
+    },
+    meta::v1::{DeleteOptions, ListOptions, ObjectMeta, ResourceVersionMatch, WatchEventType},
 };
 use kubestore_telemetry::Deadline;
 use kubestore_tests::Cluster;
 use registry_svc::{
     error::ApiError,
+    kinds::configmap::ConfigMapStrategy,
+    passthrough::PassThrough,
+    service::ResourceService,
     storage::StorageClient,
     store::{Ctx, Store},
     strategy::Strategy,
@@ -245,4 +252,128 @@ async fn generated_names_are_retried_on_a_clash_up_to_eight_times() {
             .count(),
         8
     );
+}
+
+/// ConfigMaps' own strategy, plus a decorator that stamps an annotation.
+#[derive(Clone)]
+struct Stamped;
+
+impl Strategy<ConfigMap> for Stamped {
+    fn validate(&self, cm: &ConfigMap) -> Violations {
+        ConfigMapStrategy.validate(cm)
+    }
+    fn decorate(&self, cm: &mut ConfigMap) {
+        cm.metadata
+            .get_or_insert_with(Default::default)
+            .annotations
+            .insert("stamped".into(), "yes".into());
+    }
+    fn has_decorator(&self) -> bool {
+        true
+    }
+}
+
+/// Serves `store` the way registry-svc serves a kind (generated server inside `PassThrough`)
+/// and returns a client for it.
+async fn serve(store: Store<ConfigMap>) -> ConfigMapsClient<tonic::transport::Channel> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (_stop_tx, stop) = tokio::sync::watch::channel(false);
+    let service = PassThrough::new(
+        ConfigMapsServer::new(ResourceService::new(store.clone(), stop.clone())),
+        store,
+        stop,
+    );
+    tokio::spawn(async move {
+        let _keep = _stop_tx;
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+            .await
+    });
+    ConfigMapsClient::connect(format!("http://{addr}"))
+        .await
+        .expect("connect")
+}
+
+/// List and Watch answer with storage's bytes for a plain kind and with decorated objects for a
+/// kind whose strategy decorates; both look the same to a client otherwise.
+#[tokio::test(flavor = "multi_thread")]
+async fn list_and_watch_pass_bytes_through_unless_the_strategy_decorates() {
+    let cluster = Cluster::storage_only().await;
+    let storage = StorageClient::connect_lazy(&cluster.storage.url(), None).expect("client");
+    let mut plain = serve(Store::new(storage.clone(), ConfigMapStrategy)).await;
+    let mut stamped = serve(Store::new(storage, Stamped)).await;
+
+    let created = plain
+        .create(CreateConfigMapRequest {
+            namespace: "default".into(),
+            config_map: Some(cm("a")),
+            dry_run: false,
+        })
+        .await
+        .expect("create")
+        .into_inner();
+    let rv = created
+        .metadata
+        .clone()
+        .unwrap_or_default()
+        .resource_version;
+    let mut want_stamped = created.clone();
+    Stamped.decorate(&mut want_stamped);
+
+    for (client, want) in [(&mut plain, &created), (&mut stamped, &want_stamped)] {
+        let list = client
+            .list(ListConfigMapsRequest {
+                namespace: "default".into(),
+                options: None,
+            })
+            .await
+            .expect("list")
+            .into_inner();
+        assert_eq!(list.items, std::slice::from_ref(want));
+        // From "0" with sendInitialEvents: the object as ADDED, then the annotated bookmark.
+        let mut events = client
+            .watch(WatchConfigMapsRequest {
+                namespace: "default".into(),
+                options: Some(ListOptions {
+                    resource_version: "0".into(),
+                    send_initial_events: Some(true),
+                    allow_watch_bookmarks: true,
+                    resource_version_match: ResourceVersionMatch::NotOlderThan as i32,
+                    ..Default::default()
+                }),
+            })
+            .await
+            .expect("watch")
+            .into_inner();
+        let added = events.message().await.expect("event").expect("open");
+        assert_eq!(added.r#type(), WatchEventType::Added);
+        assert_eq!(added.object.as_ref(), Some(want));
+        let bookmark = events.message().await.expect("event").expect("open");
+        assert_eq!(bookmark.r#type(), WatchEventType::Bookmark);
+        let meta = bookmark.object.and_then(|o| o.metadata).unwrap_or_default();
+        assert_eq!(meta.resource_version, rv);
+        assert_eq!(
+            meta.annotations
+                .get("k8s.io/initial-events-end")
+                .map(String::as_str),
+            Some("true")
+        );
+    }
+
+    // A malformed Watch request is refused like the generated server refuses it.
+    let status = plain
+        .watch(WatchConfigMapsRequest {
+            namespace: "default".into(),
+            options: Some(ListOptions {
+                r#continue: "x".into(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .expect_err("continue on a watch");
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
 }

@@ -1,0 +1,269 @@
+//! List and Watch without decoding: storage-svc returns each object already encoded (and
+//! stamped with its resourceVersion), and on the wire
+//! - a `PodList` is its `ListMeta` as field 1 followed by each `Pod` as a length-delimited
+//!   field 2;
+//! - a `PodWatchEvent` is its type as varint field 1 and its `Pod` as length-delimited field 2.
+//!
+//! So registry-svc frames storage's bytes into those messages instead of decoding objects and
+//! encoding them again: that was most of a large List's cost, and of a wide watch fan-out's,
+//! where every event is sent once per watcher (BENCHMARKS.md).
+//!
+//! [`PassThrough`] wraps a kind's generated server and answers its `List` and `Watch` paths
+//! itself, with the same request decoding (malformed = INVALID_ARGUMENT), the same Store logic
+//! (validation, selectors, narrowing, storage errors, shutdown) and responses clients cannot
+//! tell from the generated ones. A kind whose strategy decorates objects
+//! (`Strategy::has_decorator`) goes through the generated, typed path.
+
+use std::{
+    convert::Infallible,
+    future::Future,
+    marker::PhantomData,
+    pin::Pin,
+    task::{Context, Poll},
+};
+
+use bytes::{BufMut, Bytes};
+use kubestore_proto::{
+    codec::{CheckedDecoder, RegistryDomain},
+    limits::REGISTRY_MAX_MESSAGE_BYTES,
+    meta::v1::ListMeta,
+};
+use prost::{
+    Message,
+    encoding::{WireType, encode_key, encode_varint},
+};
+use tonic::{
+    Status,
+    body::Body,
+    codec::{BufferSettings, Codec, EncodeBuf, Encoder},
+    server::NamedService,
+};
+
+use crate::{
+    resource::Resource,
+    service,
+    store::Store,
+    watch::{EncodedEvent, EncodedEventStream},
+};
+
+/// A list page ready to be sent: its metadata and the encoded objects.
+pub struct EncodedList {
+    meta: ListMeta,
+    items: Vec<Bytes>,
+}
+
+/// Writes an [`EncodedList`] as the kind's list message.
+#[derive(Debug, Default)]
+pub struct EncodedListEncoder;
+
+impl Encoder for EncodedListEncoder {
+    type Item = EncodedList;
+    type Error = Status;
+
+    fn encode(&mut self, item: EncodedList, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        // Field 1: metadata; field 2, repeated: the objects, as `repeated Pod items = 2`.
+        encode_key(1, WireType::LengthDelimited, buf);
+        encode_varint(item.meta.encoded_len() as u64, buf);
+        item.meta
+            .encode(buf)
+            .map_err(|e| Status::internal(format!("encoding a list: {e}")))?;
+        for object in &item.items {
+            encode_key(2, WireType::LengthDelimited, buf);
+            encode_varint(object.len() as u64, buf);
+            buf.put_slice(object);
+        }
+        Ok(())
+    }
+
+    fn buffer_settings(&self) -> BufferSettings {
+        BufferSettings::default()
+    }
+}
+
+/// Writes an [`EncodedEvent`] as the kind's watch event message.
+#[derive(Debug, Default)]
+pub struct EncodedEventEncoder;
+
+impl Encoder for EncodedEventEncoder {
+    type Item = EncodedEvent;
+    type Error = Status;
+
+    fn encode(
+        &mut self,
+        (kind, object): EncodedEvent,
+        buf: &mut EncodeBuf<'_>,
+    ) -> Result<(), Status> {
+        // Field 1: the type (an enum: varint); field 2: the object, as `Pod object = 2`.
+        encode_key(1, WireType::Varint, buf);
+        encode_varint(kind as i32 as u64, buf);
+        encode_key(2, WireType::LengthDelimited, buf);
+        encode_varint(object.len() as u64, buf);
+        buf.put_slice(&object);
+        Ok(())
+    }
+
+    fn buffer_settings(&self) -> BufferSettings {
+        BufferSettings::default()
+    }
+}
+
+/// Decodes the kind's request `Q` like the generated code, encodes with `E`.
+pub struct EncodedCodec<Q, E>(PhantomData<(Q, E)>);
+
+impl<Q, E> Default for EncodedCodec<Q, E> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<Q, E> Codec for EncodedCodec<Q, E>
+where
+    Q: Message + Default + Send + 'static,
+    E: Encoder<Error = Status> + Default + Send + 'static,
+    E::Item: Send + 'static,
+{
+    type Encode = E::Item;
+    type Decode = Q;
+    type Encoder = E;
+    type Decoder = CheckedDecoder<Q, RegistryDomain>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        E::default()
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        CheckedDecoder::new()
+    }
+}
+
+/// The List call itself.
+struct ListCall<R: Resource> {
+    store: Store<R>,
+}
+
+impl<R: Resource> tower::Service<tonic::Request<R::ListRequest>> for ListCall<R> {
+    type Response = tonic::Response<EncodedList>;
+    type Error = Status;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Status>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Status>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: tonic::Request<R::ListRequest>) -> Self::Future {
+        let store = self.store.clone();
+        Box::pin(async move {
+            let ctx = service::ctx(request.metadata());
+            let (namespace, options) = R::list_parts(request.into_inner());
+            let (meta, items) = store.list_encoded(ctx, &namespace, options).await?;
+            Ok(tonic::Response::new(EncodedList { meta, items }))
+        })
+    }
+}
+
+/// The Watch call itself.
+struct WatchCall<R: Resource> {
+    store: Store<R>,
+    stop: tokio::sync::watch::Receiver<bool>,
+}
+
+impl<R: Resource> tower::Service<tonic::Request<R::WatchRequest>> for WatchCall<R> {
+    type Response = tonic::Response<EncodedEventStream>;
+    type Error = Status;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Status>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Status>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: tonic::Request<R::WatchRequest>) -> Self::Future {
+        let store = self.store.clone();
+        let stop = self.stop.clone();
+        Box::pin(async move {
+            let (namespace, options) = R::watch_parts(request.into_inner());
+            let events = store.watch_encoded(&namespace, options, stop).await?;
+            Ok(tonic::Response::new(events))
+        })
+    }
+}
+
+/// A kind's generated server, with its `List` and `Watch` answered by [`ListCall`] and
+/// [`WatchCall`]; see the module docs.
+pub struct PassThrough<S, R: Resource> {
+    inner: S,
+    store: Store<R>,
+    stop: tokio::sync::watch::Receiver<bool>,
+    list_path: String,
+    watch_path: String,
+}
+
+impl<S: Clone, R: Resource> Clone for PassThrough<S, R> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            store: self.store.clone(),
+            stop: self.stop.clone(),
+            list_path: self.list_path.clone(),
+            watch_path: self.watch_path.clone(),
+        }
+    }
+}
+
+impl<S: NamedService, R: Resource> PassThrough<S, R> {
+    /// Wraps `inner`, the generated server of `store`'s kind; `stop` is raised on shutdown.
+    pub fn new(inner: S, store: Store<R>, stop: tokio::sync::watch::Receiver<bool>) -> Self {
+        Self {
+            inner,
+            store,
+            stop,
+            list_path: format!("/{}/List", S::NAME),
+            watch_path: format!("/{}/Watch", S::NAME),
+        }
+    }
+}
+
+impl<S: NamedService, R: Resource> NamedService for PassThrough<S, R> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S, R> tower::Service<http::Request<Body>> for PassThrough<S, R>
+where
+    S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    R: Resource,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        let path = req.uri().path();
+        let (list, watch) = (path == self.list_path, path == self.watch_path);
+        if !(list || watch) || self.store.strategy.has_decorator() {
+            let fut = self.inner.call(req);
+            return Box::pin(fut);
+        }
+        let store = self.store.clone();
+        let stop = self.stop.clone();
+        Box::pin(async move {
+            if list {
+                let codec = EncodedCodec::<R::ListRequest, EncodedListEncoder>::default();
+                let mut grpc = tonic::server::Grpc::new(codec)
+                    .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES);
+                Ok(grpc.unary(ListCall { store }, req).await)
+            } else {
+                let codec = EncodedCodec::<R::WatchRequest, EncodedEventEncoder>::default();
+                let mut grpc = tonic::server::Grpc::new(codec)
+                    .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES);
+                Ok(grpc.server_streaming(WatchCall { store, stop }, req).await)
+            }
+        })
+    }
+}
