@@ -311,6 +311,21 @@ impl Etcd {
         Ok((kvs.into_iter().next(), rev))
     }
 
+    /// Fails `Expired` when `revision` was compacted out of etcd's history (and `Timeout` when
+    /// it is ahead of etcd), by a count-only read of `probe_key` at that revision.
+    pub async fn check_revision(
+        &self,
+        call: &EtcdCall<'_>,
+        probe_key: &str,
+        revision: i64,
+    ) -> Result<(), StorageError> {
+        let mut kv = self.client.kv_client();
+        let options = GetOptions::new().with_count_only().with_revision(revision);
+        self.call(call, "Range", kv.get(probe_key, Some(options)))
+            .await
+            .map(drop)
+    }
+
     /// etcd's current revision, by a linearizable count-only read of `probe_key` (upstream's
     /// `GetCurrentResourceVersion`).
     pub async fn current_revision(

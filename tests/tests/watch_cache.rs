@@ -291,7 +291,7 @@ async fn watches_go_through_an_etcd_restart_and_a_compaction_without_loss_or_rep
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_watch_older_than_the_window_is_expired() {
+async fn a_watch_older_than_the_window_or_compacted_is_expired() {
     let cluster = Cluster::start(ClusterOptions {
         storage: Some(storage_svc::Config {
             watch_cache_size: 5,
@@ -336,7 +336,7 @@ async fn a_watch_older_than_the_window_is_expired() {
     let e = watch(rvs[6].clone()).await.expect("ok").expect("event");
     assert_eq!(e.resource_version, rvs[7]);
     // Older than the window (though etcd still has the history): Expired.
-    let e = watch(first).await.expect_err("too old");
+    let e = watch(first.clone()).await.expect_err("too old");
     assert_eq!(
         (e.code(), reason(&e).as_str()),
         (Code::OutOfRange, "Expired")
@@ -346,6 +346,65 @@ async fn a_watch_older_than_the_window_is_expired() {
         "{}",
         e.message()
     );
+
+    // A replica whose cache starts now (as after a restart) has dropped nothing: a resume from
+    // before its start is older than the cache, not than history, so etcd serves it.
+    let other = spawn_storage_exact(
+        storage_svc::Config {
+            watch_cache_size: 5,
+            ..cached()
+        },
+        cluster.etcd.endpoint(),
+        None,
+    );
+    wait_serving(&other.url()).await;
+    let mut o = StorageClient::new(channel(&other.url()).await);
+    warm(&mut o, other.metrics_addr, "/configmaps/ns/a").await;
+    let mut s = o
+        .watch(WatchRequest {
+            key: "/configmaps/ns".into(),
+            recursive: true,
+            resource_version: first,
+            ..Default::default()
+        })
+        .await
+        .expect("watch from before the new cache")
+        .into_inner();
+    for want in &rvs {
+        let e = tokio::time::timeout(Duration::from_secs(5), s.message())
+            .await
+            .expect("in time")
+            .expect("ok")
+            .expect("event");
+        assert_eq!(&e.resource_version, want);
+    }
+
+    // Once etcd compacted past a revision, a watch from it is Expired although the window
+    // still holds the changes after it: etcd's history decides, as without the cache.
+    let latest = rvs.last().cloned().unwrap_or_default();
+    let mut etcd = cluster.etcd.client().await;
+    etcd.compact(latest.parse::<i64>().expect("rv"), None)
+        .await
+        .expect("compact");
+    let e = watch(rvs[6].clone()).await.expect_err("compacted");
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::OutOfRange, "Expired"),
+        "{e:?}"
+    );
+    // From the newest revision nothing is missing: the watch opens and waits.
+    let mut s = c
+        .watch(WatchRequest {
+            key: "/configmaps/ns".into(),
+            recursive: true,
+            resource_version: latest,
+            ..Default::default()
+        })
+        .await
+        .expect("watch from the newest revision")
+        .into_inner();
+    let quiet = tokio::time::timeout(Duration::from_millis(300), s.message()).await;
+    assert!(quiet.is_err(), "no event, no error: {quiet:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

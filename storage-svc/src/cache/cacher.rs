@@ -141,6 +141,10 @@ pub struct State {
     pub rev: i64,
     /// A watch may resume from any revision >= this one: every later change is in `window`.
     pub oldest: i64,
+    /// Whether changes after the last (re)list were dropped from the window for room. Until
+    /// then `oldest` is only where this cache started, not where history ends: etcd may still
+    /// have older revisions (`serve::watch` asks it).
+    pub trimmed: bool,
     /// The most recent changes.
     pub window: VecDeque<Arc<Batch>>,
     window_changes: usize,
@@ -398,6 +402,7 @@ impl Cacher {
             state.objects = objects;
             state.rev = rev;
             state.oldest = rev;
+            state.trimmed = false;
             state.last_change = rev;
             state.window.clear();
             state.window_changes = 0;
@@ -552,6 +557,7 @@ impl Cacher {
                     };
                     state.window_changes -= old.changes.len();
                     state.oldest = old.rev;
+                    state.trimmed = true;
                 }
                 state.last_change = max_rev;
                 state.subscribers.retain(|s| {

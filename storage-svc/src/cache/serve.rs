@@ -27,6 +27,7 @@ use crate::{
     },
     continuation,
     error::StorageError,
+    etcd::EtcdCall,
     keys::prefix_end,
     list::{ListPage, ListRequest},
     selector::Selector,
@@ -271,6 +272,27 @@ pub(crate) async fn watch(
         Err(e) => return Served::Hit(Err(e)),
     }
     let initial = req.send_initial_events.unwrap_or(rv == 0);
+    // A watch from a revision etcd compacted is Expired, as without the cache (upstream's
+    // etcd3 watcher, and the contract of List/Watch), even though the window may still hold
+    // the changes after it: a client that resumes from a compacted revision has missed
+    // history elsewhere and must list again. One count-only read at rv+1, only for a start
+    // behind the cache (a resume from the newest revision cannot be compacted).
+    if !initial && rv > 0 && rv < cacher.read(|s| s.rev) {
+        let call = EtcdCall { key, deadline };
+        match cache.etcd.check_revision(&call, watch_key, rv + 1).await {
+            Ok(()) => {}
+            Err(StorageError::Expired { .. }) => {
+                return Served::Hit(Err(StorageError::Expired {
+                    key: key.to_string(),
+                    message: format!(
+                        "too old resource version: {rv} (etcd's history was compacted past it)"
+                    ),
+                    continue_token: None,
+                }));
+            }
+            Err(e) => return Served::Hit(Err(e)),
+        }
+    }
     let start = watch_key.as_bytes().to_vec();
     let end = range_end.map(<[u8]>::to_vec);
     let ((snapshot, backlog, start_rev), live) =
@@ -292,7 +314,14 @@ pub(crate) async fn watch(
             }
         });
     let Some(backlog) = backlog else {
-        let oldest = cacher.read(|s| s.oldest);
+        let (oldest, trimmed) = cacher.read(|s| (s.oldest, s.trimmed));
+        if !trimmed {
+            // The cache started (or listed again) after rv and has dropped nothing since:
+            // the changes after rv may well still be in etcd, which decides (a storage-svc
+            // restart must not turn every client's resume into a relist).
+            cacher.fallback();
+            return Served::Fallback;
+        }
         return Served::Hit(Err(StorageError::Expired {
             key: key.to_string(),
             message: format!("too old resource version: {rv} ({oldest})"),
