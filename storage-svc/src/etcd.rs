@@ -457,6 +457,18 @@ pub struct RangePage {
     pub kvs: Vec<KeyValue>,
 }
 
+/// Why an [`EtcdWatch`] ended.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchFailure {
+    /// etcd's stream failed (watch again).
+    #[error("{0}")]
+    Etcd(#[from] etcd_client::Error),
+    /// A value in it cannot be decrypted: the error Get and List give for it (INTERNAL, naming
+    /// the key and resource); watching again would meet it again.
+    #[error("{0}")]
+    Value(StorageError),
+}
+
 /// An etcd watch whose events carry decrypted values (see [`Etcd::watch`]).
 pub struct EtcdWatch {
     stream: WatchStream,
@@ -466,15 +478,14 @@ pub struct EtcdWatch {
 impl EtcdWatch {
     /// The next response, its values decrypted. A value that cannot be decrypted ends the
     /// watch with an error naming it (never a garbage event).
-    pub async fn message(&mut self) -> Result<Option<WatchResponse>, etcd_client::Error> {
+    pub async fn message(&mut self) -> Result<Option<WatchResponse>, WatchFailure> {
         let Some(mut resp) = self.stream.message().await? else {
             return Ok(None);
         };
         if self.transformer.enabled() {
             for ev in &mut resp.0.events {
                 for kv in [ev.kv.as_mut(), ev.prev_kv.as_mut()].into_iter().flatten() {
-                    open_value(&self.transformer, kv)
-                        .map_err(|e| etcd_client::Error::InvalidArgs(e.to_string()))?;
+                    open_value(&self.transformer, kv).map_err(WatchFailure::Value)?;
                 }
             }
         }

@@ -43,7 +43,7 @@ use tracing::{Instrument, field::Empty};
 use crate::{
     cache::serve::{self, Served},
     error::StorageError,
-    etcd::EtcdCall,
+    etcd::{EtcdCall, WatchFailure},
     keys::{is_internal, prefix_end},
     object::with_resource_version,
     selector::Selector,
@@ -420,7 +420,8 @@ impl Store {
                             key: key.to_string(),
                             message: "etcd closed the watch: watch again from the last resourceVersion received".into(),
                         }),
-                        Err(e) => return Err(StorageError::Unavailable {
+                        Err(WatchFailure::Value(e)) => return Err(e),
+                        Err(WatchFailure::Etcd(e)) => return Err(StorageError::Unavailable {
                             key: key.to_string(),
                             message: format!("etcd watch failed: {e}: watch again from the last resourceVersion received"),
                         }),

@@ -13,7 +13,9 @@ use kubestore_proto::{
         WatchSecretsRequest, secrets_client::SecretsClient,
     },
     meta::v1::{ListOptions, ObjectMeta, WatchEventType},
-    storage::v1::{CreateRequest, GetRequest, ListRequest, storage_client::StorageClient},
+    storage::v1::{
+        CreateRequest, GetRequest, ListRequest, WatchRequest, storage_client::StorageClient,
+    },
 };
 use kubestore_tests::{
     EtcdProcess,
@@ -293,6 +295,28 @@ async fn keys_rotate_end_to_end_and_a_missing_key_is_named() {
         .expect_err("list cannot decrypt either");
     assert_eq!(e.code(), Code::Internal, "{e:?}");
     assert!(e.message().contains("key2"), "{}", e.message());
+    // Nor a watch replaying their history (written under key1 first): INTERNAL too, not
+    // UNAVAILABLE (which would have clients watch again forever).
+    let mut events = c
+        .watch(WatchRequest {
+            key: "/secrets".into(),
+            recursive: true,
+            resource_version: "1".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("watch opens")
+        .into_inner();
+    let e = tokio::time::timeout(Duration::from_secs(10), events.message())
+        .await
+        .expect("in time")
+        .expect_err("the watch cannot decrypt either");
+    assert_eq!(e.code(), Code::Internal, "{e:?}");
+    assert!(
+        e.message().contains("key1") && e.message().contains("secrets"),
+        "{}",
+        e.message()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,21 +5,26 @@ use kubestore_proto::core::v1::ConfigMap;
 
 use crate::{strategy::Strategy, violations::Violations};
 
-/// Largest total size of a ConfigMap's data (keys + values), upstream's `MaxSecretSize`.
+/// Largest total size of a ConfigMap's (or Secret's) values, upstream's `MaxSecretSize`. As
+/// upstream, keys do not count.
 pub const MAX_DATA_BYTES: usize = 1024 * 1024;
 
 /// The ConfigMap strategy.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ConfigMapStrategy;
 
-/// Problems of `key` as a ConfigMap (or Secret) key (`[-._a-zA-Z0-9]+`, at most 253, not `.`
-/// or `..`).
+/// Problems of `key` as a ConfigMap (or Secret) key (upstream's `IsConfigMapKey`:
+/// `[-._a-zA-Z0-9]+`, at most 253, not `.` and not starting with `..`, which a volume mount
+/// would read as the parent directory or as its own `..data` link).
 fn config_key(key: &str) -> Option<&'static str> {
     if key.is_empty() || key.len() > 253 {
         return Some("must be no more than 253 characters and not empty");
     }
-    if key == "." || key == ".." {
-        return Some("must not be '.' or '..'");
+    if key == "." {
+        return Some("must not be '.'");
+    }
+    if key.starts_with("..") {
+        return Some("must not start with '..'");
     }
     (!key
         .bytes()
@@ -28,12 +33,12 @@ fn config_key(key: &str) -> Option<&'static str> {
 }
 
 /// Upstream's data rules of ConfigMaps and Secrets: every key a config key, at most
-/// [`MAX_DATA_BYTES`] of keys and values in all. `data` yields (key, value length).
+/// [`MAX_DATA_BYTES`] of values in all. `data` yields (key, value length).
 pub fn validate_data<'a>(data: impl Iterator<Item = (&'a String, usize)>) -> Violations {
     let mut v = Violations::new();
     let mut total = 0;
     for (k, len) in data {
-        total += k.len() + len;
+        total += len;
         if let Some(e) = config_key(k) {
             v.push((format!("data[{k}]"), format!("Invalid value: {k:?}: {e}")));
         }

@@ -77,7 +77,8 @@ impl Strategy<Secret> for SecretStrategy {
         if s.r#type == "kubernetes.io/service-account-token"
             && s.metadata
                 .as_ref()
-                .is_none_or(|m| !m.annotations.contains_key(SERVICE_ACCOUNT_NAME))
+                .and_then(|m| m.annotations.get(SERVICE_ACCOUNT_NAME))
+                .is_none_or(String::is_empty)
         {
             v.push((
                 format!("metadata.annotations[{SERVICE_ACCOUNT_NAME}]"),
@@ -99,7 +100,10 @@ impl Strategy<Secret> for SecretStrategy {
             if *json {
                 for k in keys.iter() {
                     if let Some(value) = s.data.get(*k)
-                        && let Err(e) = serde_json::from_slice::<serde_json::Value>(value)
+                        // Upstream decodes into a map: a JSON array or string is invalid too.
+                        && let Err(e) = serde_json::from_slice::<
+                            serde_json::Map<String, serde_json::Value>,
+                        >(value)
                     {
                         v.push((
                             format!("data[{k}]"),
@@ -179,6 +183,28 @@ mod tests {
         ));
         assert_eq!(fields(&v), ["data[.dockerconfigjson]"]);
         assert!(!v.iter().any(|(_, m)| m.contains("not json")), "{v:?}");
+        // JSON, but not an object.
+        let v = SecretStrategy.validate(&secret(
+            "kubernetes.io/dockerconfigjson",
+            &[(".dockerconfigjson", b"[]")],
+        ));
+        assert_eq!(fields(&v), ["data[.dockerconfigjson]"]);
+        let v = SecretStrategy.validate(&secret(
+            "kubernetes.io/dockerconfigjson",
+            &[(".dockerconfigjson", br#"{"auths":{}}"#)],
+        ));
+        assert!(v.is_empty(), "{v:?}");
+        // A service-account token names its account: an empty name is missing.
+        let mut token = secret("kubernetes.io/service-account-token", &[]);
+        token
+            .metadata
+            .get_or_insert_with(Default::default)
+            .annotations
+            .insert(SERVICE_ACCOUNT_NAME.into(), String::new());
+        assert_eq!(
+            fields(&SecretStrategy.validate(&token)),
+            [format!("metadata.annotations[{SERVICE_ACCOUNT_NAME}]")]
+        );
         let v = SecretStrategy.validate(&secret("kubernetes.io/service-account-token", &[]));
         assert_eq!(
             fields(&v),
@@ -195,8 +221,16 @@ mod tests {
     fn keys_size_type_and_immutability() {
         let v = SecretStrategy.validate(&secret("Opaque", &[("bad/key", b"x")]));
         assert_eq!(fields(&v), ["data[bad/key]"]);
+        let v = SecretStrategy.validate(&secret("Opaque", &[("..data", b"x"), ("a..b", b"x")]));
+        assert_eq!(fields(&v), ["data[..data]"]);
+        // Values count, keys do not (upstream's): exactly the limit is valid, a byte more not.
         let big = vec![0u8; MAX_DATA_BYTES];
-        let v = SecretStrategy.validate(&secret("Opaque", &[("k", &big)]));
+        assert!(
+            SecretStrategy
+                .validate(&secret("Opaque", &[("k", &big)]))
+                .is_empty()
+        );
+        let v = SecretStrategy.validate(&secret("Opaque", &[("k", &big), ("l", b"x")]));
         assert_eq!(fields(&v), ["data"]);
         let old = Secret {
             immutable: Some(true),
