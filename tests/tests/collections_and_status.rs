@@ -314,4 +314,20 @@ async fn update_status_writes_status_only() {
         "{}",
         e.message()
     );
+    // A deletionTimestamp sent with a status is dropped, as upstream's status strategy does:
+    // the write succeeds and the pod is not terminating.
+    let mut marking = get_pod(&mut pods, "web").await.expect("get");
+    marking.metadata.as_mut().expect("meta").deletion_timestamp =
+        Some(kubestore_proto::Timestamp {
+            seconds: 1_700_000_000,
+            nanos: 0,
+        });
+    marking.status.as_mut().expect("status").message = "still here".into();
+    let out = status(&mut pods, marking).await.expect("status");
+    assert_eq!(meta(&out).deletion_timestamp, None);
+    assert_eq!(out.status.expect("status").message, "still here");
+    assert_eq!(
+        meta(&get_pod(&mut pods, "web").await.expect("get")).deletion_timestamp,
+        None
+    );
 }

@@ -265,6 +265,9 @@ impl Strategy<Pod> for PodStrategy {
         let old_meta = old.metadata.clone().unwrap_or_default();
         let m = new.metadata.get_or_insert_with(Default::default);
         m.owner_references = old_meta.owner_references;
+        // Upstream's podStatusStrategy: a status writer cannot start a deletion; the stored
+        // deletionTimestamp, if any, is put back by BeforeUpdate.
+        m.deletion_timestamp = None;
         let old_qos = old.status.as_ref().map(|s| s.qos_class.clone());
         let status = new.status.get_or_insert_with(Default::default);
         if status.qos_class.is_empty() {
