@@ -429,6 +429,40 @@ async fn a_compacted_continuation_is_expired_with_a_fresh_token() {
         e.message(),
         "The resourceVersion for the provided list is too old."
     );
+
+    // A chain whose prefix did not change while etcd moved on (a write elsewhere) and then
+    // compacted: Expired too (a watch cache must not answer it from memory).
+    let chain = list(
+        &mut c,
+        ListRequest {
+            limit: 1,
+            ..under("/configmaps/ns")
+        },
+    )
+    .await
+    .expect("page 1");
+    let rev: i64 = create(&mut c, "/pods/ns/p", &cm("p", &[]), 0)
+        .await
+        .expect("create")
+        .parse()
+        .expect("rv");
+    etcd.compact(rev, None).await.expect("compact");
+    let e = list(
+        &mut c,
+        ListRequest {
+            limit: 1,
+            r#continue: chain.r#continue.clone(),
+            ..under("/configmaps/ns")
+        },
+    )
+    .await
+    .expect_err("compacted");
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::OutOfRange, "Expired"),
+        "{}",
+        e.message()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

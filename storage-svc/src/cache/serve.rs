@@ -167,6 +167,19 @@ pub async fn list(
             if !unchanged {
                 return Ok(Served::Fallback);
             }
+            // etcd may have moved on (other resources) and compacted the chain's revision
+            // meanwhile: then the chain is Expired, as without the cache. One count-only read
+            // at that revision tells; etcd's path gives the exact error (with upstream's fresh
+            // token), so a failed check hands the page to it.
+            let call = EtcdCall { key, deadline };
+            if cache
+                .etcd
+                .check_revision(&call, prefix, c.rv)
+                .await
+                .is_err()
+            {
+                return Ok(Served::Fallback);
+            }
             pinned = Some(c.rv);
         } else if fresh(cache, &cacher, key, deadline).await?.is_none() {
             cacher.fallback();
