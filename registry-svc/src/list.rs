@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use kubestore_proto::{
-    meta::v1::{ListMeta, ListOptions},
+    meta::v1::{ListMeta, ListOptions, ResourceVersionMatch},
     storage::v1::{ListRequest, Selector},
 };
 
@@ -104,16 +104,7 @@ impl<R: Resource> Store<R> {
         options: Option<ListOptions>,
     ) -> Result<(ListMeta, Vec<Bytes>), ApiError> {
         let options = options.unwrap_or_default();
-        if options.send_initial_events.is_some() {
-            return Err(ApiError::invalid(
-                R::KIND,
-                "",
-                vec![(
-                    "sendInitialEvents".to_string(),
-                    "Forbidden: sendInitialEvents is forbidden for list".to_string(),
-                )],
-            ));
-        }
+        validate_list_options(&options)?;
         let target = self.target(namespace, &options, options.r#continue.is_empty())?;
         let page = self
             .storage
@@ -156,5 +147,58 @@ impl<R: Resource> Store<R> {
             items.push(item);
         }
         Ok((meta, items))
+    }
+}
+
+/// Upstream's `ValidateListOptions` (the handler's, before storage): the option combinations
+/// that make no sense are 422 Invalid of kind `ListOptions`, every problem listed. (Values
+/// storage cannot read, a bad resourceVersion or continue token, are its 400 BadRequest.)
+fn validate_list_options(o: &ListOptions) -> Result<(), ApiError> {
+    let mut v = Vec::new();
+    let forbidden = |v: &mut Vec<(String, String)>, field: &str, why: &str| {
+        v.push((field.to_string(), format!("Forbidden: {why}")));
+    };
+    if o.resource_version_match != ResourceVersionMatch::Unspecified as i32 {
+        if o.resource_version.is_empty() {
+            forbidden(
+                &mut v,
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            );
+        }
+        if !o.r#continue.is_empty() {
+            forbidden(
+                &mut v,
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            );
+        }
+        match ResourceVersionMatch::try_from(o.resource_version_match) {
+            Err(_) => v.push((
+                "resourceVersionMatch".to_string(),
+                format!(
+                    "Unsupported value: {}: supported values: \"Exact\", \"NotOlderThan\", \"\"",
+                    o.resource_version_match
+                ),
+            )),
+            Ok(ResourceVersionMatch::Exact) if o.resource_version == "0" => forbidden(
+                &mut v,
+                "resourceVersionMatch",
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ),
+            Ok(_) => {}
+        }
+    }
+    if o.send_initial_events.is_some() {
+        forbidden(
+            &mut v,
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        );
+    }
+    if v.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid("ListOptions", "", v))
     }
 }

@@ -319,7 +319,7 @@ fn plan(req: &ListRequest<'_>, prefix: &str) -> Result<Plan, StorageError> {
     if rvm == ResourceVersionMatch::Exact && rv == Some(0) {
         return Err(StorageError::invalid(
             key,
-            "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
+            "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
         ));
     }
     let mut plan = Plan {

@@ -4,7 +4,7 @@
 
 use std::{collections::BTreeSet, time::Duration};
 
-use kubestore_proto::meta::v1::{ListOptions, WatchEventType};
+use kubestore_proto::meta::v1::{ListOptions, ResourceVersionMatch, WatchEventType};
 use kubestore_tests::{
     Cluster, ClusterOptions,
     fixtures_registry::{self as reg, reason},
@@ -490,4 +490,97 @@ async fn timeouts_end_watches_with_ok_and_shutdown_with_unavailable() {
         Some("ServiceUnavailable")
     );
     stopper.join().expect("registry stopped");
+}
+
+/// List options that make no sense together are upstream's 422 Invalid of `ListOptions` (the
+/// handler's validation, every problem listed); values storage cannot read are 400 BadRequest.
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_list_options_are_invalid_and_bad_values_are_bad_requests() {
+    let cluster = Cluster::full().await;
+    let mut cms = cluster.config_maps().await;
+    reg::create_cm_in(&mut cms, "o", cm_in("o", "a", &[]))
+        .await
+        .expect("create");
+    let exact = ResourceVersionMatch::Exact as i32;
+    for (options, want_reason, words) in [
+        (
+            ListOptions {
+                resource_version_match: exact,
+                ..Default::default()
+            },
+            "Invalid",
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+        (
+            ListOptions {
+                resource_version: "0".into(),
+                resource_version_match: exact,
+                ..Default::default()
+            },
+            "Invalid",
+            "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        ),
+        (
+            ListOptions {
+                resource_version: "5".into(),
+                resource_version_match: 7,
+                ..Default::default()
+            },
+            "Invalid",
+            "Unsupported value: 7",
+        ),
+        (
+            ListOptions {
+                send_initial_events: Some(true),
+                ..Default::default()
+            },
+            "Invalid",
+            "sendInitialEvents is forbidden for list",
+        ),
+        (
+            ListOptions {
+                resource_version: "abc".into(),
+                ..Default::default()
+            },
+            "BadRequest",
+            "abc",
+        ),
+        (
+            ListOptions {
+                r#continue: "not-a-token".into(),
+                ..Default::default()
+            },
+            "BadRequest",
+            "continue",
+        ),
+    ] {
+        let e = list_cms(&mut cms, "o", options.clone())
+            .await
+            .expect_err("refused");
+        assert_eq!(
+            (e.code(), reason(&e).as_str()),
+            (Code::InvalidArgument, want_reason),
+            "{options:?}: {}",
+            e.message()
+        );
+        assert!(e.message().contains(words), "{options:?}: {}", e.message());
+    }
+    // Two problems at once: both are named.
+    let e = list_cms(
+        &mut cms,
+        "o",
+        ListOptions {
+            resource_version_match: exact,
+            r#continue: "x".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect_err("refused");
+    assert!(
+        e.message().contains("unless resourceVersion is provided")
+            && e.message().contains("forbidden when continue is provided"),
+        "{}",
+        e.message()
+    );
 }
