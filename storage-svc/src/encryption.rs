@@ -190,23 +190,45 @@ impl Transformer {
     /// Parses the YAML of an `EncryptionConfiguration`.
     pub fn parse(text: &str, prefix: &str) -> Result<Self, String> {
         let file: FileConfig = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
-        if let Some(kind) = &file.kind
-            && kind != "EncryptionConfiguration"
-        {
-            return Err(format!("kind {kind:?}: expected EncryptionConfiguration"));
+        // As upstream's loader: the file says what it is, and a rule that cannot apply (no
+        // resources, or a resource an earlier rule already claims) is an error, not ignored.
+        match file.kind.as_deref() {
+            Some("EncryptionConfiguration") => {}
+            other => {
+                return Err(format!(
+                    "kind {other:?}: expected \"EncryptionConfiguration\""
+                ));
+            }
         }
-        if let Some(v) = &file.api_version
-            && !v.starts_with("apiserver.config.k8s.io/")
-        {
-            return Err(format!(
-                "apiVersion {v:?}: expected apiserver.config.k8s.io/v1"
-            ));
+        match file.api_version.as_deref() {
+            Some("apiserver.config.k8s.io/v1") => {}
+            other => {
+                return Err(format!(
+                    "apiVersion {other:?}: expected \"apiserver.config.k8s.io/v1\""
+                ));
+            }
+        }
+        if file.resources.is_empty() {
+            return Err("resources: Required value: at least one rule".into());
         }
         let mut rules = Vec::new();
+        let mut claimed: Vec<String> = Vec::new();
         for (i, r) in file.resources.iter().enumerate() {
+            if r.resources.is_empty() {
+                return Err(format!(
+                    "resources[{i}].resources: Required value: at least one resource"
+                ));
+            }
             let mut resources = Vec::new();
-            for e in &r.resources {
+            for (j, e) in r.resources.iter().enumerate() {
                 if let Some(name) = resource_name(e).map_err(|m| format!("resources[{i}]: {m}"))? {
+                    if claimed.iter().any(|c| *c == name || c == "*") {
+                        return Err(format!(
+                            "resources[{i}].resources[{j}]: Duplicate value: {e:?} is already \
+                             covered by an earlier entry"
+                        ));
+                    }
+                    claimed.push(name.clone());
                     resources.push(name);
                 }
             }
@@ -595,8 +617,44 @@ mod tests {
             ),
         ] {
             let text = format!(
-                "kind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n    providers:\n{providers}"
+                "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n    providers:\n{providers}"
             );
+            let e = Transformer::parse(&text, "/registry/")
+                .err()
+                .expect("refused");
+            assert!(e.contains(expected), "{e} should say {expected}");
+        }
+        let identity = "    providers:\n      - identity: {}\n";
+        for (text, expected) in [
+            (
+                format!("kind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n{identity}"),
+                "apiVersion",
+            ),
+            (
+                format!("apiVersion: apiserver.config.k8s.io/v1\nresources:\n  - resources: [secrets]\n{identity}"),
+                "kind",
+            ),
+            (
+                format!("apiVersion: v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n{identity}"),
+                "apiVersion",
+            ),
+            (
+                "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources: []\n".to_string(),
+                "resources: Required",
+            ),
+            (
+                format!("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: []\n{identity}"),
+                "resources[0].resources: Required",
+            ),
+            (
+                format!("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n{identity}  - resources: [secrets.]\n{identity}"),
+                "resources[1].resources[0]: Duplicate",
+            ),
+            (
+                format!("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: ['*.*']\n{identity}  - resources: [configmaps]\n{identity}"),
+                "resources[1].resources[0]: Duplicate",
+            ),
+        ] {
             let e = Transformer::parse(&text, "/registry/")
                 .err()
                 .expect("refused");

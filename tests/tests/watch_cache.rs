@@ -159,6 +159,15 @@ async fn a_thousand_watches_share_one_etcd_watch() {
     reg::create_cm_in(&mut cms, "w", reg::cm("first", &[]))
         .await
         .expect("create");
+    // The cache starts with the resource's first request; until it has listed, watches go to
+    // etcd. The claim is about a serving cache.
+    let mut storage = cluster.storage_client().await;
+    warm(
+        &mut storage,
+        cluster.storage.metrics_addr,
+        "/configmaps/w/first",
+    )
+    .await;
     let url = cluster.registry.as_ref().expect("registry").url();
     let mut streams = Vec::new();
     let channels = [channel(&url).await, channel(&url).await];

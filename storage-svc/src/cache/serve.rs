@@ -267,10 +267,16 @@ pub(crate) async fn watch(
     };
     let deadline = Deadline::after(cache.config.request_timeout);
     let consistent = req.resource_version.is_empty();
+    let initial = req.send_initial_events.unwrap_or(rv == 0);
     let ready = if consistent {
+        // Caught up with etcd first, so the watch starts after every acknowledged write. A
+        // cache that does not get there within the bound hands an initial-events watch to
+        // etcd (its snapshot must be consistent); a changes-only watch starts at the cache's
+        // newest revision instead, which is upstream's "start at most recent" from its watch
+        // cache, rather than costing etcd one watch per client under load.
         fresh(cache, &cacher, key, deadline)
             .await
-            .map(|t| t.is_some())
+            .map(|t| t.is_some() || !initial)
     } else if rv > 0 {
         not_older_than(cache, &cacher, key, rv, deadline).await
     } else {
@@ -284,7 +290,6 @@ pub(crate) async fn watch(
         }
         Err(e) => return Served::Hit(Err(e)),
     }
-    let initial = req.send_initial_events.unwrap_or(rv == 0);
     // A watch from a revision etcd compacted is Expired, as without the cache (upstream's
     // etcd3 watcher, and the contract of List/Watch), even though the window may still hold
     // the changes after it: a client that resumes from a compacted revision has missed
