@@ -258,7 +258,12 @@ impl Serving {
         }
         Ok(builder
             .max_concurrent_streams(Some(MAX_CONCURRENT_STREAMS))
-            .concurrency_limit_per_connection(MAX_CONCURRENT_REQUESTS_PER_CONNECTION)
+            // Never below the inflight limit: calls over the per-connection limit queue, so
+            // with a lower one a single channel (what most clients use) would queue calls
+            // that `--max-requests-inflight` is there to refuse fast.
+            .concurrency_limit_per_connection(
+                MAX_CONCURRENT_REQUESTS_PER_CONNECTION.max(max_inflight),
+            )
             .layer(GrpcTraceLayer::server(
                 self.metrics.rpc.clone(),
                 self.methods.clone(),
