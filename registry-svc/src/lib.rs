@@ -146,8 +146,13 @@ grpc_service!(
 /// Command-line and environment configuration (CLI > env > defaults).
 #[derive(clap::Args, Clone, Debug)]
 pub struct Config {
-    /// Address of the gRPC server.
-    #[arg(long, env = "REGISTRY_LISTEN_ADDR", default_value = "127.0.0.1:50052")]
+    /// Address of the gRPC server (also where `healthcheck` looks, given before or after it).
+    #[arg(
+        long,
+        global = true,
+        env = "REGISTRY_LISTEN_ADDR",
+        default_value = "127.0.0.1:50052"
+    )]
     pub listen_addr: SocketAddr,
     /// URL of storage-svc, or of several replicas, comma-separated: calls are spread over the
     /// replicas that answer.

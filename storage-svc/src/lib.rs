@@ -65,8 +65,13 @@ use crate::{
 /// Command-line and environment configuration (CLI > env > defaults).
 #[derive(clap::Args, Clone, Debug)]
 pub struct Config {
-    /// Address of the gRPC server.
-    #[arg(long, env = "STORAGE_LISTEN_ADDR", default_value = "127.0.0.1:50051")]
+    /// Address of the gRPC server (also where `healthcheck` looks, given before or after it).
+    #[arg(
+        long,
+        global = true,
+        env = "STORAGE_LISTEN_ADDR",
+        default_value = "127.0.0.1:50051"
+    )]
     pub listen_addr: SocketAddr,
     /// etcd client URLs, comma-separated.
     #[arg(
