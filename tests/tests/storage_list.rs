@@ -331,6 +331,27 @@ async fn pages_share_the_first_pages_revision() {
     );
 }
 
+/// The next page of a one-item chain under `/configmaps/ns`, which must be Expired.
+async fn next_page_expired(c: &mut StorageClient<Channel>, token: &str) -> Status {
+    let e = list(
+        c,
+        ListRequest {
+            limit: 1,
+            r#continue: token.to_string(),
+            ..under("/configmaps/ns")
+        },
+    )
+    .await
+    .expect_err("compacted");
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::OutOfRange, "Expired"),
+        "{}",
+        e.message()
+    );
+    e
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_compacted_continuation_is_expired_with_a_fresh_token() {
     let cluster = Cluster::storage_only().await;
@@ -361,22 +382,7 @@ async fn a_compacted_continuation_is_expired_with_a_fresh_token() {
         .expect("rv");
     let mut etcd = cluster.etcd.client().await;
     etcd.compact(rev, None).await.expect("compact");
-    let e = list(
-        &mut c,
-        ListRequest {
-            limit: 1,
-            r#continue: first.r#continue.clone(),
-            ..under("/configmaps/ns")
-        },
-    )
-    .await
-    .expect_err("compacted");
-    assert_eq!(
-        (e.code(), reason(&e).as_str()),
-        (Code::OutOfRange, "Expired"),
-        "{}",
-        e.message()
-    );
+    let e = next_page_expired(&mut c, &first.r#continue).await;
     assert!(
         e.message()
             .starts_with("The provided continue parameter is too old"),
@@ -447,22 +453,7 @@ async fn a_compacted_continuation_is_expired_with_a_fresh_token() {
         .parse()
         .expect("rv");
     etcd.compact(rev, None).await.expect("compact");
-    let e = list(
-        &mut c,
-        ListRequest {
-            limit: 1,
-            r#continue: chain.r#continue.clone(),
-            ..under("/configmaps/ns")
-        },
-    )
-    .await
-    .expect_err("compacted");
-    assert_eq!(
-        (e.code(), reason(&e).as_str()),
-        (Code::OutOfRange, "Expired"),
-        "{}",
-        e.message()
-    );
+    next_page_expired(&mut c, &chain.r#continue).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
