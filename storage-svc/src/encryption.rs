@@ -212,6 +212,8 @@ impl Transformer {
             return Err("resources: Required value: at least one rule".into());
         }
         let mut rules = Vec::new();
+        // What earlier entries cover, as written: `*.*` (everything), `*.` (every core
+        // resource, which is all of ours) or a resource name.
         let mut claimed: Vec<String> = Vec::new();
         for (i, r) in file.resources.iter().enumerate() {
             if r.resources.is_empty() {
@@ -222,13 +224,23 @@ impl Transformer {
             let mut resources = Vec::new();
             for (j, e) in r.resources.iter().enumerate() {
                 if let Some(name) = resource_name(e).map_err(|m| format!("resources[{i}]: {m}"))? {
-                    if claimed.iter().any(|c| *c == name || c == "*") {
+                    // Upstream's masking rule: an entry an earlier one already covers would
+                    // never apply. `*.*` after `*.` is allowed (it adds other groups).
+                    let token = if name == "*" {
+                        e.as_str()
+                    } else {
+                        name.as_str()
+                    };
+                    let masked = claimed
+                        .iter()
+                        .any(|c| c == "*.*" || c == token || (c == "*." && token != "*.*"));
+                    if masked {
                         return Err(format!(
                             "resources[{i}].resources[{j}]: Duplicate value: {e:?} is already \
                              covered by an earlier entry"
                         ));
                     }
-                    claimed.push(name.clone());
+                    claimed.push(token.to_string());
                     resources.push(name);
                 }
             }
@@ -625,6 +637,11 @@ mod tests {
             assert!(e.contains(expected), "{e} should say {expected}");
         }
         let identity = "    providers:\n      - identity: {}\n";
+        // Upstream's accepted wildcard layout: specific resources first, then `*.`, then `*.*`.
+        let layered = format!(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [configmaps, '*.apps']\n{identity}  - resources: [secrets]\n{identity}  - resources: ['*.']\n{identity}  - resources: ['*.*']\n{identity}"
+        );
+        assert!(Transformer::parse(&layered, "/registry/").is_ok());
         for (text, expected) in [
             (
                 format!("kind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n{identity}"),
@@ -652,6 +669,10 @@ mod tests {
             ),
             (
                 format!("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: ['*.*']\n{identity}  - resources: [configmaps]\n{identity}"),
+                "resources[1].resources[0]: Duplicate",
+            ),
+            (
+                format!("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: ['*.']\n{identity}  - resources: [secrets]\n{identity}"),
                 "resources[1].resources[0]: Duplicate",
             ),
         ] {

@@ -258,11 +258,12 @@ impl Serving {
         }
         Ok(builder
             .max_concurrent_streams(Some(MAX_CONCURRENT_STREAMS))
-            // Never below the inflight limit: calls over the per-connection limit queue, so
-            // with a lower one a single channel (what most clients use) would queue calls
-            // that `--max-requests-inflight` is there to refuse fast.
+            // Above the inflight limit: calls over the per-connection limit queue (tonic puts
+            // that limit outside our layers), so with one at or below it a single channel
+            // (what most clients use) would queue calls `--max-requests-inflight` is there to
+            // refuse fast.
             .concurrency_limit_per_connection(
-                MAX_CONCURRENT_REQUESTS_PER_CONNECTION.max(max_inflight),
+                max_inflight.saturating_add(MAX_CONCURRENT_REQUESTS_PER_CONNECTION),
             )
             .layer(GrpcTraceLayer::server(
                 self.metrics.rpc.clone(),

@@ -186,6 +186,45 @@ async fn calls_beyond_max_requests_inflight_are_refused_at_once_with_a_retry_hin
     );
 }
 
+/// Over one channel (what most clients have), with a limit above the per-connection default
+/// of 256: the calls beyond the limit are still refused at once, not queued on the connection.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_channel_is_refused_at_the_inflight_limit_above_256() {
+    const LIMIT: usize = 300;
+    let cluster = Cluster::start(ClusterOptions {
+        storage: Some(storage_svc::Config {
+            max_requests_inflight: LIMIT,
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+    .await;
+    let mut c = StorageClient::new(channel(&cluster.storage.url()).await);
+    let mut held = Vec::with_capacity(LIMIT);
+    for i in 0..LIMIT {
+        let key = format!("/configmaps/ns/k{i}");
+        create(&mut c, &key, &cm("k", &[]), 0)
+            .await
+            .expect("create");
+        held.push(hold_update(&mut c, &key).await);
+    }
+    let started = Instant::now();
+    let e = get(&mut c, "/configmaps/ns/k0").await.expect_err("refused");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "refused at once, not queued: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert_eq!(reason(&e), "TooManyRequests");
+    for h in held {
+        h.finish().await.expect("held update commits");
+    }
+    get(&mut c, "/configmaps/ns/k0")
+        .await
+        .expect("admitted again");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stopping_server_finishes_running_calls_ends_watches_and_exits() {
     let mut cluster = Cluster::start(ClusterOptions {

@@ -100,9 +100,10 @@ impl Strategy<Secret> for SecretStrategy {
             if *json {
                 for k in keys.iter() {
                     if let Some(value) = s.data.get(*k)
-                        // Upstream decodes into a map: a JSON array or string is invalid too.
+                        // Upstream decodes into a map: a JSON array or string is invalid too
+                        // (`null` decodes, as Go's json.Unmarshal leaves the map nil).
                         && let Err(e) = serde_json::from_slice::<
-                            serde_json::Map<String, serde_json::Value>,
+                            Option<serde_json::Map<String, serde_json::Value>>,
                         >(value)
                     {
                         v.push((

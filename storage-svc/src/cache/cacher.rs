@@ -408,7 +408,9 @@ impl Cacher {
             state.window_changes = 0;
             std::mem::take(&mut state.subscribers)
         };
-        for s in ended {
+        // A subscriber whose watch already left (one handed to etcd right after subscribing
+        // shares its end slot with the etcd watch) must not have that watch ended.
+        for s in ended.into_iter().filter(|s| !s.tx.is_closed()) {
             if let Ok(mut slot) = s.end_slot.lock() {
                 slot.get_or_insert(StorageError::Unavailable {
                     key: self.resource.clone(),

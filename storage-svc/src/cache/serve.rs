@@ -293,12 +293,20 @@ pub(crate) async fn watch(
     // A watch from a revision etcd compacted is Expired, as without the cache (upstream's
     // etcd3 watcher, and the contract of List/Watch), even though the window may still hold
     // the changes after it: a client that resumes from a compacted revision has missed
-    // history elsewhere and must list again. One count-only read at rv+1, only for a start
-    // behind the cache (a resume from the newest revision cannot be compacted).
-    if !initial && rv > 0 && rv < cacher.read(|s| s.rev) {
-        let call = EtcdCall { key, deadline };
+    // history elsewhere and must list again. One count-only read at rv+1 (etcd's watch starts
+    // there). Only "compacted" refuses the watch: if etcd cannot answer (a leader election,
+    // an outage) or rv+1 is not written yet, the window serves the watch as it always could.
+    if !initial && rv > 0 {
+        let call = EtcdCall {
+            key,
+            deadline: Deadline::after(cache.config.request_timeout),
+        };
         match cache.etcd.check_revision(&call, watch_key, rv + 1).await {
             Ok(()) => {}
+            Err(e @ StorageError::Timeout { .. }) => {
+                // rv+1 is etcd's next revision: nothing after rv can be compacted.
+                tracing::trace!(error = %e, "watch start at etcd's newest revision");
+            }
             Err(StorageError::Expired { .. }) => {
                 return Served::Hit(Err(StorageError::Expired {
                     key: key.to_string(),
@@ -308,7 +316,9 @@ pub(crate) async fn watch(
                     continue_token: None,
                 }));
             }
-            Err(e) => return Served::Hit(Err(e)),
+            Err(e) => {
+                tracing::debug!(error = %e, "watch cache: compaction check failed; serving the window");
+            }
         }
     }
     let start = watch_key.as_bytes().to_vec();
