@@ -18,6 +18,7 @@ pub mod fixtures_watch;
 pub mod mutate;
 pub mod otlp;
 pub mod pki;
+pub mod proxy;
 pub mod raw;
 pub mod request_seeds;
 pub mod services;

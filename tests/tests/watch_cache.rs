@@ -1,5 +1,6 @@
 //! storage-svc's watch cache: consistent reads across replicas, one etcd watch per resource,
-//! resuming through etcd restarts, a bounded window, and read-free updates.
+//! resuming through etcd restarts, listing again when its history is gone, a bounded window,
+//! and read-free updates.
 
 use std::time::Duration;
 
@@ -9,9 +10,10 @@ use kubestore_proto::{
     storage::v1::{GetRequest, ListRequest, WatchRequest, storage_client::StorageClient},
 };
 use kubestore_tests::{
-    Cluster, ClusterOptions,
+    Cluster, ClusterOptions, EtcdProcess,
     fixtures_registry::{self as reg},
     fixtures_storage::*,
+    proxy::Proxy,
     services::{channel, sample, scrape, spawn_storage_exact, wait_serving},
     update::{Ended, guaranteed_update},
 };
@@ -692,4 +694,95 @@ async fn the_cache_reports_its_window_relists_and_lag() {
     );
     assert_eq!(metric("storage_watch_cache_lag"), 0.0, "caught up");
     assert!(metric("storage_watch_cache_reads_total") >= 1.0);
+}
+
+/// When the cache's etcd watch comes back (here: storage's connection to etcd cut while etcd
+/// moved on and compacted) to find its history gone, the cache lists again: the watches it
+/// served end UNAVAILABLE (resume from the last resourceVersion), the relist is counted, and
+/// reads afterwards see etcd's state.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cache_lists_again_when_its_history_is_gone() {
+    let etcd = EtcdProcess::start().await;
+    let port: u16 = etcd
+        .endpoint()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("etcd port");
+    let proxy = Proxy::start(([127, 0, 0, 1], port).into()).await;
+    let storage = spawn_storage_exact(cached(), format!("http://{}", proxy.addr), None);
+    wait_serving(&storage.url()).await;
+    let mut c = StorageClient::new(channel(&storage.url()).await);
+    let a = create(&mut c, "/configmaps/ns/a", &cm("a", &[]), 0)
+        .await
+        .expect("create");
+    warm(&mut c, storage.metrics_addr, "/configmaps/ns/a").await;
+    // From a's revision, so the next change is the watch's first event whenever it starts.
+    let mut w = c
+        .watch(WatchRequest {
+            key: "/configmaps/ns".into(),
+            recursive: true,
+            resource_version: a,
+            ..Default::default()
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    create(&mut c, "/configmaps/ns/z", &cm("z", &[]), 0)
+        .await
+        .expect("create");
+    let ev = tokio::time::timeout(Duration::from_secs(10), w.message())
+        .await
+        .expect("in time")
+        .expect("ok")
+        .expect("event");
+    assert_eq!(ev.r#type, WatchEventType::Added as i32);
+
+    // Cut off, storage misses two writes and the compaction of its history.
+    proxy.cut();
+    let mut raw = etcd.client().await;
+    raw.put("/elsewhere/1", "x", None).await.expect("put");
+    let rev = raw
+        .put("/elsewhere/2", "x", None)
+        .await
+        .expect("put")
+        .header()
+        .map(|h| h.revision())
+        .expect("revision");
+    raw.compact(rev, None).await.expect("compact");
+    proxy.restore();
+
+    let e = tokio::time::timeout(Duration::from_secs(30), w.message())
+        .await
+        .expect("the watch ends in time")
+        .expect_err("ended by the relist");
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert!(e.message().contains("listed again"), "{}", e.message());
+    let mut relists = 0.0;
+    for _ in 0..300 {
+        relists = sample(
+            &scrape(storage.metrics_addr).await,
+            r#"storage_watch_cache_relists_total{resource="configmaps"}"#,
+        )
+        .unwrap_or(0.0);
+        if relists >= 2.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(relists, 2.0, "the start's list and one relist");
+    // Reads and writes go on, consistent with etcd.
+    create(&mut c, "/configmaps/ns/b", &cm("b", &[]), 0)
+        .await
+        .expect("create after the relist");
+    let page = c
+        .list(ListRequest {
+            key: "/configmaps/ns".into(),
+            recursive: true,
+            ..Default::default()
+        })
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(page.items.len(), 3);
 }
