@@ -23,6 +23,7 @@ pub mod raw;
 pub mod request_seeds;
 pub mod services;
 pub mod update;
+pub mod watch_cache;
 
 pub use etcd::EtcdProcess;
 pub use services::{Cluster, ClusterOptions};
