@@ -12,7 +12,8 @@
 //!   delete-during-update); [`selectors`] (label and field selectors);
 //! - [`validation`], [`violations`], [`quantity`], [`names`]: ObjectMeta rules, bounded field
 //!   violations, Kubernetes quantities, generated names;
-//! - [`storage`]: the storage-svc client; [`error`]: API errors and their gRPC mapping;
+//! - [`storage`]: the storage-svc client, [`relay`]: its watches, read eagerly into a bounded
+//!   buffer; [`error`]: API errors and their gRPC mapping;
 //! - [`service`]: the gRPC glue; [`fuzzing`]: entry points for the fuzz targets.
 
 pub mod collection;
@@ -28,6 +29,7 @@ pub mod list;
 pub mod names;
 pub mod passthrough;
 pub mod quantity;
+pub mod relay;
 pub mod resource;
 pub mod selectors;
 pub mod service;
@@ -335,6 +337,7 @@ pub async fn run_with_metrics(
     let server = serving
         .server(
             config.max_requests_inflight,
+            service::REQUEST_TIMEOUTS,
             error::DOMAIN,
             &config.tls,
             Vec::new(),

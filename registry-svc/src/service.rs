@@ -19,6 +19,14 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// after another (upstream lifted its timeout for this verb, kubernetes#115341).
 pub const DELETE_COLLECTION_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How long a call may hold an in-flight slot (`--max-requests-inflight`): the defaults
+/// above, which its handler uses too.
+pub const REQUEST_TIMEOUTS: kubestore_telemetry::inflight::RequestTimeouts =
+    kubestore_telemetry::inflight::RequestTimeouts {
+        default: DEFAULT_REQUEST_TIMEOUT,
+        longer: &[("/DeleteCollection", DELETE_COLLECTION_TIMEOUT)],
+    };
+
 /// The gRPC service of one kind.
 pub struct ResourceService<R: Resource> {
     /// The kind's Store.

@@ -14,9 +14,9 @@ use kubestore_proto::{
     meta::v1::{Preconditions, resource_version_of},
     storage::v1::{
         CreateRequest, DeleteRequest, GetRequest, GuaranteedUpdateRequest, ListRequest,
-        ListResponse, UpdateAbort, UpdateProposal, UpdateResult, UpdateStart, WatchEvent,
-        WatchRequest, guaranteed_update_request::Message as Req,
-        guaranteed_update_response::Message as Resp, storage_client,
+        ListResponse, UpdateAbort, UpdateProposal, UpdateResult, UpdateStart, WatchRequest,
+        guaranteed_update_request::Message as Req, guaranteed_update_response::Message as Resp,
+        storage_client,
     },
 };
 use kubestore_telemetry::{Deadline, GrpcTraceLayer, GrpcTraceService};
@@ -28,6 +28,8 @@ use tonic_health::pb::{
 };
 use tonic_types::StatusExt;
 
+use crate::relay::Relay;
+
 /// The traced channel to storage-svc.
 pub type TracedChannel = GrpcTraceService<Channel>;
 
@@ -37,6 +39,9 @@ struct Replica {
     /// One client per connection; calls are spread round-robin.
     clients: Vec<storage_client::StorageClient<TracedChannel>>,
     next: AtomicUsize,
+    /// Connections of watches only (see [`WATCH_CONNECTIONS`]).
+    watch_clients: Vec<storage_client::StorageClient<TracedChannel>>,
+    next_watch: AtomicUsize,
     /// Untraced, for health checks.
     channel: Channel,
     /// SERVING at the last health check, and no transport failure since.
@@ -62,6 +67,17 @@ pub struct StorageClient {
 /// caps it at about one core's worth of frames; a few connections let both services use every
 /// core under load.
 pub const CONNECTIONS: usize = 4;
+
+/// Connections to storage-svc that carry watches and nothing else. A watch stream holds
+/// flow-control window for what it received and nobody read yet; on connections of their own,
+/// watches can never take the window unary calls need, whatever their clients do (the relay,
+/// `relay`, bounds how long one watch may hold it).
+pub const WATCH_CONNECTIONS: usize = 2;
+
+/// Flow-control window of one watch stream to storage-svc: a slow watch holds at most this.
+const WATCH_STREAM_WINDOW: u32 = 1 << 20;
+/// Flow-control window of one watch connection: room for many watches at their full window.
+const WATCH_CONNECTION_WINDOW: u32 = 64 << 20;
 
 /// Largest response accepted from storage-svc (a List page can be large).
 pub const MAX_RESPONSE_BYTES: usize = 1 << 30;
@@ -242,11 +258,14 @@ impl StorageClient {
         Ok(self.observe(i, r)?.into_inner())
     }
 
-    /// Opens a watch: storage's event stream (no deadline: it lives until the watch ends).
-    pub async fn watch(&self, req: WatchRequest) -> Result<tonic::Streaming<WatchEvent>, Status> {
-        let (i, mut c) = self.client();
+    /// Opens a watch on a watch connection: storage's event stream (no deadline: it lives
+    /// until the watch ends), read by a [`Relay`] so an idle client cannot stall storage's
+    /// connection.
+    pub async fn watch(&self, req: WatchRequest) -> Result<Relay, Status> {
+        let i = self.pick();
+        let mut c = self.replicas[i].watch_client();
         let r = c.watch(Request::new(req)).await;
-        Ok(self.observe(i, r)?.into_inner())
+        Ok(Relay::start(self.observe(i, r)?.into_inner()))
     }
 
     /// GuaranteedUpdate: `f` computes the new object and TTL from each state storage sends (or
@@ -349,22 +368,27 @@ impl Replica {
             .http2_keep_alive_interval(Duration::from_secs(10))
             .keep_alive_while_idle(true);
         let channels: Vec<Channel> = (0..CONNECTIONS).map(|_| endpoint.connect_lazy()).collect();
-        let clients = channels
-            .iter()
-            .map(|c| {
-                storage_client::StorageClient::new(
-                    tower::ServiceBuilder::new()
-                        .layer(GrpcTraceLayer::client())
-                        .service(c.clone()),
-                )
-                // storage-svc is trusted, and a List page may be large.
-                .max_decoding_message_size(MAX_RESPONSE_BYTES)
-            })
+        let watch_endpoint = endpoint
+            .initial_stream_window_size(WATCH_STREAM_WINDOW)
+            .initial_connection_window_size(WATCH_CONNECTION_WINDOW);
+        let watch_channels: Vec<Channel> = (0..WATCH_CONNECTIONS)
+            .map(|_| watch_endpoint.connect_lazy())
             .collect();
+        let traced = |c: &Channel| {
+            storage_client::StorageClient::new(
+                tower::ServiceBuilder::new()
+                    .layer(GrpcTraceLayer::client())
+                    .service(c.clone()),
+            )
+            // storage-svc is trusted, and a List page may be large.
+            .max_decoding_message_size(MAX_RESPONSE_BYTES)
+        };
         Ok(Self {
             addr: addr.to_string(),
-            clients,
+            clients: channels.iter().map(traced).collect(),
             next: AtomicUsize::new(0),
+            watch_clients: watch_channels.iter().map(traced).collect(),
+            next_watch: AtomicUsize::new(0),
             channel: channels[0].clone(),
             healthy: AtomicBool::new(true),
         })
@@ -373,6 +397,11 @@ impl Replica {
     fn client(&self) -> storage_client::StorageClient<TracedChannel> {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.clients.len();
         self.clients[i].clone()
+    }
+
+    fn watch_client(&self) -> storage_client::StorageClient<TracedChannel> {
+        let i = self.next_watch.fetch_add(1, Ordering::Relaxed) % self.watch_clients.len();
+        self.watch_clients[i].clone()
     }
 
     /// Whether the replica says SERVING within a second.

@@ -1,11 +1,11 @@
 //! Watch (upstream's `Store.Watch`): storage's event stream for what `namespace` and the list
 //! options select, decoded into the kind's objects as the client reads it.
 //!
-//! Nothing is buffered here beyond what HTTP/2 holds: the registry reads storage's stream only
-//! as fast as its client reads, so a client that stops reading stalls storage's watcher, which
-//! cuts it off (RESOURCE_EXHAUSTED) once its own bounded buffer stays full. registry-svc's
-//! shutdown ends every watch with UNAVAILABLE, so clients reconnect with their last
-//! resourceVersion.
+//! storage's stream is read at once by a [`crate::relay::Relay`] into a bounded buffer, so a
+//! client that stops reading never stalls registry-svc's connections to storage-svc; once that
+//! buffer stays full for `relay::SEND_BUDGET` the watch is cut off (RESOURCE_EXHAUSTED
+//! `WatcherTooSlow`). registry-svc's shutdown ends every watch with UNAVAILABLE, so clients
+//! reconnect with their last resourceVersion.
 
 use std::{
     future::Future,

@@ -145,6 +145,12 @@ impl StorageMetrics {
     }
 }
 
+/// Largest etcd response storage-svc reads: etcd's Go client's default (`math.MaxInt32`), so
+/// any response etcd sends is readable. (tonic's default, 4 MiB, made every range over 4 MiB
+/// fail: unlimited lists, the watch cache's initial list, catch-up watches.) etcd bounds what it
+/// sends by its own `--max-request-bytes` per value and the range asked for.
+pub const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
+
 /// Context of one etcd call: the caller's key (for errors) and the deadline.
 #[derive(Clone, Copy, Debug)]
 pub struct EtcdCall<'a> {
@@ -188,6 +194,13 @@ impl Etcd {
             metrics,
             transformer,
         })
+    }
+
+    /// A KV client that reads responses up to [`MAX_RESPONSE_BYTES`].
+    fn kv(&self) -> etcd_client::KvClient {
+        self.client
+            .kv_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES)
     }
 
     /// Decrypts `kv`'s value in place (and its staleness is remembered); storage's own keys
@@ -254,7 +267,7 @@ impl Etcd {
         call: &EtcdCall<'_>,
         etcd_key: &str,
     ) -> Result<(Option<KeyValue>, i64), StorageError> {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         let mut resp = self.call(call, "Range", kv.get(etcd_key, None)).await?;
         let rev = resp.header().map_or(0, |h| h.revision());
         let mut kvs = resp.take_kvs();
@@ -272,7 +285,7 @@ impl Etcd {
         limit: i64,
         revision: i64,
     ) -> Result<RangePage, StorageError> {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         let mut options = GetOptions::new().with_range(end.to_vec());
         if limit > 0 {
             options = options.with_limit(limit);
@@ -300,7 +313,7 @@ impl Etcd {
         key: &[u8],
         revision: i64,
     ) -> Result<(Option<KeyValue>, i64), StorageError> {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         let options = (revision > 0).then(|| GetOptions::new().with_revision(revision));
         let mut resp = self
             .call(call, "Range", kv.get(key.to_vec(), options))
@@ -319,7 +332,7 @@ impl Etcd {
         probe_key: &str,
         revision: i64,
     ) -> Result<(), StorageError> {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         let options = GetOptions::new().with_count_only().with_revision(revision);
         self.call(call, "Range", kv.get(probe_key, Some(options)))
             .await
@@ -333,7 +346,7 @@ impl Etcd {
         call: &EtcdCall<'_>,
         probe_key: &str,
     ) -> Result<i64, StorageError> {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         let resp = self
             .call(
                 call,
@@ -359,7 +372,10 @@ impl Etcd {
         range_end: Option<&[u8]>,
         start_revision: i64,
     ) -> Result<EtcdWatch, StorageError> {
-        let mut w = self.client.watch_client();
+        let mut w = self
+            .client
+            .watch_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES);
         let mut options = WatchOptions::new()
             .with_prev_key()
             .with_start_revision(start_revision);
@@ -377,7 +393,7 @@ impl Etcd {
 
     /// Compacts etcd's history up to `revision`.
     pub async fn compact(&self, call: &EtcdCall<'_>, revision: i64) -> Result<(), StorageError> {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         self.call(call, "Compact", kv.compact(revision, None))
             .await
             .map(|_| ())
@@ -385,7 +401,7 @@ impl Etcd {
 
     /// Runs a transaction.
     pub async fn txn(&self, call: &EtcdCall<'_>, txn: Txn) -> Result<TxnResponse, StorageError> {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         self.call(call, "Txn", kv.txn(txn)).await
     }
 
@@ -432,7 +448,7 @@ impl Etcd {
     /// Whether etcd answers a linearizable read within `timeout` (which needs a leader and a
     /// quorum).
     pub async fn healthy(&self, probe_key: &str, timeout: Duration) -> bool {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         matches!(
             tokio::time::timeout(
                 timeout,
@@ -575,8 +591,13 @@ fn map_error(key: &str, operation: &str, e: etcd_client::Error) -> StorageError 
             message: "Too large resource version".into(),
         },
         // e.g. "etcdserver: request is too large": the request, not etcd, is at fault.
-        Code::InvalidArgument | Code::OutOfRange => {
+        Code::InvalidArgument => {
             StorageError::invalid(key, format!("etcd rejected the {operation}: {said}"))
+        }
+        // OUT_OF_RANGE that is neither of the above (a response larger than the client reads,
+        // say) is the server's fault, never the caller's.
+        Code::OutOfRange | Code::DataLoss | Code::Unimplemented => {
+            StorageError::internal(key, format!("etcd {operation} failed: {said}"))
         }
         Code::DeadlineExceeded => StorageError::Timeout {
             key: key.to_string(),
@@ -647,5 +668,15 @@ mod tests {
             ),
         );
         assert_eq!((e.code(), e.reason()), (Code::OutOfRange, "Expired"));
+        // A response over the client's limit is the server's fault, not the caller's.
+        let e = map_error(
+            "/k",
+            "Range",
+            status(
+                Code::OutOfRange,
+                "Error, decoded message length too large: found 12582912 bytes, the limit is: 4194304 bytes",
+            ),
+        );
+        assert_eq!((e.code(), e.reason()), (Code::Internal, "InternalError"));
     }
 }

@@ -48,6 +48,7 @@ use kubestore_proto::{
 use kubestore_telemetry::{
     LogFormat, Metrics,
     deadline::parse_duration,
+    inflight::RequestTimeouts,
     serving::{self, Serving},
     tls::{ClientTlsFiles, ServerTlsArgs, check_scheme},
 };
@@ -322,6 +323,8 @@ pub async fn run_with_metrics(
     let server = serving
         .server(
             config.max_requests_inflight,
+            // storage's handlers use the same default (`Store::deadline`).
+            RequestTimeouts::uniform(config.request_timeout),
             error::DOMAIN,
             &config.tls,
             config.allowed_client_names.clone(),

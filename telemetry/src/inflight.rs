@@ -5,6 +5,12 @@
 //!
 //! - A call holds its slot until its response body ends, so a GuaranteedUpdate stream counts
 //!   for its whole exchange, not just until its handler returned the stream.
+//! - ... but never past the request's deadline ([`RequestTimeouts`]: the caller's
+//!   `grpc-timeout`, capped at the method's default, which also applies without one), reading
+//!   the request body included: upstream bounds every request that is not long-running with its
+//!   request timeout around the in-flight limit. Without it, calls that send headers and never
+//!   their body held every slot for as long as their connections lived. At the deadline the
+//!   call ends with DEADLINE_EXCEEDED (reason `Timeout`) and its slot is free.
 //! - Watches are long-running and exempt (upstream exempts them too: they are bounded by their
 //!   own buffers and cut-offs, and a limit counted in watches would stop every other call once
 //!   enough clients watch). So are health checks and reflection: a probe must not be refused
@@ -12,6 +18,7 @@
 //! - 0 turns the limit off.
 
 use std::{
+    future::Future,
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
@@ -29,6 +36,40 @@ use crate::Metrics;
 /// How long a refused caller is told to wait before retrying.
 pub const RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// How long a counted call may hold its slot: its deadline.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestTimeouts {
+    /// Without `grpc-timeout`, and the cap of one (the server's default request timeout).
+    pub default: Duration,
+    /// Methods (path suffixes such as `/DeleteCollection`) with a longer default and cap.
+    pub longer: &'static [(&'static str, Duration)],
+}
+
+impl RequestTimeouts {
+    /// The same timeout for every method.
+    pub const fn uniform(default: Duration) -> Self {
+        Self {
+            default,
+            longer: &[],
+        }
+    }
+
+    /// The deadline budget of a call to `path` with `headers`: its `grpc-timeout`, capped at
+    /// the method's default, or that default.
+    pub fn budget(&self, path: &str, headers: &http::HeaderMap) -> Duration {
+        let cap = self
+            .longer
+            .iter()
+            .find(|(suffix, _)| path.ends_with(suffix))
+            .map_or(self.default, |&(_, d)| d);
+        headers
+            .get("grpc-timeout")
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::deadline::parse_grpc_timeout)
+            .map_or(cap, |t| t.min(cap))
+    }
+}
+
 /// Whether a call to `path` (`/package.Service/Method`) is exempt from the limit.
 pub fn exempt(path: &str) -> bool {
     path.ends_with("/Watch")
@@ -41,18 +82,26 @@ pub fn exempt(path: &str) -> bool {
 pub struct InflightLimitLayer {
     slots: Option<Arc<Semaphore>>,
     limit: usize,
+    timeouts: RequestTimeouts,
     domain: &'static str,
     inflight: Gauge,
     refused: Counter,
 }
 
 impl InflightLimitLayer {
-    /// At most `limit` calls at once (0 = unlimited); refusals carry ErrorInfo `domain`.
-    /// Registers `grpc_server_inflight_requests` and `grpc_server_refused_total` in `metrics`.
-    pub fn new(limit: usize, domain: &'static str, metrics: &Metrics) -> Self {
+    /// At most `limit` calls at once (0 = unlimited), each for at most its deadline under
+    /// `timeouts`; refusals carry ErrorInfo `domain`. Registers
+    /// `grpc_server_inflight_requests` and `grpc_server_refused_total` in `metrics`.
+    pub fn new(
+        limit: usize,
+        timeouts: RequestTimeouts,
+        domain: &'static str,
+        metrics: &Metrics,
+    ) -> Self {
         let me = Self {
             slots: (limit > 0).then(|| Arc::new(Semaphore::new(limit))),
             limit,
+            timeouts,
             domain,
             inflight: Gauge::default(),
             refused: Counter::default(),
@@ -137,12 +186,45 @@ where
             _permit: permit,
             inflight,
         };
+        let budget = self.layer.timeouts.budget(req.uri().path(), req.headers());
+        let deadline = tokio::time::Instant::now() + budget;
+        let domain = self.layer.domain;
         let fut = self.inner.call(req);
         Box::pin(async move {
-            let resp = fut.await?;
-            Ok(resp.map(|body| Body::new(HeldBody { inner: body, held })))
+            match tokio::time::timeout_at(deadline, fut).await {
+                Ok(resp) => Ok(resp?.map(|body| {
+                    Body::new(HeldBody {
+                        inner: body,
+                        held: Some(held),
+                        deadline: Box::pin(tokio::time::sleep_until(deadline)),
+                        budget,
+                        domain,
+                    })
+                })),
+                // The handler did not answer in time (a unary call whose body never came
+                // stays here): the slot is freed as `held` drops.
+                Err(_) => Ok(deadline_exceeded(budget, domain).into_http()),
+            }
         })
     }
+}
+
+/// The status of a call cut off at its deadline.
+fn deadline_exceeded(budget: Duration, domain: &'static str) -> tonic::Status {
+    let mut details = ErrorDetails::new();
+    details.set_error_info(
+        "Timeout",
+        domain,
+        [("timeout".to_string(), format!("{budget:?}"))],
+    );
+    tonic::Status::with_error_details(
+        tonic::Code::DeadlineExceeded,
+        format!(
+            "the call did not complete within its deadline of {budget:?} (its grpc-timeout, or \
+             the server's default request timeout), reading the request included"
+        ),
+        details,
+    )
 }
 
 /// A slot, given back when dropped.
@@ -157,10 +239,15 @@ impl Drop for Held {
     }
 }
 
-/// A response body that keeps its call's slot until it ends.
+/// A response body that keeps its call's slot until it ends or its deadline passes; at the
+/// deadline it ends with DEADLINE_EXCEEDED trailers.
 struct HeldBody {
     inner: Body,
-    held: Held,
+    /// None once the deadline passed.
+    held: Option<Held>,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    budget: Duration,
+    domain: &'static str,
 }
 
 impl HttpBody for HeldBody {
@@ -171,12 +258,34 @@ impl HttpBody for HeldBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        let _ = &self.held;
-        Pin::new(&mut self.inner).poll_frame(cx)
+        if self.held.is_none() {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            if frame.is_none() {
+                self.held = None;
+            }
+            return Poll::Ready(frame);
+        }
+        if self.deadline.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.held = None;
+        let status = deadline_exceeded(self.budget, self.domain);
+        // A trailers-only response's headers are the status; as trailers, only its grpc-*
+        // entries belong.
+        let (parts, _) = status.into_http::<Body>().into_parts();
+        let mut trailers = http::HeaderMap::new();
+        for (name, value) in &parts.headers {
+            if name.as_str().starts_with("grpc-") {
+                trailers.insert(name.clone(), value.clone());
+            }
+        }
+        Poll::Ready(Some(Ok(Frame::trailers(trailers))))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.held.is_none() || self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
@@ -186,7 +295,30 @@ impl HttpBody for HeldBody {
 
 #[cfg(test)]
 mod tests {
-    use super::exempt;
+    use super::{RequestTimeouts, exempt};
+    use std::time::Duration;
+
+    #[test]
+    fn a_slot_is_held_for_the_callers_deadline_capped_at_the_methods_default() {
+        let t = RequestTimeouts {
+            default: Duration::from_secs(30),
+            longer: &[("/DeleteCollection", Duration::from_secs(600))],
+        };
+        let mut h = http::HeaderMap::new();
+        assert_eq!(t.budget("/core.v1.Pods/Get", &h), Duration::from_secs(30));
+        assert_eq!(
+            t.budget("/core.v1.Pods/DeleteCollection", &h),
+            Duration::from_secs(600)
+        );
+        h.insert("grpc-timeout", http::HeaderValue::from_static("2S"));
+        assert_eq!(t.budget("/core.v1.Pods/Get", &h), Duration::from_secs(2));
+        h.insert("grpc-timeout", http::HeaderValue::from_static("5M"));
+        assert_eq!(t.budget("/core.v1.Pods/Get", &h), Duration::from_secs(30));
+        assert_eq!(
+            t.budget("/core.v1.Pods/DeleteCollection", &h),
+            Duration::from_secs(300)
+        );
+    }
 
     #[test]
     fn watches_and_probes_are_exempt_and_nothing_else() {

@@ -24,7 +24,7 @@ use tower::layer::util::{Identity, Stack};
 
 use crate::{
     GrpcTraceLayer, Metrics,
-    inflight::InflightLimitLayer,
+    inflight::{InflightLimitLayer, RequestTimeouts},
     oversize::OversizeLayer,
     tls::{AllowedNamesLayer, ServerTlsArgs, TlsError},
 };
@@ -241,11 +241,14 @@ impl Serving {
     /// limit) and oversized messages reported as RESOURCE_EXHAUSTED; both name ErrorInfo
     /// `domain`.
     ///
+    /// A counted call holds its slot for at most its deadline under `timeouts`.
+    ///
     /// With `tls`, connections are TLS (mutual TLS with a client CA), and calls from clients
     /// whose certificate names none of `allowed_names` are refused (none: all allowed).
     pub fn server(
         &self,
         max_inflight: usize,
+        timeouts: RequestTimeouts,
         domain: &'static str,
         tls: &ServerTlsArgs,
         allowed_names: Vec<String>,
@@ -270,7 +273,12 @@ impl Serving {
                 self.methods.clone(),
             ))
             .layer(AllowedNamesLayer::new(allowed_names, domain))
-            .layer(InflightLimitLayer::new(max_inflight, domain, &self.metrics))
+            .layer(InflightLimitLayer::new(
+                max_inflight,
+                timeouts,
+                domain,
+                &self.metrics,
+            ))
             .layer(OversizeLayer::new(domain)))
     }
 

@@ -74,6 +74,37 @@ pub async fn call(channel: Channel, path: &str, body: Vec<u8>) -> Result<Vec<u8>
         .map(|r| r.into_inner())
 }
 
+/// Opens a call to `path` that sends its headers and never a request message (its request
+/// stream never yields), with `grpc-timeout` = `timeout` when given, and returns the status it
+/// ends with (from the call itself, or from its response stream).
+pub async fn stalled_upload(
+    channel: Channel,
+    path: &str,
+    timeout: Option<std::time::Duration>,
+) -> Status {
+    let (mut grpc, path) = match ready(channel, path).await {
+        Ok(r) => r,
+        Err(s) => return s,
+    };
+    let mut req = Request::new(tokio_stream::pending::<Vec<u8>>());
+    if let Some(t) = timeout {
+        req.set_timeout(t);
+    }
+    match grpc.streaming(req, path, RawCodec).await {
+        Err(s) => s,
+        Ok(r) => {
+            let mut stream = r.into_inner();
+            loop {
+                match stream.message().await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => return Status::ok("the stream ended"),
+                    Err(s) => return s,
+                }
+            }
+        }
+    }
+}
+
 /// What a streaming call did before it ended or went quiet (a healthy watch goes quiet; it does
 /// not end).
 #[derive(Debug, Clone, Copy)]

@@ -27,7 +27,7 @@ use tokio::sync::{mpsc, watch};
 use crate::{
     cache::{ResourceLabels, WatchCache},
     error::StorageError,
-    etcd::EtcdCall,
+    etcd::{EtcdCall, WatchFailure},
     keys::{FENCE, prefix_end},
     object::with_resource_version,
     watch::EndSlot,
@@ -39,6 +39,9 @@ pub const SUBSCRIBER_BATCHES: usize = 1024;
 /// Changes buffered per watch: batches can be large (a DeleteCollection's many deletions
 /// arrive in few responses), so the batch bound alone does not bound memory.
 pub const SUBSCRIBER_CHANGES: usize = 10_000;
+/// How long the cache may fail to resume its etcd watch before the watches it serves end with
+/// UNAVAILABLE (they would otherwise see nothing but bookmarks at an old revision meanwhile).
+pub const RESUME_BUDGET: Duration = Duration::from_secs(10);
 /// Page size of the cache's consistent list.
 const LIST_PAGE: i64 = 10_000;
 
@@ -340,6 +343,8 @@ impl Cacher {
                 continue;
             }
             backoff = Duration::from_millis(100);
+            // Since when the cache has not followed etcd (None while it does).
+            let mut broken_since: Option<tokio::time::Instant> = None;
             loop {
                 match self.follow(&mut stop, interval).await {
                     Follow::Stopped => return,
@@ -347,8 +352,31 @@ impl Cacher {
                         tracing::warn!(resource = %self.resource, "watch cache: history compacted away; listing again");
                         break;
                     }
-                    Follow::Broken(e) => {
+                    Follow::Unreadable(e) => {
+                        // Resuming would meet the same value again, forever, while the watches
+                        // served got nothing but bookmarks: they end with the value's error
+                        // (what etcd's path gives), and the cache lists again from now.
                         self.ready.store(false, Ordering::Release);
+                        tracing::error!(resource = %self.resource, error = %e, "watch cache: a value in etcd's history cannot be read; ending the watches served and listing again");
+                        self.end_watches(|| e.clone());
+                        break;
+                    }
+                    Follow::Broken(e) => {
+                        if self.ready.swap(false, Ordering::AcqRel) {
+                            broken_since = Some(tokio::time::Instant::now());
+                        }
+                        let since = *broken_since.get_or_insert_with(tokio::time::Instant::now);
+                        if since.elapsed() >= RESUME_BUDGET {
+                            // Upstream ends every watcher when the cacher's watch ends
+                            // (`terminateAllWatchers`). We resume instead, so watches go
+                            // through a short etcd restart; but not for longer than this.
+                            self.end_watches(|| StorageError::Unavailable {
+                                key: self.resource.clone(),
+                                message: format!(
+                                    "the watch cache has not followed etcd for {RESUME_BUDGET:?} ({e}): watch again from the last resourceVersion received"
+                                ),
+                            });
+                        }
                         tracing::warn!(resource = %self.resource, error = %e, "watch cache: etcd watch broke; resuming");
                         tokio::select! {
                             () = crate::watch::stopped(&mut stop) => return,
@@ -408,21 +436,29 @@ impl Cacher {
             state.window_changes = 0;
             std::mem::take(&mut state.subscribers)
         };
-        // A subscriber whose watch already left (one handed to etcd right after subscribing
-        // shares its end slot with the etcd watch) must not have that watch ended.
-        for s in ended.into_iter().filter(|s| !s.tx.is_closed()) {
-            if let Ok(mut slot) = s.end_slot.lock() {
-                slot.get_or_insert(StorageError::Unavailable {
-                    key: self.resource.clone(),
-                    message: "the watch cache listed again (etcd's history was compacted): watch again from the last resourceVersion received".into(),
-                });
-            }
+        end_all(ended, || {
+            StorageError::Unavailable {
+            key: self.resource.clone(),
+            message: "the watch cache listed again (etcd's history was compacted): watch again from the last resourceVersion received".into(),
         }
+        });
         self.rev.send_replace(rev);
         cache.metrics.relists.get_or_create(&self.labels).inc();
         cache.metrics.revision.get_or_create(&self.labels).set(rev);
         cache.metrics.window.get_or_create(&self.labels).set(0);
         Ok(())
+    }
+
+    /// Ends every watch served so far with `error` (their feeds close as they are dropped).
+    fn end_watches(&self, error: impl Fn() -> StorageError) {
+        let ended = {
+            let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+            std::mem::take(&mut state.subscribers)
+        };
+        if let Some(c) = self.cache() {
+            c.metrics.watchers.get_or_create(&self.labels).set(0);
+        }
+        end_all(ended, error);
     }
 
     /// Follows etcd from the applied revision until the watch ends.
@@ -482,6 +518,7 @@ impl Cacher {
                     let resp = match message {
                         Ok(Some(r)) => r,
                         Ok(None) => return Follow::Broken("etcd closed the watch".into()),
+                        Err(WatchFailure::Value(e)) => return Follow::Unreadable(e),
                         Err(e) => return Follow::Broken(e.to_string()),
                     };
                     if resp.canceled() {
@@ -649,6 +686,19 @@ enum Follow {
     Compacted,
     /// The watch broke: resume from the applied revision.
     Broken(String),
+    /// A value in etcd's history cannot be read (decrypted): resuming would meet it again.
+    Unreadable(StorageError),
+}
+
+/// Ends the watches of `subscribers` with `error`. A subscriber whose watch already left (one
+/// handed to etcd right after subscribing shares its end slot with the etcd watch) must not
+/// have that watch ended.
+fn end_all(subscribers: Vec<Subscriber>, error: impl Fn() -> StorageError) {
+    for s in subscribers.into_iter().filter(|s| !s.tx.is_closed()) {
+        if let Ok(mut slot) = s.end_slot.lock() {
+            slot.get_or_insert_with(&error);
+        }
+    }
 }
 
 impl Entry {
