@@ -6,9 +6,16 @@
 //! that gets a deletionTimestamp is "stopped": the agent waits `min(grace, --stop-delay)`, then
 //! sends the final Delete with grace 0 and the pod's UID as a precondition, exactly as the
 //! kubelet does, so that a pod recreated under the same name is never deleted by mistake.
+//!
+//! Each pod has its own worker task (the kubelet's pod workers), so a pod whose writes are
+//! refused never holds up another. A refused write is tried again until it is taken, as the
+//! kubelet syncs a pod until its status is written and its final delete done, waiting as
+//! [`backoff`](crate::backoff) says (a `RetryInfo` in the refusal wins); a Conflict re-reads
+//! the pod first. A worker ends when its pod is gone (its DELETED event, a list that no longer
+//! holds it, NOT_FOUND, or another UID under its name) or the agent stops.
 
 use std::{
-    collections::HashSet,
+    collections::HashMap,
     future::Future,
     sync::{Arc, Mutex},
     time::Duration,
@@ -16,14 +23,19 @@ use std::{
 
 use kubestore_proto::{
     Timestamp,
-    core::v1::{Pod, PodStatus, UpdatePodRequest, pods_client::PodsClient},
+    core::v1::{DeletePodRequest, GetPodRequest, Pod, UpdatePodRequest, pods_client::PodsClient},
     meta::v1::{DeleteOptions, ListOptions, Preconditions, WatchEventType},
 };
+use tokio::sync::watch;
 use tokio_stream::StreamExt;
-use tonic::{Code, Status};
+use tonic::{Code, Request, Status};
 use tonic_types::StatusExt;
 
-use crate::{Ch, kinds::Kind, table::now};
+use crate::{Ch, backoff::Backoff, kinds::Kind, pager, table::now};
+
+/// Longest the agent waits for one call (sent as `grpc-timeout`, and enforced by the client):
+/// a call that hangs must not stall its pod's retries.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Settings of the agent.
 #[derive(Debug, Clone)]
@@ -39,18 +51,60 @@ pub struct AgentConfig {
 pub enum Action {
     /// The pod was marked Running.
     Started(String),
-    /// The pod was stopped and finally deleted.
+    /// The pod was stopped and finally deleted: by the agent's final delete, or it was found
+    /// gone when that delete was sent (a try whose answer was lost may have done it).
     Deleted(String),
+}
+
+/// What the agent is doing about one pod (by UID).
+enum Work {
+    /// A worker is marking the pod Running (held for its drop, which cancels the worker).
+    Starting { _cancel: Cancel },
+    /// The pod was marked Running.
+    Started,
+    /// A worker is stopping the pod and sending its final delete.
+    Stopping { _cancel: Cancel },
+    /// The final delete was done (the pod's DELETED event has yet to come).
+    Stopped,
+}
+
+/// The sending half of a worker's [`Token`], kept in its pod's entry and never sent on:
+/// dropping it (the entry replaced or removed) cancels the worker.
+struct Cancel {
+    _tx: watch::Sender<()>,
+}
+
+/// A worker's hold on its pod's entry: cancelled once the entry is replaced or removed.
+struct Token(watch::Receiver<()>);
+
+impl Token {
+    /// A new worker's token, and what its entry keeps.
+    fn new() -> (Cancel, Self) {
+        let (tx, rx) = watch::channel(());
+        (Cancel { _tx: tx }, Self(rx))
+    }
+
+    /// Whether the worker should stop: the entry that started it is gone.
+    fn cancelled(&self) -> bool {
+        self.0.has_changed().is_err()
+    }
+
+    /// Sleeps `d`; false if cancelled meanwhile (at once, not at the end of the sleep).
+    async fn sleep(&mut self, d: Duration) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep(d) => !self.cancelled(),
+            // Nothing is ever sent: this ends only when the sender is dropped.
+            _ = self.0.changed() => false,
+        }
+    }
 }
 
 /// The agent's shared state.
 struct Agent {
     ch: Ch,
     config: AgentConfig,
-    /// UIDs of pods being stopped.
-    stopping: Mutex<HashSet<String>>,
-    /// UIDs of pods marked Running.
-    started: Mutex<HashSet<String>>,
+    /// What is being done about each pod, by UID.
+    pods: Mutex<HashMap<String, Work>>,
     report: Box<dyn Fn(Action) + Send + Sync>,
 }
 
@@ -64,19 +118,39 @@ pub async fn run(
     let agent = Arc::new(Agent {
         ch,
         config,
-        stopping: Mutex::default(),
-        started: Mutex::default(),
+        pods: Mutex::default(),
         report: Box::new(report),
     });
     tokio::select! {
         () = shutdown => {}
         () = agent.clone().follow() => {}
     }
+    // Cancels every worker (a call under way finishes, within CALL_TIMEOUT).
+    if let Ok(mut pods) = agent.pods.lock() {
+        pods.clear();
+    }
 }
 
 fn key(p: &Pod) -> String {
     let m = p.meta();
     format!("{}/{}", m.namespace, m.name)
+}
+
+/// `msg` with the agent's call timeout.
+fn request<T>(msg: T) -> Request<T> {
+    let mut r = Request::new(msg);
+    r.set_timeout(CALL_TIMEOUT);
+    r
+}
+
+/// What a re-read after a Conflict found.
+enum Reread {
+    /// The same pod (same UID), fresh.
+    Same(Box<Pod>),
+    /// No pod of that UID any more (none under the name, or another one).
+    Gone,
+    /// The read itself failed.
+    Failed(Status),
 }
 
 impl Agent {
@@ -86,17 +160,19 @@ impl Agent {
         let selector = format!("spec.nodeName={}", self.config.node);
         let mut backoff = Duration::from_millis(100);
         loop {
-            let rv = match Pod::list(
-                &self.ch,
-                "",
-                ListOptions {
-                    field_selector: selector.clone(),
-                    ..Default::default()
-                },
-            )
-            .await
-            {
+            // In pages of 500, as the kubelet's reflector lists.
+            let options = ListOptions {
+                field_selector: selector.clone(),
+                ..Default::default()
+            };
+            let rv = match pager::list_all::<Pod>(&self.ch, "", options).await {
                 Ok((meta, pods)) => {
+                    // Pods deleted while the agent was not watching: their workers end.
+                    let listed: std::collections::HashSet<String> =
+                        pods.iter().map(|p| p.meta().uid).collect();
+                    if let Ok(mut work) = self.pods.lock() {
+                        work.retain(|uid, _| listed.contains(uid));
+                    }
                     for p in pods {
                         self.clone().handle(p);
                     }
@@ -171,96 +247,153 @@ impl Agent {
         }
     }
 
+    /// The pod is gone (its DELETED event): its worker, if any, ends.
     fn forget(&self, pod: &Pod) {
-        let uid = pod.meta().uid;
-        if let Ok(mut s) = self.stopping.lock() {
-            s.remove(&uid);
-        }
-        if let Ok(mut s) = self.started.lock() {
-            s.remove(&uid);
+        if let Ok(mut pods) = self.pods.lock() {
+            pods.remove(&pod.meta().uid);
         }
     }
 
-    /// Starts or stops `pod` as its state asks.
+    /// Starts or stops `pod` as its state asks, on a worker of its own; never waits.
     fn handle(self: Arc<Self>, pod: Pod) {
         let m = pod.meta();
-        if m.deletion_timestamp.is_some() {
-            let first = self
-                .stopping
-                .lock()
-                .map(|mut s| s.insert(m.uid.clone()))
-                .unwrap_or(false);
-            if first {
-                tokio::spawn(async move { self.stop(pod).await });
+        let deleting = m.deletion_timestamp.is_some();
+        let pending = pod.status.as_ref().is_some_and(|s| s.phase == "Pending");
+        let Ok(mut pods) = self.pods.lock() else {
+            return;
+        };
+        match pods.get(&m.uid) {
+            Some(Work::Stopping { .. } | Work::Stopped) => {}
+            // Replacing a Starting entry cancels its worker: a pod being deleted is not started.
+            _ if deleting => {
+                let (cancel, token) = Token::new();
+                pods.insert(m.uid, Work::Stopping { _cancel: cancel });
+                tokio::spawn(self.clone().stop(pod, token));
             }
+            None if pending => {
+                let (cancel, token) = Token::new();
+                pods.insert(m.uid, Work::Starting { _cancel: cancel });
+                tokio::spawn(self.clone().start(pod, token));
+            }
+            _ => {}
+        }
+    }
+
+    /// A worker is done: its pod's entry becomes `next` (`None`: removed, so that a later event
+    /// of the pod may start a worker again), unless the worker was cancelled, in which case the
+    /// entry is no longer its own.
+    fn finish(&self, uid: &str, token: &Token, next: Option<Work>) {
+        let Ok(mut pods) = self.pods.lock() else {
+            return;
+        };
+        // Checked under the lock: entries are replaced and removed under it.
+        if token.cancelled() {
             return;
         }
-        let phase = pod.status.as_ref().map_or("", |s| s.phase.as_str());
-        if phase == "Pending" {
-            let first = self
-                .started
-                .lock()
-                .map(|mut s| s.insert(m.uid.clone()))
-                .unwrap_or(false);
-            if first {
-                tokio::spawn(async move { self.start(pod).await });
+        match next {
+            Some(w) => {
+                pods.insert(uid.to_string(), w);
+            }
+            None => {
+                pods.remove(uid);
             }
         }
     }
 
-    /// Marks the pod Running (retrying a conflict on fresh data while it is still Pending).
-    async fn start(&self, mut pod: Pod) {
+    /// Reads the pod again after a Conflict.
+    async fn reread(&self, namespace: &str, name: &str, uid: &str) -> Reread {
+        let r = PodsClient::new(self.ch.clone())
+            .get(request(GetPodRequest {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            }))
+            .await;
+        match r {
+            Ok(p) if p.get_ref().meta().uid == uid => Reread::Same(Box::new(p.into_inner())),
+            Ok(_) => Reread::Gone,
+            Err(e) if e.code() == Code::NotFound => Reread::Gone,
+            Err(e) => Reread::Failed(e),
+        }
+    }
+
+    /// Marks the pod Running, trying until it is written or the pod is gone (a conflict is
+    /// tried again on fresh data while the pod is still Pending).
+    async fn start(self: Arc<Self>, mut pod: Pod, mut token: Token) {
         let k = key(&pod);
-        for _ in 0..5 {
+        let m = pod.meta();
+        let mut backoff = Backoff::default();
+        let started = loop {
+            if token.cancelled() {
+                return;
+            }
             let mut status = pod.status.clone().unwrap_or_default();
             status.phase = "Running".into();
             status.start_time = Some(Timestamp {
                 seconds: now(),
                 nanos: 0,
             });
-            pod.status = Some(PodStatus { ..status });
-            let m = pod.meta();
+            pod.status = Some(status);
             let r = PodsClient::new(self.ch.clone())
-                .update_status(UpdatePodRequest {
+                .update_status(request(UpdatePodRequest {
                     namespace: m.namespace.clone(),
                     pod: Some(pod.clone()),
                     dry_run: false,
-                })
+                }))
                 .await;
-            match r {
-                Ok(_) => {
-                    tracing::info!(pod = %k, node = %self.config.node, "started: Running");
-                    (self.report)(Action::Started(k));
-                    return;
-                }
-                Err(e) if e.code() == Code::Aborted => {
-                    match Pod::get(&self.ch, &m.namespace, &m.name).await {
-                        Ok(fresh)
-                            if fresh.meta().uid == m.uid
-                                && fresh.meta().deletion_timestamp.is_none()
-                                && fresh.status.as_ref().is_some_and(|s| s.phase == "Pending") =>
-                        {
-                            pod = fresh;
+            let e = match r {
+                Ok(_) => break true,
+                Err(e) if e.code() == Code::NotFound => break false,
+                Err(e) => e,
+            };
+            if e.code() == Code::Aborted {
+                // Conflict: our copy is stale; decide again on what the pod is now.
+                match self.reread(&m.namespace, &m.name, &m.uid).await {
+                    Reread::Same(fresh) if fresh.meta().deletion_timestamp.is_some() => {
+                        break false; // its stop worker follows from the watch
+                    }
+                    Reread::Same(fresh) => match fresh.status.as_ref().map(|s| s.phase.as_str()) {
+                        Some("Pending") => {
+                            pod = *fresh;
+                            continue;
                         }
-                        _ => return,
+                        // A try whose answer was lost (a timeout) may have written it.
+                        Some("Running") => break true,
+                        _ => break false,
+                    },
+                    Reread::Gone => break false,
+                    Reread::Failed(e) => {
+                        if !token.sleep(backoff.delay(&e)).await {
+                            return;
+                        }
+                        continue;
                     }
                 }
-                Err(e) => {
-                    tracing::warn!(pod = %k, error = %e.message(), "could not mark the pod Running");
-                    return;
-                }
             }
+            let wait = backoff.delay(&e);
+            tracing::warn!(pod = %k, code = ?e.code(), error = %e.message(), ?wait, "could not mark the pod Running; retrying");
+            if !token.sleep(wait).await {
+                return;
+            }
+        };
+        if started {
+            tracing::info!(pod = %k, node = %self.config.node, "started: Running");
+            (self.report)(Action::Started(k));
+            self.finish(&m.uid, &token, Some(Work::Started));
+        } else {
+            self.finish(&m.uid, &token, None);
         }
     }
 
-    /// Stops the pod, then sends the kubelet's final delete.
-    async fn stop(&self, pod: Pod) {
+    /// Stops the pod, then sends the kubelet's final delete until it is done or the pod is gone.
+    async fn stop(self: Arc<Self>, pod: Pod, mut token: Token) {
         let m = pod.meta();
         let k = key(&pod);
         let grace = m.deletion_grace_period_seconds.unwrap_or(0).max(0) as u64;
         let wait = self.config.stop_delay.min(Duration::from_secs(grace));
         tracing::info!(pod = %k, ?wait, "stopping");
-        tokio::time::sleep(wait).await;
+        if !token.sleep(wait).await {
+            return;
+        }
         let options = DeleteOptions {
             grace_period_seconds: Some(0),
             preconditions: Some(Preconditions {
@@ -269,19 +402,55 @@ impl Agent {
             }),
             ..Default::default()
         };
-        match Pod::delete(&self.ch, &m.namespace, &m.name, Some(options)).await {
-            Ok(_) => {
-                tracing::info!(pod = %k, "stopped: deleted with grace 0");
-                (self.report)(Action::Deleted(k));
+        let mut backoff = Backoff::default();
+        loop {
+            if token.cancelled() {
+                return;
             }
-            // Already gone, or a different pod now has the name: nothing of ours to delete.
-            Err(e) if matches!(e.code(), Code::NotFound | Code::Aborted) => {}
-            Err(e) => {
-                tracing::warn!(pod = %k, error = %e.message(), "final delete failed");
-                if let Ok(mut s) = self.stopping.lock() {
-                    s.remove(&m.uid);
+            let r = PodsClient::new(self.ch.clone())
+                .delete(request(DeletePodRequest {
+                    namespace: m.namespace.clone(),
+                    name: m.name.clone(),
+                    options: Some(options.clone()),
+                }))
+                .await;
+            let e = match r {
+                Ok(_) => {
+                    tracing::info!(pod = %k, "stopped: deleted with grace 0");
+                    break;
+                }
+                // Gone: what the final delete was for.
+                Err(e) if e.code() == Code::NotFound => {
+                    tracing::info!(pod = %k, "stopped: already gone");
+                    break;
+                }
+                Err(e) => e,
+            };
+            if e.code() == Code::Aborted {
+                // The UID precondition failed or the delete conflicted: is our pod still there?
+                match self.reread(&m.namespace, &m.name, &m.uid).await {
+                    Reread::Gone => {
+                        // Another pod has the name now: nothing of ours to delete.
+                        tracing::info!(pod = %k, "stopped: a new pod has the name");
+                        self.finish(&m.uid, &token, Some(Work::Stopped));
+                        return;
+                    }
+                    Reread::Same(_) => {}
+                    Reread::Failed(e) => {
+                        if !token.sleep(backoff.delay(&e)).await {
+                            return;
+                        }
+                        continue;
+                    }
                 }
             }
+            let wait = backoff.delay(&e);
+            tracing::warn!(pod = %k, code = ?e.code(), error = %e.message(), ?wait, "final delete failed; retrying");
+            if !token.sleep(wait).await {
+                return;
+            }
         }
+        (self.report)(Action::Deleted(k));
+        self.finish(&m.uid, &token, Some(Work::Stopped));
     }
 }

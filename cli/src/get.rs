@@ -1,11 +1,16 @@
 //! `kubestore get`: kubectl-like tables (`-o wide`), Kubernetes-shaped YAML/JSON (`-o yaml`,
 //! `-o json`), and `-w`, which prints the list and then a row per change as it happens.
+//!
+//! Lists are read in pages of 500 ([`pager`], kubectl's `--chunk-size=500`) and printed as one
+//! table once the last page is in (kubectl too collects its chunks before printing, so that the
+//! columns line up); `-w` then watches from the list's resourceVersion, so that it prints what
+//! changed after the list and nothing the list already showed.
 
 use kubestore_proto::meta::v1::{ListOptions, WatchEventType};
 use tokio_stream::StreamExt;
 use tonic::Status;
 
-use crate::{Ch, kinds::Kind, manifest, table};
+use crate::{Ch, kinds::Kind, manifest, pager, table};
 
 /// What to get and how to print it.
 #[derive(Debug, Clone, Default)]
@@ -84,7 +89,7 @@ pub async fn get<K: Kind>(
         field_selector,
         ..Default::default()
     };
-    let (meta, items) = K::list(ch, ns, options.clone()).await?;
+    let (meta, items) = pager::list_all::<K>(ch, ns, options.clone()).await?;
     if structured {
         out(manifest::render(
             &manifest::list_value(&items, &meta.resource_version),

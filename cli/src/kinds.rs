@@ -21,7 +21,7 @@ use kubestore_proto::{
 use tokio_stream::{Stream, StreamExt};
 use tonic::Status;
 
-use crate::{Ch, table::age};
+use crate::{Ch, MAX_RESPONSE_BYTES, table::age};
 
 /// A stream of typed watch events.
 pub type Events<K> = Pin<Box<dyn Stream<Item = Result<(WatchEventType, K), Status>> + Send>>;
@@ -62,6 +62,8 @@ pub trait Kind:
     fn cells(&self, wide: bool, now: i64) -> Vec<String>;
 }
 
+// Every client accepts responses up to MAX_RESPONSE_BYTES (a page of 500 large objects), not
+// tonic's 4 MiB default.
 macro_rules! kind {
     (
         $ty:ty, $kind:literal, $plural:literal, $client:ident, $field:ident,
@@ -82,6 +84,7 @@ macro_rules! kind {
                 o: ListOptions,
             ) -> Result<(ListMeta, Vec<Self>), Status> {
                 let r = $client::new(ch.clone())
+                    .max_decoding_message_size(MAX_RESPONSE_BYTES)
                     .list($list {
                         namespace: ns.into(),
                         options: Some(o),
@@ -92,6 +95,7 @@ macro_rules! kind {
             }
             async fn watch(ch: &Ch, ns: &str, o: ListOptions) -> Result<Events<Self>, Status> {
                 let s = $client::new(ch.clone())
+                    .max_decoding_message_size(MAX_RESPONSE_BYTES)
                     .watch($watch {
                         namespace: ns.into(),
                         options: Some(o),
@@ -110,6 +114,7 @@ macro_rules! kind {
             }
             async fn create(ch: &Ch, ns: &str, obj: Self) -> Result<Self, Status> {
                 Ok($client::new(ch.clone())
+                    .max_decoding_message_size(MAX_RESPONSE_BYTES)
                     .create($create {
                         namespace: ns.into(),
                         $field: Some(obj),
@@ -120,6 +125,7 @@ macro_rules! kind {
             }
             async fn get(ch: &Ch, ns: &str, name: &str) -> Result<Self, Status> {
                 Ok($client::new(ch.clone())
+                    .max_decoding_message_size(MAX_RESPONSE_BYTES)
                     .get($get {
                         namespace: ns.into(),
                         name: name.into(),
@@ -129,6 +135,7 @@ macro_rules! kind {
             }
             async fn update(ch: &Ch, ns: &str, obj: Self) -> Result<Self, Status> {
                 Ok($client::new(ch.clone())
+                    .max_decoding_message_size(MAX_RESPONSE_BYTES)
                     .update($update {
                         namespace: ns.into(),
                         $field: Some(obj),
@@ -144,6 +151,7 @@ macro_rules! kind {
                 o: Option<DeleteOptions>,
             ) -> Result<(Self, bool), Status> {
                 let r = $client::new(ch.clone())
+                    .max_decoding_message_size(MAX_RESPONSE_BYTES)
                     .delete($delete {
                         namespace: ns.into(),
                         name: name.into(),

@@ -5,16 +5,20 @@
 //!   mapping, whose camelCase names are Kubernetes' own);
 //! - [`table`]: kubectl-like tables and ages;
 //! - [`get`]: `get` (tables, `-o yaml|json|wide`, `-w`), [`apply`]: `apply -f` / `delete -f`;
-//! - [`agent`]: the node agent, a stand-in kubelet that closes the graceful-deletion loop;
+//! - [`pager`]: lists in pages of 500 (kubectl's `--chunk-size`);
+//! - [`agent`]: the node agent, a stand-in kubelet that closes the graceful-deletion loop, with
+//!   [`backoff`], how its writes are retried;
 //! - [`demo`]: the guided walk through pods, graceful deletion and finalizers;
 //! - [`rewrite`]: `storage rewrite`, re-storing a resource's objects after a key rotation.
 
 pub mod agent;
 pub mod apply;
+pub mod backoff;
 pub mod demo;
 pub mod get;
 pub mod kinds;
 pub mod manifest;
+pub mod pager;
 pub mod rewrite;
 pub mod table;
 
@@ -24,6 +28,20 @@ use kubestore_telemetry::{
 };
 use tonic::{Status, transport::Channel};
 use tonic_types::StatusExt;
+
+/// Largest response the CLI accepts (tonic's default is 4 MiB, which one page of Secrets
+/// passes easily). registry-svc passes a List page on as storage-svc made it and accepts pages
+/// of up to 1 GiB from storage-svc (its `storage::MAX_RESPONSE_BYTES`), so that is what it can
+/// send; a page of [`pager::CHUNK_SIZE`] objects, each at most what etcd stores
+/// ([`kubestore_proto::limits::ETCD_MAX_REQUEST_BYTES`], 1.5 MiB), is 750 MiB at worst. The
+/// same bound serves `storage rewrite`'s pages from storage-svc.
+pub const MAX_RESPONSE_BYTES: usize = 1 << 30;
+
+// A full page of the largest objects must fit.
+const _: () = assert!(
+    pager::CHUNK_SIZE as usize * kubestore_proto::limits::ETCD_MAX_REQUEST_BYTES
+        < MAX_RESPONSE_BYTES
+);
 
 /// The traced channel to registry-svc every client uses.
 pub type Ch = GrpcTraceService<Channel>;

@@ -42,6 +42,11 @@ pub async fn rewrite(
     client: &mut StorageClient<Channel>,
     resource: &str,
 ) -> Result<Rewritten, Status> {
+    // A page of 500 Secrets easily passes tonic's default 4 MiB limit on a response; accept
+    // what storage-svc may send (the caller's client is left as it was).
+    let client = &mut client
+        .clone()
+        .max_decoding_message_size(crate::MAX_RESPONSE_BYTES);
     if resource.is_empty() || resource.contains('/') {
         return Err(Status::invalid_argument(format!(
             "--resource {resource:?}: a resource name such as secrets"
@@ -60,7 +65,7 @@ pub async fn rewrite(
             .list(ListRequest {
                 key: format!("/{resource}"),
                 recursive: true,
-                limit: 500,
+                limit: crate::pager::CHUNK_SIZE,
                 r#continue: token.clone(),
                 ..Default::default()
             })

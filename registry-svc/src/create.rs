@@ -1,5 +1,6 @@
 //! Create (upstream's `Store.Create` and `rest.BeforeCreate`): system fields, generateName with
-//! retries on a clash, the strategy's PrepareForCreate, validation and Canonicalize.
+//! retries on a clash, the strategy's PrepareForCreate, validation and Canonicalize, on the
+//! object as the kind's defaults complete it (`Strategy::default_object`).
 
 use crate::{
     error::ApiError,
@@ -31,9 +32,11 @@ impl<R: Resource> Store<R> {
         &self,
         ctx: Ctx,
         namespace: &str,
-        obj: R,
+        mut obj: R,
         dry_run: bool,
     ) -> Result<R, ApiError> {
+        // Upstream defaults the request body as it decodes it, before any hook or strategy.
+        self.strategy.default_object(&mut obj);
         let meta = obj.meta().cloned().unwrap_or_default();
         if meta.generate_name.is_empty() || !meta.name.is_empty() {
             return self.create_once(ctx, namespace, obj, dry_run).await;

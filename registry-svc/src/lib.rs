@@ -282,6 +282,7 @@ pub async fn run_with_metrics(
     let metrics = Metrics::new();
     let storage = StorageClient::connect_lazy(&config.storage_addr, storage_tls)
         .map_err(RunError::StorageAddr)?;
+    storage.register_metrics(&metrics);
 
     let serving = Serving::start(
         &[kubestore_proto::CORE_DESCRIPTOR_SET],

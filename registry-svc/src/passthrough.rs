@@ -13,6 +13,15 @@
 //! (validation, selectors, narrowing, storage errors, shutdown) and responses clients cannot
 //! tell from the generated ones. A kind whose strategy decorates objects
 //! (`Strategy::has_decorator`) goes through the generated, typed path.
+//!
+//! A kind with read defaults (`Strategy::has_defaults`: Pods, Secrets) stays on this path, but
+//! each object is decoded and defaulted before it is framed, as upstream serves every object
+//! defaulted ([`Store::defaulted`]); only an object that defaulting changed is encoded again,
+//! the others keep storage's bytes. Decoding is most of the typed path's cost, but an object
+//! that needs no default (anything written since the default existed: the common case) is
+//! never re-encoded, and kinds without defaults (ConfigMaps, Events) are not decoded at all.
+//! Routing these kinds to the typed path instead would decode and re-encode every object for
+//! every watcher.
 
 use std::{
     convert::Infallible,
@@ -26,12 +35,13 @@ use bytes::{BufMut, Bytes};
 use kubestore_proto::{
     codec::{CheckedDecoder, RegistryDomain},
     limits::REGISTRY_MAX_MESSAGE_BYTES,
-    meta::v1::ListMeta,
+    meta::v1::{ListMeta, WatchEventType},
 };
 use prost::{
     Message,
     encoding::{WireType, encode_key, encode_varint},
 };
+use tokio_stream::StreamExt;
 use tonic::{
     Status,
     body::Body,
@@ -40,11 +50,29 @@ use tonic::{
 };
 
 use crate::{
+    error::ApiError,
     resource::Resource,
     service,
     store::Store,
     watch::{EncodedEvent, EncodedEventStream},
 };
+
+impl<R: Resource> Store<R> {
+    /// `bytes`, an object as storage encoded it, with the kind's read defaults applied
+    /// (`Strategy::default_object`): storage's own bytes when defaulting changes nothing, else
+    /// the defaulted object encoded again. Kinds without defaults get `bytes` undecoded.
+    pub(crate) fn defaulted(&self, bytes: Bytes) -> Result<Bytes, ApiError> {
+        if !self.strategy.has_defaults() {
+            return Ok(bytes);
+        }
+        let mut obj = self.decode_stored(&bytes)?;
+        Ok(if self.strategy.default_object(&mut obj) {
+            Bytes::from(obj.encode_to_vec())
+        } else {
+            bytes
+        })
+    }
+}
 
 /// A list page ready to be sent: its metadata and the encoded objects.
 pub struct EncodedList {
@@ -156,6 +184,10 @@ impl<R: Resource> tower::Service<tonic::Request<R::ListRequest>> for ListCall<R>
             let ctx = service::ctx(request.metadata());
             let (namespace, options) = R::list_parts(request.into_inner());
             let (meta, items) = store.list_encoded(ctx, &namespace, options).await?;
+            let items = items
+                .into_iter()
+                .map(|bytes| store.defaulted(bytes))
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(tonic::Response::new(EncodedList { meta, items }))
         })
     }
@@ -182,7 +214,18 @@ impl<R: Resource> tower::Service<tonic::Request<R::WatchRequest>> for WatchCall<
         Box::pin(async move {
             let (namespace, options) = R::watch_parts(request.into_inner());
             let events = store.watch_encoded(&namespace, options, stop).await?;
-            Ok(tonic::Response::new(events))
+            if !store.strategy.has_defaults() {
+                return Ok(tonic::Response::new(events));
+            }
+            // A bookmark's object is a placeholder, not a stored object: never defaulted.
+            let defaulted: EncodedEventStream = Box::pin(events.map(move |item| {
+                let (kind, object) = item?;
+                if kind == WatchEventType::Bookmark {
+                    return Ok((kind, object));
+                }
+                Ok((kind, store.defaulted(object).map_err(Status::from)?))
+            }));
+            Ok(tonic::Response::new(defaulted))
         })
     }
 }

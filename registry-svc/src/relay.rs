@@ -25,6 +25,7 @@ use std::{
 };
 
 use kubestore_proto::storage::v1::WatchEvent;
+use prometheus_client::metrics::counter::Counter;
 use prost::Message;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_stream::Stream;
@@ -57,8 +58,8 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// Starts relaying `upstream`.
-    pub fn start(mut upstream: tonic::Streaming<WatchEvent>) -> Self {
+    /// Starts relaying `upstream`; a cut-off is counted in `cut_off`.
+    pub fn start(mut upstream: tonic::Streaming<WatchEvent>, cut_off: Counter) -> Self {
         let (tx, events) = mpsc::channel::<Buffered>(BUFFER_EVENTS);
         let bytes = Arc::new(Semaphore::new(BUFFER_BYTES));
         let cut: CutSlot = Arc::default();
@@ -96,6 +97,7 @@ impl Relay {
                                 BUFFER_BYTES >> 20
                             );
                             tracing::info!("watch cut off: the client stopped reading");
+                            cut_off.inc();
                             // The client is not reading (the buffer is full), so it sees this
                             // at its next read, before the buffered events; the channel closes
                             // as the task ends.

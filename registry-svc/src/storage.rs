@@ -28,6 +28,8 @@ use tonic_health::pb::{
 };
 use tonic_types::StatusExt;
 
+use prometheus_client::metrics::counter::Counter;
+
 use crate::relay::Relay;
 
 /// The traced channel to storage-svc.
@@ -61,6 +63,8 @@ struct Replica {
 pub struct StorageClient {
     replicas: Arc<[Replica]>,
     next: Arc<AtomicUsize>,
+    /// `registry_watchers_cut_off_total`: watches cut off because their client stopped reading.
+    watchers_cut_off: Counter,
 }
 
 /// Connections to storage-svc. One HTTP/2 connection is driven by one task on each side, which
@@ -126,7 +130,17 @@ impl StorageClient {
         Ok(Self {
             replicas: replicas.into(),
             next: Arc::new(AtomicUsize::new(0)),
+            watchers_cut_off: Counter::default(),
         })
+    }
+
+    /// Registers the client's metrics in `metrics`.
+    pub fn register_metrics(&self, metrics: &kubestore_telemetry::Metrics) {
+        metrics.register(
+            "registry_watchers_cut_off",
+            "Watches cut off because their client stopped reading and registry-svc's buffer stayed full",
+            self.watchers_cut_off.clone(),
+        );
     }
 
     /// Health-checks every replica twice a second until the task is aborted.
@@ -265,7 +279,10 @@ impl StorageClient {
         let i = self.pick();
         let mut c = self.replicas[i].watch_client();
         let r = c.watch(Request::new(req)).await;
-        Ok(Relay::start(self.observe(i, r)?.into_inner()))
+        Ok(Relay::start(
+            self.observe(i, r)?.into_inner(),
+            self.watchers_cut_off.clone(),
+        ))
     }
 
     /// GuaranteedUpdate: `f` computes the new object and TTL from each state storage sends (or

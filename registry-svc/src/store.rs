@@ -2,6 +2,10 @@
 //! [`Strategy`], on storage-svc: what every verb shares (keys, namespaces, decoding, storage
 //! errors). Each verb has its own module: `get`, `create`, `update`, `delete`.
 //!
+//! Every object decoded from storage goes through [`Store::decode`], which applies the kind's
+//! read defaults (upstream defaults on decode); every object a client sends is defaulted by the
+//! verb before its strategy sees it.
+//!
 //! Keys are `/<resource>/<namespace>/<name>`.
 
 use std::sync::Arc;
@@ -98,7 +102,18 @@ impl<R: Resource> Store<R> {
         })
     }
 
+    /// An object read from storage, with the kind's defaults applied
+    /// (`Strategy::default_object`), as upstream's storage codec (the versioning codec's
+    /// `Decode`) defaults every object it decodes: a Secret stored without `type` reads as
+    /// `Opaque`, so an update that sends it back is not a change of an immutable field.
     pub(crate) fn decode(&self, bytes: &[u8]) -> Result<R, ApiError> {
+        let mut obj = self.decode_stored(bytes)?;
+        self.strategy.default_object(&mut obj);
+        Ok(obj)
+    }
+
+    /// An object read from storage, exactly as stored (no defaults).
+    pub(crate) fn decode_stored(&self, bytes: &[u8]) -> Result<R, ApiError> {
         R::decode(bytes)
             .map_err(|e| ApiError::Internal(format!("stored {} does not decode: {e}", R::KIND)))
     }

@@ -8,6 +8,12 @@
 //! is gone (or found already terminating inside the update), never on the early "pending" path.
 //! A failed step after `begin_*` calls `finish_*(false)`. Update hooks may run once per storage
 //! retry, as upstream's do.
+//!
+//! `default_object` (upstream's v1 `SetDefaults_*`) runs before all of them on the request's
+//! object, and on every object decoded from storage (`Store::decode`, and List/Watch's
+//! pass-through): upstream's storage codec defaults what it decodes, so an object written
+//! before a default existed (or by another writer) is served, compared and updated as if it had
+//! been written with it.
 
 use kubestore_proto::meta::v1::DeleteOptions;
 
@@ -24,6 +30,24 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
     /// Whether objects live in a namespace.
     fn namespace_scoped(&self) -> bool {
         true
+    }
+
+    /// Upstream's v1 defaulting of the kind (`SetDefaults_<Kind>` in
+    /// `pkg/apis/core/v1/defaults.go`, and the defaulting done by its v1 conversion): fills what
+    /// the client (or an older writer) left unset. Applied to the request's object before
+    /// anything else (`prepare_for_create`, `prepare_for_update`, validation), and to every
+    /// object decoded from storage: Get, the stored object of Update/UpdateStatus/Delete, List
+    /// and Watch. Must be idempotent, and return whether it changed `obj`: the List/Watch
+    /// pass-through re-encodes only the objects it changed.
+    fn default_object(&self, _obj: &mut R) -> bool {
+        false
+    }
+
+    /// Whether `default_object` may change anything. A kind that overrides `default_object`
+    /// must say so: List and Watch otherwise pass storage's encoded objects through without
+    /// decoding them (`passthrough`).
+    fn has_defaults(&self) -> bool {
+        false
     }
 
     /// Clears or sets fields the server owns before create (status, generation).

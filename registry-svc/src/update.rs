@@ -112,10 +112,14 @@ impl<R: Resource> Store<R> {
         &self,
         ctx: Ctx,
         namespace: &str,
-        obj: R,
+        mut obj: R,
         dry_run: bool,
         part: Part,
     ) -> Result<R, ApiError> {
+        // Upstream defaults the request body as it decodes it; the stored object is defaulted
+        // by `decode`. Both sides defaulted, an update that sends back what Get returned (or
+        // leaves a defaulted field unset) changes nothing.
+        self.strategy.default_object(&mut obj);
         let allow_create = part == Part::Main && self.strategy.allow_create_on_update();
         let ns = self
             .request_namespace(namespace, obj.meta().map_or("", |m| m.namespace.as_str()))?

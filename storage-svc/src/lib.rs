@@ -127,9 +127,9 @@ pub struct Config {
     /// TLS of the gRPC server (`--tls-cert-file`, `--tls-private-key-file`, `--client-ca-file`).
     #[command(flatten)]
     pub tls: ServerTlsArgs,
-    /// Only clients whose certificate names one of these (subject CN, DNS or URI SAN) may call,
-    /// comma-separated (kube-apiserver's `--requestheader-allowed-names`); empty: any client
-    /// the TLS handshake accepted. Needs --client-ca-file.
+    /// Only clients whose certificate's subject CN is one of these may call (the CN only, never
+    /// a SAN, as kube-apiserver's `--requestheader-allowed-names`), comma-separated; empty: any
+    /// client the TLS handshake accepted. Needs --client-ca-file.
     #[arg(long, env = "STORAGE_ALLOWED_CLIENT_NAMES", value_delimiter = ',')]
     pub allowed_client_names: Vec<String>,
     /// CA bundle (PEM) that signs etcd's server certificates (etcd endpoints are then https://).

@@ -300,9 +300,10 @@ mod tests {
 
     #[test]
     fn a_slot_is_held_for_the_callers_deadline_capped_at_the_methods_default() {
+        const LONGER: &[(&str, Duration)] = &[("/DeleteCollection", Duration::from_secs(600))];
         let t = RequestTimeouts {
             default: Duration::from_secs(30),
-            longer: &[("/DeleteCollection", Duration::from_secs(600))],
+            longer: LONGER,
         };
         let mut h = http::HeaderMap::new();
         assert_eq!(t.budget("/core.v1.Pods/Get", &h), Duration::from_secs(30));

@@ -1,8 +1,9 @@
 //! TLS on every hop, with Kubernetes' flag names: what a server presents and whom it accepts
 //! (`--tls-cert-file`, `--tls-private-key-file`, `--client-ca-file`), what a client trusts and
 //! presents (kubectl's `--certificate-authority`, `--client-certificate`, `--client-key`, and
-//! per-hop equivalents in the services), and the allow-list of client names storage-svc
-//! accepts (`--allowed-client-names`, like kube-apiserver's `--requestheader-allowed-names`).
+//! per-hop equivalents in the services), and the allow-list of client certificate common names
+//! storage-svc accepts (`--allowed-client-names`, like kube-apiserver's
+//! `--requestheader-allowed-names`: the subject CN only, never a SAN).
 //!
 //! rustls with ring's primitives does the cryptography (tonic's `tls-ring`); this module only
 //! reads files and checks that they go together, so that a mistake is reported at start, naming
@@ -249,35 +250,24 @@ pub fn check_scheme(flag: &str, url: &str, tls: bool) -> Result<(), TlsError> {
     }
 }
 
-/// The names a certificate stands for: its subject's common names and its DNS and URI
-/// subject alternative names.
-pub fn certificate_names(der: &[u8]) -> Vec<String> {
-    let Ok((_, cert)) = x509_parser::parse_x509_certificate(der) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = cert
-        .subject()
+/// The subject common name (CN) of a DER certificate, the one name `--allowed-client-names`
+/// checks. Upstream's `--requestheader-allowed-names` (the x509 `Verifier.verifySubject` of
+/// k8s.io/apiserver) compares the subject's CN only, never the subject alternative names: a
+/// SAN says which hosts a certificate may serve, not who the client is, and a CA that issues
+/// server certificates with a SAN `registry-svc` (a load balancer's, a sidecar's) must not
+/// thereby make its holder storage's client. With several CN attributes the last one counts, as
+/// Go's `pkix.Name.FillFromRDNSequence` keeps the last.
+pub fn subject_common_name(der: &[u8]) -> Option<String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    cert.subject()
         .iter_common_name()
         .filter_map(|cn| cn.as_str().ok().map(str::to_string))
-        .collect();
-    if let Ok(Some(san)) = cert.subject_alternative_name() {
-        for n in &san.value.general_names {
-            match n {
-                x509_parser::extensions::GeneralName::DNSName(d)
-                | x509_parser::extensions::GeneralName::URI(d)
-                    if !names.iter().any(|n| n == d) =>
-                {
-                    names.push((*d).to_string());
-                }
-                _ => {}
-            }
-        }
-    }
-    names
+        .last()
 }
 
-/// Refuses calls whose client certificate names none of the allowed names (PERMISSION_DENIED,
-/// reason `Forbidden`). Empty: every client the TLS handshake let in is allowed. Only
+/// Refuses calls whose client certificate's subject CN is none of the allowed names
+/// (PERMISSION_DENIED, reason `Forbidden`); subject alternative names are not considered
+/// ([`subject_common_name`]). Empty: every client the TLS handshake let in is allowed. Only
 /// meaningful with `--client-ca-file` (without a verified client certificate there is no name
 /// to check, and every call is refused). Health checks are exempt: they reveal nothing, and a
 /// prober (the `healthcheck` subcommand, a load balancer) holds a certificate of the CA but is
@@ -336,22 +326,28 @@ where
         if self.allowed.is_empty() || request.uri().path().starts_with("/grpc.health.v1.Health/") {
             return Box::pin(self.inner.call(request));
         }
-        let names = request
+        let certs = request
             .extensions()
             .get::<TlsConnectInfo<TcpConnectInfo>>()
-            .and_then(TlsConnectInfo::peer_certs)
-            .and_then(|certs| certs.first().map(|c| certificate_names(c)))
-            .unwrap_or_default();
-        if names.iter().any(|n| self.allowed.contains(n)) {
+            .and_then(TlsConnectInfo::peer_certs);
+        // The leaf certificate (the first of the chain) names the client.
+        let leaf = certs.as_ref().and_then(|c| c.first());
+        let cn = leaf.and_then(|c| subject_common_name(c));
+        if cn.as_ref().is_some_and(|n| self.allowed.contains(n)) {
             return Box::pin(self.inner.call(request));
         }
-        let message = if names.is_empty() {
-            "no client certificate: only clients named in --allowed-client-names may call".into()
-        } else {
-            format!(
-                "client certificate for {} is not in --allowed-client-names",
-                names.join(", ")
-            )
+        let message = match (leaf, cn) {
+            (None, _) => {
+                "no client certificate: only clients named in --allowed-client-names may call"
+                    .to_string()
+            }
+            (Some(_), None) => "the client certificate has no subject common name (CN): only \
+                                clients whose CN is in --allowed-client-names may call"
+                .to_string(),
+            (Some(_), Some(cn)) => format!(
+                "client certificate with CN={cn} is not in --allowed-client-names (only the \
+                 subject CN is checked, not subject alternative names)"
+            ),
         };
         let mut details = ErrorDetails::new();
         details.set_error_info(

@@ -1,17 +1,29 @@
 //! The node agent (`kubestore agent`) closes the graceful-deletion loop on its own, as a
-//! kubelet does, through the public API only.
+//! kubelet does, through the public API only, and tries refused writes again until they are
+//! taken.
 
 use std::{
     sync::{Arc, Mutex},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use kubestore_cli::agent::{self, Action, AgentConfig};
 use kubestore_proto::{
-    core::v1::WatchPodsRequest,
+    core::v1::{WatchPodsRequest, pods_client::PodsClient},
     meta::v1::{ListOptions, WatchEventType},
+    storage::v1::{
+        GuaranteedUpdateRequest, UpdateStart, guaranteed_update_request::Message as Req,
+        storage_client::StorageClient,
+    },
 };
-use kubestore_tests::{Cluster, fixtures_registry::*};
+use kubestore_tests::{
+    Cluster, EtcdProcess,
+    fixtures_registry::*,
+    services::{
+        ServiceHandle, channel, sample, scrape, spawn_registry, spawn_storage, wait_serving,
+    },
+};
+use tokio_stream::wrappers::ReceiverStream;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_agent_starts_pods_and_finishes_their_graceful_deletion() {
@@ -182,6 +194,223 @@ async fn the_agent_resumes_after_its_watch_drops() {
             .await
             .is_err_and(|e| e.code() == tonic::Code::NotFound),
         "gone"
+    );
+    let _ = stop.send(());
+    running.await.expect("agent stopped");
+}
+
+/// storage-svc's one call slot (`--max-requests-inflight 1`) held by a GuaranteedUpdate left
+/// open after storage sent the current state: every other counted call to that storage-svc is
+/// refused (RESOURCE_EXHAUSTED, `TooManyRequests`, a one-second RetryInfo, which registry-svc
+/// passes on) while watches, exempt, go on. Dropping it ends the stream and frees the slot.
+struct Hold {
+    _tx: tokio::sync::mpsc::Sender<GuaranteedUpdateRequest>,
+    _responses: tonic::Streaming<kubestore_proto::storage::v1::GuaranteedUpdateResponse>,
+}
+
+async fn hold(storage_url: &str) -> Hold {
+    let mut c = StorageClient::new(channel(storage_url).await);
+    // A call of the agent's may still be finishing: try until the slot is ours.
+    for _ in 0..100 {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        tx.send(GuaranteedUpdateRequest {
+            message: Some(Req::Start(UpdateStart {
+                key: "/holds/slot".into(),
+                ignore_not_found: true,
+                ..Default::default()
+            })),
+        })
+        .await
+        .expect("send start");
+        let started = c.guaranteed_update(ReceiverStream::new(rx)).await;
+        if let Ok(r) = started {
+            let mut responses = r.into_inner();
+            if let Ok(Some(_state)) = responses.message().await {
+                return Hold {
+                    _tx: tx,
+                    _responses: responses,
+                };
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("never got storage-svc's slot");
+}
+
+/// How many UpdateStatus calls registry-svc refused with RESOURCE_EXHAUSTED.
+async fn refused_status_updates(registry: &ServiceHandle) -> f64 {
+    sample(
+        &scrape(registry.metrics_addr).await,
+        r#"grpc_server_requests_total{service="core.v1.Pods",method="UpdateStatus",code="RESOURCE_EXHAUSTED"}"#,
+    )
+    .unwrap_or(0.0)
+}
+
+/// The kubelet never gives up on a pod: a refused UpdateStatus or final delete is tried again
+/// (after the refusal's RetryInfo) until it is taken, and a pod deleted meanwhile ends its
+/// retries. The agent's registry-svc talks to a storage-svc whose one call slot the test holds;
+/// the test itself writes through a second storage-svc and registry-svc on the same etcd.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_retries_refused_writes_until_they_are_taken() {
+    let etcd = EtcdProcess::start().await;
+    let busy = spawn_storage(
+        storage_svc::Config {
+            max_requests_inflight: 1,
+            // The held update keeps its slot up to its deadline: longer than this test holds.
+            request_timeout: Duration::from_secs(60),
+            ..Default::default()
+        },
+        etcd.endpoint(),
+        None,
+    );
+    wait_serving(&busy.url()).await;
+    let agents_registry = spawn_registry(registry_svc::Config::default(), busy.url(), None);
+    wait_serving(&agents_registry.url()).await;
+    let storage = spawn_storage(storage_svc::Config::default(), etcd.endpoint(), None);
+    wait_serving(&storage.url()).await;
+    let registry = spawn_registry(registry_svc::Config::default(), storage.url(), None);
+    wait_serving(&registry.url()).await;
+    let mut pods = PodsClient::new(channel(&registry.url()).await);
+
+    let ch = kubestore_cli::connect(&agents_registry.url())
+        .await
+        .expect("connect");
+    let actions = Arc::new(Mutex::new(Vec::new()));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let seen = actions.clone();
+    let running = tokio::spawn(agent::run(
+        ch,
+        AgentConfig {
+            node: "node-1".into(),
+            stop_delay: Duration::from_millis(100),
+        },
+        async {
+            let _ = stopped.await;
+        },
+        move |a| seen.lock().expect("lock").push(a),
+    ));
+    let wait_for = |want: Action| {
+        let actions = actions.clone();
+        async move {
+            for _ in 0..300 {
+                if actions.lock().expect("lock").contains(&want) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!(
+                "the agent never did {want:?}: {:?}",
+                actions.lock().expect("lock")
+            );
+        }
+    };
+    // The agent lists and watches (before storage is busy).
+    create_pod(&mut pods, pod("first", "node-1"))
+        .await
+        .expect("create");
+    wait_for(Action::Started("default/first".into())).await;
+
+    // 1. UpdateStatus refused: the pod stays Pending while storage is busy, the agent tries
+    // again after each refusal's one-second RetryInfo (not at once, nor 200 ms later), and the
+    // pod is Running soon after storage takes calls again.
+    let held = hold(&busy.url()).await;
+    create_pod(&mut pods, pod("web", "node-1"))
+        .await
+        .expect("create");
+    let created = Instant::now();
+    let mut first = None;
+    let third = loop {
+        let refused = refused_status_updates(&agents_registry).await;
+        let now = Instant::now();
+        if refused >= 1.0 {
+            first.get_or_insert(now);
+        }
+        if refused >= 3.0 {
+            break now;
+        }
+        assert!(
+            now - created < Duration::from_secs(20),
+            "the agent did not try again: {refused} refusals"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let between = third - first.expect("a first refusal");
+    assert!(
+        between >= Duration::from_millis(1800),
+        "two waits of the refusal's RetryInfo (1 s) between three tries, not {between:?}"
+    );
+    let phase = |p: kubestore_proto::core::v1::Pod| p.status.unwrap_or_default().phase;
+    assert_eq!(
+        phase(get_pod(&mut pods, "web").await.expect("get")),
+        "Pending"
+    );
+    drop(held);
+    wait_for(Action::Started("default/web".into())).await;
+    assert_eq!(
+        phase(get_pod(&mut pods, "web").await.expect("get")),
+        "Running"
+    );
+
+    // 2. The final delete refused: the pod stays Terminating past its grace period, and is gone
+    // soon after storage takes calls again.
+    let held = hold(&busy.url()).await;
+    let (_, deleted) = delete_pod(&mut pods, "web", grace(1))
+        .await
+        .expect("delete");
+    assert!(!deleted, "graceful: the agent finishes it");
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let marked = get_pod(&mut pods, "web").await.expect("still there");
+    assert!(meta(&marked).deletion_timestamp.is_some());
+    drop(held);
+    wait_for(Action::Deleted("default/web".into())).await;
+    assert!(
+        get_pod(&mut pods, "web")
+            .await
+            .is_err_and(|e| e.code() == tonic::Code::NotFound),
+        "gone"
+    );
+
+    // 3. A pod deleted while its UpdateStatus is being refused: the retries end.
+    let held = hold(&busy.url()).await;
+    create_pod(&mut pods, pod("doomed", "node-1"))
+        .await
+        .expect("create");
+    let before = refused_status_updates(&agents_registry).await;
+    for _ in 0..100 {
+        if refused_status_updates(&agents_registry).await > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        refused_status_updates(&agents_registry).await > before,
+        "the agent tried to start doomed"
+    );
+    delete_pod(&mut pods, "doomed", grace(0))
+        .await
+        .expect("force delete");
+    // The DELETED event reaches the agent through the busy storage's watch (watches are
+    // exempt); from then on no try is made: three quiet seconds (tries come every second).
+    let quiet_since = Instant::now();
+    loop {
+        let before = refused_status_updates(&agents_registry).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        if refused_status_updates(&agents_registry).await == before {
+            break;
+        }
+        assert!(
+            quiet_since.elapsed() < Duration::from_secs(20),
+            "the agent goes on trying to start a pod that is gone"
+        );
+    }
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !actions
+            .lock()
+            .expect("lock")
+            .contains(&Action::Started("default/doomed".into())),
+        "a deleted pod is not started"
     );
     let _ = stop.send(());
     running.await.expect("agent stopped");

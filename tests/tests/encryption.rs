@@ -389,3 +389,92 @@ async fn a_bad_configuration_stops_storage_at_start_and_events_are_not_rewritten
         .expect_err("events keep their TTL");
     assert_eq!(e.code(), Code::InvalidArgument);
 }
+
+/// A watch served by a replica's watch cache, when that cache meets a value it cannot decrypt
+/// (another replica, already on a key this one lacks, wrote it: the rotation done in one step
+/// instead of upstream's two), ends with that error instead of going on with nothing but
+/// bookmarks at the old revision; upstream's cacher ends its watchers when its watch fails.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cached_watch_that_meets_an_undecryptable_value_ends_with_its_error() {
+    let etcd = EtcdProcess::start().await;
+    let old = config(&aesgcm(&[("key1", KEY1)]));
+    let new = config(&aesgcm(&[("key2", KEY2), ("key1", KEY1)]));
+    let cached = |c: &ConfigFile| storage_svc::Config {
+        encryption_provider_config: Some(c.path.clone()),
+        watch_cache: true,
+        watch_bookmark_interval: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let behind =
+        kubestore_tests::services::spawn_storage_exact(cached(&old), etcd.endpoint(), None);
+    let ahead = kubestore_tests::services::spawn_storage_exact(cached(&new), etcd.endpoint(), None);
+    wait_serving(&behind.url()).await;
+    wait_serving(&ahead.url()).await;
+    let mut b = StorageClient::new(channel(&behind.url()).await);
+    let mut a = StorageClient::new(channel(&ahead.url()).await);
+    let first = b
+        .create(CreateRequest {
+            key: "/secrets/default/one".into(),
+            object: secret("one", "v1").encode_to_vec(),
+            ..Default::default()
+        })
+        .await
+        .expect("create through the replica behind")
+        .into_inner();
+    // The replica behind serves secrets from its cache.
+    let mut served = false;
+    for _ in 0..200 {
+        let _ = storage_get(&mut b, "one").await;
+        let text = kubestore_tests::services::scrape(behind.metrics_addr).await;
+        if kubestore_tests::services::sample(
+            &text,
+            r#"storage_watch_cache_reads_total{resource="secrets"}"#,
+        )
+        .is_some_and(|n| n > 0.0)
+        {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        served,
+        "the cache of the replica behind never served secrets"
+    );
+    let mut w = b
+        .watch(WatchRequest {
+            key: "/secrets/default".into(),
+            recursive: true,
+            resource_version: first.resource_version,
+            allow_watch_bookmarks: true,
+            ..Default::default()
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    a.create(CreateRequest {
+        key: "/secrets/default/two".into(),
+        object: secret("two", "v2").encode_to_vec(),
+        ..Default::default()
+    })
+    .await
+    .expect("create through the replica ahead (key2)");
+    let end = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            match w.message().await {
+                Ok(Some(e)) => assert_eq!(
+                    e.r#type,
+                    WatchEventType::Bookmark as i32,
+                    "no event for a value that cannot be read: {e:?}"
+                ),
+                Ok(None) => return None,
+                Err(s) => return Some(s),
+            }
+        }
+    })
+    .await
+    .expect("the watch ends instead of going on with bookmarks only")
+    .expect("it ends with an error");
+    assert_eq!(end.code(), Code::Internal, "{end:?}");
+    assert!(end.message().contains("secrets"), "{end:?}");
+}

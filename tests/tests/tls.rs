@@ -339,3 +339,129 @@ async fn tls_mistakes_stop_the_service_at_start_with_the_flag_named() {
         assert!(e.contains(expected), "{e:?} should say {expected:?}");
     }
 }
+
+/// A CA made here (not [`Pki`]) so that a client certificate can carry a subject CN and
+/// subject alternative names that differ.
+struct SanCa {
+    dir: tempfile::TempDir,
+    params: rcgen::CertificateParams,
+    key: rcgen::KeyPair,
+    ca: std::path::PathBuf,
+}
+
+impl SanCa {
+    fn new() -> Self {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, "san-ca");
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let key = KeyPair::generate().expect("CA key");
+        let cert = params.self_signed(&key).expect("CA certificate");
+        let ca = dir.path().join("ca.crt");
+        std::fs::write(&ca, cert.pem()).expect("write CA");
+        Self {
+            dir,
+            params,
+            key,
+            ca,
+        }
+    }
+
+    /// A client and server certificate with subject CN `cn` and, besides localhost and
+    /// 127.0.0.1, `sans` as both DNS and URI subject alternative names.
+    fn issue(&self, cn: &str, sans: &[&str]) -> Issued {
+        use rcgen::{
+            CertificateParams, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair, KeyUsagePurpose,
+            SanType,
+        };
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+                .expect("params");
+        for san in sans {
+            let ia5 = || rcgen::string::Ia5String::try_from(san.to_string()).expect("ia5");
+            params.subject_alt_names.push(SanType::DnsName(ia5()));
+            params.subject_alt_names.push(SanType::URI(ia5()));
+        }
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        let key = KeyPair::generate().expect("key");
+        let cert = params
+            .signed_by(&key, &Issuer::from_params(&self.params, &self.key))
+            .expect("sign");
+        let base = self.dir.path().join(cn);
+        let issued = Issued {
+            cert: base.with_extension("crt"),
+            key: base.with_extension("key"),
+        };
+        std::fs::write(&issued.cert, cert.pem()).expect("write certificate");
+        std::fs::write(&issued.key, key.serialize_pem()).expect("write key");
+        issued
+    }
+
+    fn client_tls(&self, id: &Issued) -> ClientTlsConfig {
+        ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(read(&self.ca)))
+            .identity(Identity::from_pem(read(&id.cert), read(&id.key)))
+    }
+}
+
+/// `--allowed-client-names` checks the subject CN only, as upstream's
+/// `--requestheader-allowed-names`: a certificate of the right CA whose CN is `web-frontend` is
+/// refused even though it carries `registry-svc` as a DNS and a URI SAN; one whose CN is
+/// `registry-svc` is let in whatever its SANs.
+#[tokio::test(flavor = "multi_thread")]
+async fn allowed_client_names_match_the_subject_cn_only_never_a_san() {
+    let ca = SanCa::new();
+    let etcd = EtcdProcess::start().await;
+    let server = ca.issue("storage-svc", &["storage-svc"]);
+    let storage = spawn_storage(
+        storage_svc::Config {
+            tls: ServerTlsArgs {
+                tls_cert_file: Some(server.cert.clone()),
+                tls_private_key_file: Some(server.key.clone()),
+                client_ca_file: Some(ca.ca.clone()),
+            },
+            allowed_client_names: vec!["registry-svc".into()],
+            ..Default::default()
+        },
+        etcd.endpoint(),
+        None,
+    );
+    let registry = ca.issue("registry-svc", &["registry.internal"]);
+    wait_tls(&https(&storage), ca.client_tls(&registry)).await;
+    let get = |tls: ClientTlsConfig| {
+        let url = https(&storage);
+        async move {
+            let mut c = StorageClient::new(tls_channel(&url, tls).await.expect("handshake"));
+            c.get(GetRequest {
+                key: "/pods/default/none".into(),
+                ignore_not_found: true,
+                ..Default::default()
+            })
+            .await
+        }
+    };
+
+    let frontend = ca.issue("web-frontend", &["registry-svc"]);
+    let e = get(ca.client_tls(&frontend))
+        .await
+        .expect_err("a SAN naming registry-svc does not make web-frontend registry-svc");
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    assert_eq!(
+        e.get_details_error_info().map(|i| i.reason),
+        Some("Forbidden".to_string())
+    );
+    assert!(e.message().contains("CN=web-frontend"), "{}", e.message());
+    get(ca.client_tls(&registry))
+        .await
+        .expect("CN registry-svc is allowed, whatever its SANs");
+}

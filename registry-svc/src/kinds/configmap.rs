@@ -1,7 +1,12 @@
 //! The ConfigMap strategy (upstream's `pkg/registry/core/configmap`): valid keys, at most 1 MiB
-//! of data, `immutable` enforced, no graceful deletion.
+//! of data, `immutable` enforced, no graceful deletion, and a server-managed
+//! `metadata.generation` ([`content_generation`]).
+//!
+//! ConfigMaps have no v1 defaults we model (upstream's `SetDefaults_ConfigMap` only makes a nil
+//! `data` an empty map, which protobuf cannot tell apart), so their List and Watch stay a pure
+//! pass-through.
 
-use kubestore_proto::core::v1::ConfigMap;
+use kubestore_proto::{core::v1::ConfigMap, meta::v1::ObjectMeta};
 
 use crate::{strategy::Strategy, violations::Violations};
 
@@ -75,7 +80,33 @@ pub fn validate_immutable(
     }
 }
 
+/// `metadata.generation` of ConfigMaps and Secrets, as kubernetes#124507 ("Secrets and
+/// ConfigMaps: Manage Generation") has the apiserver manage it: 1 on create, and one more on an
+/// update that changes the content (`data` and `immutable`, the whole of what is not
+/// metadata), so that a controller can tell content changes from the metadata-only ones that
+/// also move resourceVersion. `meta.generation` holds the stored object's (BeforeUpdate copies
+/// it); `content_changed: None` is a create.
+pub fn content_generation(meta: &mut ObjectMeta, content_changed: Option<bool>) {
+    match content_changed {
+        None => meta.generation = 1,
+        Some(true) => meta.generation = meta.generation.saturating_add(1),
+        Some(false) => {}
+    }
+}
+
 impl Strategy<ConfigMap> for ConfigMapStrategy {
+    fn prepare_for_create(&self, cm: &mut ConfigMap) {
+        content_generation(cm.metadata.get_or_insert_with(Default::default), None);
+    }
+
+    fn prepare_for_update(&self, new: &mut ConfigMap, old: &ConfigMap) {
+        let changed = new.data != old.data || new.immutable != old.immutable;
+        content_generation(
+            new.metadata.get_or_insert_with(Default::default),
+            Some(changed),
+        );
+    }
+
     fn validate(&self, cm: &ConfigMap) -> Violations {
         validate_data(cm.data.iter().map(|(k, v)| (k, v.len())))
     }

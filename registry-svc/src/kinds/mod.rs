@@ -4,5 +4,7 @@
 
 pub mod configmap;
 pub mod event;
+pub mod hugepages;
 pub mod pod;
+pub mod pod_defaults;
 pub mod secret;

@@ -5,14 +5,19 @@
 //!
 //! Deliberate differences: a client-supplied `status.qos_class` is ignored on create (upstream
 //! keeps it, a quirk of evaluating QoS before resetting status; a client could then forge its
-//! QoS). v1 defaulting that matters here is applied by the strategy: `restart_policy` ""
-//! becomes "Always", and container limits without requests are copied to requests.
+//! QoS).
+//!
+//! v1 defaulting (`pod_defaults`: `restartPolicy`, `terminationGracePeriodSeconds`, requests
+//! from limits) is the strategy's `default_object`, which the Store applies to every pod sent
+//! and every pod read, before any other hook: `prepare_for_*` and validation see defaulted
+//! pods only. The hugepages rules of container resources are in `hugepages`.
 
 use kubestore_proto::{
     core::v1::{Pod, PodSpec, PodStatus},
     meta::v1::DeleteOptions,
 };
 
+use super::{hugepages, pod_defaults};
 use crate::{
     quantity::Quantity,
     selectors::{METADATA_FIELDS, SelectableField},
@@ -21,8 +26,9 @@ use crate::{
     violations::Violations,
 };
 
-/// Grace period of a pod delete when neither the request nor the pod gives one.
-pub const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
+/// Grace period of a pod delete when neither the request nor the pod gives one (upstream's
+/// `DefaultTerminationGracePeriodSeconds`, also the pod's default).
+pub use pod_defaults::DEFAULT_TERMINATION_GRACE_SECONDS;
 
 /// The Pod strategy.
 #[derive(Debug, Default, Clone, Copy)]
@@ -100,20 +106,6 @@ pub fn compute_qos(spec: &PodSpec) -> &'static str {
     qos::BURSTABLE
 }
 
-/// The v1 defaulting this strategy relies on.
-fn default_spec(spec: &mut PodSpec) {
-    if spec.restart_policy.is_empty() {
-        spec.restart_policy = "Always".into();
-    }
-    for c in &mut spec.containers {
-        if let Some(res) = c.resources.as_mut() {
-            for (k, v) in res.limits.clone() {
-                res.requests.entry(k).or_insert(v);
-            }
-        }
-    }
-}
-
 fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
     let Some(spec) = spec else {
         v.push(("spec".into(), "Required value".into()));
@@ -154,8 +146,10 @@ fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
                 }
             }
         }
+        // Hugepages requests must equal their limits: `hugepages` says so, in upstream's words.
         for ((kind, r), req) in &parsed {
             if *kind == "requests"
+                && !hugepages::is_hugepages(r)
                 && let Some(lim) = parsed.get(&("limits", r))
                 && req > lim
             {
@@ -168,6 +162,7 @@ fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
                 ));
             }
         }
+        hugepages::validate(&res, &f("resources"), v);
     }
     if !spec.node_name.is_empty()
         && let Some(e) = dns1123_subdomain(&spec.node_name)
@@ -195,9 +190,16 @@ fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
 }
 
 impl Strategy<Pod> for PodStrategy {
+    fn default_object(&self, pod: &mut Pod) -> bool {
+        pod_defaults::default_pod(pod)
+    }
+
+    fn has_defaults(&self) -> bool {
+        true
+    }
+
     fn prepare_for_create(&self, pod: &mut Pod) {
         let spec = pod.spec.get_or_insert_with(Default::default);
-        default_spec(spec);
         pod.metadata.get_or_insert_with(Default::default).generation = 1;
         let qos = compute_qos(spec).to_string();
         pod.status = Some(PodStatus {
@@ -215,9 +217,8 @@ impl Strategy<Pod> for PodStrategy {
 
     fn prepare_for_update(&self, new: &mut Pod, old: &Pod) {
         new.status = old.status.clone();
-        if let Some(spec) = new.spec.as_mut() {
-            default_spec(spec);
-        }
+        // Both pods are defaulted (`default_object`): a spec that differs only by a default
+        // the client left out is no change, and bumps nothing.
         if new.spec != old.spec {
             let m = new.metadata.get_or_insert_with(Default::default);
             m.generation += 1;
@@ -351,7 +352,7 @@ mod tests {
             containers: cs,
             ..Default::default()
         };
-        default_spec(&mut s);
+        pod_defaults::default_spec(&mut s);
         s
     }
 

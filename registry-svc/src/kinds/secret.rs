@@ -1,8 +1,14 @@
 //! The Secret strategy (upstream's `pkg/registry/core/secret` and `ValidateSecret`): `type`
 //! defaults to `Opaque` and never changes; `stringData` is merged into `data` (its values win)
 //! and never stored; keys are ConfigMap keys and all of `data` holds at most 1 MiB; the
-//! `kubernetes.io/` types require their keys; `immutable` is enforced like a ConfigMap's; no
-//! graceful deletion. Field selectors: `metadata.name`, `metadata.namespace`, `type`.
+//! `kubernetes.io/` types require their keys; `immutable` is enforced like a ConfigMap's;
+//! `metadata.generation` is managed like a ConfigMap's; no graceful deletion. Field selectors:
+//! `metadata.name`, `metadata.namespace`, `type`.
+//!
+//! The `type` default is upstream's `SetDefaults_Secret`, so it applies on read as well
+//! (`default_object`): a Secret stored without a type (by an older writer) reads as `Opaque`
+//! and can be updated, where comparing the request's defaulted `Opaque` with a stored "" would
+//! refuse every update as a change of an immutable field.
 //!
 //! Nothing here keeps secret values out of etcd's plaintext: that is storage-svc's encryption
 //! at rest, which works on bytes and keys and knows no kinds.
@@ -10,7 +16,7 @@
 use kubestore_proto::core::v1::Secret;
 
 use crate::{
-    kinds::configmap::{validate_data, validate_immutable},
+    kinds::configmap::{content_generation, validate_data, validate_immutable},
     selectors::{METADATA_FIELDS, SelectableField},
     strategy::Strategy,
     violations::Violations,
@@ -53,23 +59,44 @@ const SERVICE_ACCOUNT_NAME: &str = "kubernetes.io/service-account.name";
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SecretStrategy;
 
-/// Upstream's defaulting and `stringData` conversion, on every write.
-fn normalise(s: &mut Secret) {
-    if s.r#type.is_empty() {
-        s.r#type = OPAQUE.into();
+/// Upstream's `SetDefaults_Secret`; returns whether it changed anything.
+fn default_type(s: &mut Secret) -> bool {
+    if !s.r#type.is_empty() {
+        return false;
     }
+    s.r#type = OPAQUE.into();
+    true
+}
+
+/// Upstream's `stringData` conversion (`Convert_v1_Secret_To_core_Secret`), on every write.
+fn merge_string_data(s: &mut Secret) {
     for (k, v) in std::mem::take(&mut s.string_data) {
         s.data.insert(k, v.into_bytes());
     }
 }
 
 impl Strategy<Secret> for SecretStrategy {
-    fn prepare_for_create(&self, s: &mut Secret) {
-        normalise(s);
+    fn default_object(&self, s: &mut Secret) -> bool {
+        default_type(s)
     }
 
-    fn prepare_for_update(&self, new: &mut Secret, _old: &Secret) {
-        normalise(new);
+    fn has_defaults(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, s: &mut Secret) {
+        merge_string_data(s);
+        content_generation(s.metadata.get_or_insert_with(Default::default), None);
+    }
+
+    /// The generation moves with `data` and `immutable`; `type` cannot change (validation).
+    fn prepare_for_update(&self, new: &mut Secret, old: &Secret) {
+        merge_string_data(new);
+        let changed = new.data != old.data || new.immutable != old.immutable;
+        content_generation(
+            new.metadata.get_or_insert_with(Default::default),
+            Some(changed),
+        );
     }
 
     fn validate(&self, s: &Secret) -> Violations {
@@ -163,6 +190,8 @@ mod tests {
     fn type_defaults_and_string_data_merges_into_data() {
         let mut s = secret("", &[("a", b"1"), ("b", b"2")]);
         s.string_data.insert("b".into(), "from-string-data".into());
+        assert!(SecretStrategy.default_object(&mut s));
+        assert!(!SecretStrategy.default_object(&mut s), "once");
         SecretStrategy.prepare_for_create(&mut s);
         assert_eq!(s.r#type, OPAQUE);
         assert!(s.string_data.is_empty());

@@ -343,8 +343,10 @@ impl Cacher {
                 continue;
             }
             backoff = Duration::from_millis(100);
-            // Since when the cache has not followed etcd (None while it does).
-            let mut broken_since: Option<tokio::time::Instant> = None;
+            // Since when, and at which applied revision, the cache has failed to follow etcd
+            // (reset whenever it applies anything: a watch that breaks now and then but makes
+            // progress is fine).
+            let mut broken_since: Option<(tokio::time::Instant, i64)> = None;
             loop {
                 match self.follow(&mut stop, interval).await {
                     Follow::Stopped => return,
@@ -362,10 +364,12 @@ impl Cacher {
                         break;
                     }
                     Follow::Broken(e) => {
-                        if self.ready.swap(false, Ordering::AcqRel) {
-                            broken_since = Some(tokio::time::Instant::now());
-                        }
-                        let since = *broken_since.get_or_insert_with(tokio::time::Instant::now);
+                        self.ready.store(false, Ordering::Release);
+                        let rev = self.rev();
+                        let since = match broken_since {
+                            Some((since, at)) if at == rev => since,
+                            _ => broken_since.insert((tokio::time::Instant::now(), rev)).0,
+                        };
                         if since.elapsed() >= RESUME_BUDGET {
                             // Upstream ends every watcher when the cacher's watch ends
                             // (`terminateAllWatchers`). We resume instead, so watches go
