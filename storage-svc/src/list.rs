@@ -105,10 +105,26 @@ impl Store {
             etcd_reads = Empty,
         );
         let mut reads = 0u32;
-        let result = self
+        let mut result = self
             .list_inner(&req, deadline, &mut reads)
             .instrument(span.clone())
             .await;
+        // A resourceVersion just ahead of etcd: wait (a bounded time) for etcd to get there,
+        // then read once more (see `Store::await_revision`).
+        if let Err(StorageError::Timeout { message, .. }) = &result
+            && message.starts_with("Too large resource version")
+            && let Ok(min) = parse_resource_version(req.key, req.resource_version)
+            && min > 0
+        {
+            result = match self.await_revision(req.key, min, deadline).await {
+                Ok(()) => {
+                    self.list_inner(&req, deadline, &mut reads)
+                        .instrument(span.clone())
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+        }
         span.record("etcd_reads", reads);
         match &result {
             Ok(page) => {

@@ -39,6 +39,12 @@ use crate::{
 /// update continues without the queue (its write still compares `mod_revision`).
 pub const DEFAULT_TURN_HOLD: Duration = Duration::from_millis(100);
 
+/// How long a read with a resourceVersion ahead of etcd waits for etcd to get there
+/// (upstream's `blockTimeout` of `waitUntilFreshAndBlock`).
+pub const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
+/// How often etcd's revision is read meanwhile.
+const FRESHNESS_POLL: Duration = Duration::from_millis(50);
+
 /// Settings of a [`Store`].
 #[derive(Clone, Debug)]
 pub struct StoreConfig {
@@ -152,6 +158,38 @@ impl Store {
     /// The deadline of a request that sent `metadata`.
     pub fn deadline(&self, metadata: &tonic::metadata::MetadataMap) -> Deadline {
         Deadline::from_metadata(metadata, self.config.request_timeout)
+    }
+
+    /// Waits until etcd's revision reaches `min`, for at most [`FRESHNESS_WAIT`] (and the
+    /// deadline): a resourceVersion just ahead of etcd is one a client saw from another replica
+    /// a moment ago, or one whose write is still on its way (upstream's cacher waits the same
+    /// 3 s in `waitUntilFreshAndBlock` before answering "Too large resource version").
+    pub async fn await_revision(
+        &self,
+        key: &str,
+        min: i64,
+        deadline: Deadline,
+    ) -> Result<(), StorageError> {
+        let until = (tokio::time::Instant::now() + FRESHNESS_WAIT).min(deadline.instant());
+        let call = EtcdCall { key, deadline };
+        loop {
+            let current = self
+                .etcd
+                .current_revision(&call, &self.health_key())
+                .await?;
+            if current >= min {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() + FRESHNESS_POLL > until {
+                return Err(StorageError::Timeout {
+                    key: key.to_string(),
+                    message: format!(
+                        "Too large resource version: {min}, current: {current} (waited {FRESHNESS_WAIT:?})"
+                    ),
+                });
+            }
+            tokio::time::sleep(FRESHNESS_POLL).await;
+        }
     }
 
     /// The etcd key probed by health checks.
@@ -353,7 +391,11 @@ impl Store {
                 };
             }
             let call = EtcdCall { key, deadline };
-            let (kv, current) = self.etcd.range(&call, &etcd_key).await?;
+            let (mut kv, mut current) = self.etcd.range(&call, &etcd_key).await?;
+            if min > current {
+                self.await_revision(key, min, deadline).await?;
+                (kv, current) = self.etcd.range(&call, &etcd_key).await?;
+            }
             // Checked before not-found, as upstream's validateMinimumResourceVersion.
             if min > current {
                 return Err(StorageError::Timeout {

@@ -199,23 +199,30 @@ pub async fn list(
             return Ok(Served::Fallback);
         }
     }
-    cacher.hit();
     let page = cacher.read(|s| {
+        // A continue page is the snapshot its token names only if nothing of the prefix
+        // changed since: checked again here, under the same lock as the page is read (the
+        // check above was before an await, and a change may have landed meanwhile).
+        if let Some(p) = pinned
+            && s.last_change > p
+        {
+            return Ok(None);
+        }
         let rev = pinned.unwrap_or(s.rev);
         if !req.recursive {
             let found = s.objects.get(prefix.as_bytes());
             let items = found
                 .filter(|e| req.selector.matches(&e.value))
-                .map(|e| e.object(key))
+                .map(|e| returned(key, prefix.as_bytes(), e))
                 .transpose()?
                 .into_iter()
                 .collect();
-            return Ok(ListPage {
+            return Ok(Some(ListPage {
                 items,
                 rev,
                 evaluated: u64::from(found.is_some()),
                 ..Default::default()
-            });
+            }));
         }
         let end = prefix_end(prefix.as_bytes());
         let mut page = ListPage {
@@ -233,7 +240,7 @@ pub async fn list(
             last = Some(k);
             page.evaluated += 1;
             if req.selector.matches(&e.value) {
-                page.items.push(e.object(key)?);
+                page.items.push(returned(key, k, e)?);
             }
         }
         // The watch cache is exact about "more": only when an item follows the last match
@@ -247,9 +254,28 @@ pub async fn list(
                 page.remaining_item_count = Some(1 + range.count() as i64);
             }
         }
-        Ok(page)
+        Ok(Some(page))
     })?;
+    let Some(page) = page else {
+        cacher.fallback();
+        return Ok(Served::Fallback);
+    };
+    cacher.hit();
     Ok(Served::Hit(page))
+}
+
+/// An entry as a list returns it; a corrupt one is INTERNAL naming the object's key, as on
+/// etcd's path (not only the list's).
+fn returned(key: &str, etcd_key: &[u8], e: &Entry) -> Result<Bytes, StorageError> {
+    e.object(key).map_err(|_| {
+        StorageError::internal(
+            key,
+            format!(
+                "stored object {:?} is corrupt",
+                String::from_utf8_lossy(etcd_key)
+            ),
+        )
+    })
 }
 
 /// Watch from the cache: initial events or the window, then live changes, into `sink`.
