@@ -17,6 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "meta/v1/meta.proto",
         "storage/v1/storage.proto",
         "core/v1/core.proto",
+        "apiextensions/v1/apiextensions.proto",
     ] {
         println!("cargo:rerun-if-changed={p}");
     }
@@ -42,10 +43,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     configure()
         .codec_path("crate::codec::RegistryCodec")
         .file_descriptor_set_path(out.join("core_descriptor.bin"))
-        .compile_protos(&["core/v1/core.proto"], &["."])?;
+        .compile_protos(
+            &["core/v1/core.proto", "apiextensions/v1/apiextensions.proto"],
+            &["."],
+        )?;
     for (set, packages) in [
         ("storage_descriptor.bin", &[".meta.v1", ".storage.v1"][..]),
-        ("core_descriptor.bin", &[".core.v1"][..]),
+        (
+            "core_descriptor.bin",
+            &[".core.v1", ".apiextensions.v1"][..],
+        ),
     ] {
         let descriptors = std::fs::read(out.join(set))?;
         pbjson_build::Builder::new()

@@ -3,6 +3,7 @@
 //! - [`meta::v1`]: `ObjectMeta`, `Preconditions`, `DeleteOptions`, shared by all kinds.
 //! - [`storage::v1`]: the resource-agnostic `Storage` service (storage-svc).
 //! - [`core::v1`]: the typed resources served by registry-svc (`Pods`, `ConfigMaps`, `Events`).
+//! - [`apiextensions::v1`]: custom kinds (`CustomResourceDefinitions`, `CustomObjects`).
 //!
 //! - [`codec`]: the codec of every generated client and server (malformed = INVALID_ARGUMENT);
 //! - [`limits`]: sizes both services agree on, and bounded error texts;
@@ -67,8 +68,18 @@ pub mod core {
     }
 }
 
+/// Custom kinds: `CustomResourceDefinitions` and `CustomObjects` (registry-svc).
+pub mod apiextensions {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("apiextensions.v1");
+        include!(concat!(env!("OUT_DIR"), "/apiextensions.v1.serde.rs"));
+    }
+}
+
 /// Encoded `FileDescriptorSet` of `storage.v1` and what it imports, for storage-svc's reflection.
 pub const STORAGE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("storage_descriptor");
 
-/// Encoded `FileDescriptorSet` of `core.v1` and what it imports, for registry-svc's reflection.
+/// Encoded `FileDescriptorSet` of `core.v1` and `apiextensions.v1` and what they import, for
+/// registry-svc's reflection.
 pub const CORE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("core_descriptor");

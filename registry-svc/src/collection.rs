@@ -34,7 +34,7 @@ impl<R: Resource> Store<R> {
         let mut list_options = list_options.unwrap_or_default();
         let options = options.unwrap_or_default();
         // Bad options fail before anything is deleted.
-        validate_options(R::KIND, "", &options)?;
+        validate_options(self.kind(), "", &options)?;
         let one_page = list_options.limit > 0;
         if !one_page {
             list_options.limit = PAGE_SIZE;
@@ -52,7 +52,7 @@ impl<R: Resource> Store<R> {
                         message: format!(
                             "DeleteCollection did not finish before the deadline: {} {} deleted so far",
                             out.len(),
-                            R::RESOURCE
+                            self.resource()
                         ),
                     });
                 }

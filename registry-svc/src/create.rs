@@ -14,14 +14,14 @@ use crate::{
 impl<R: Resource> Store<R> {
     /// `rest.BeforeCreate`: namespace, PrepareForCreate, Validate (+ ObjectMeta), Canonicalize.
     pub(crate) fn before_create(&self, ns: &str, obj: &mut R) -> Result<(), ApiError> {
-        let _span = tracing::info_span!("BeforeCreate", kind = R::KIND).entered();
+        let _span = tracing::info_span!("BeforeCreate", kind = self.kind()).entered();
         self.reconcile_namespace(ns, obj.meta_mut())?;
         self.strategy.prepare_for_create(obj);
         {
-            let _span = tracing::info_span!("Validate", kind = R::KIND).entered();
+            let _span = tracing::info_span!("Validate", kind = self.kind()).entered();
             let mut v = self.strategy.validate(obj);
             validation::object_meta(obj.meta_mut(), self.strategy.namespace_scoped(), &mut v);
-            Self::invalid(obj, v)?;
+            self.invalid(obj, v)?;
         }
         self.strategy.canonicalize(obj);
         Ok(())
@@ -48,11 +48,11 @@ impl<R: Resource> Store<R> {
             }
         }
         Err(ApiError::AlreadyExists {
-            resource: R::RESOURCE.into(),
+            resource: self.resource().into(),
             name: meta.generate_name.clone(),
             message: format!(
                 "{} with generateName {:?} already exists, the server was not able to generate a unique name for the object",
-                R::RESOURCE,
+                self.resource(),
                 meta.generate_name
             ),
         })

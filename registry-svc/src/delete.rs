@@ -62,7 +62,7 @@ impl<R: Resource> Store<R> {
     ) -> Result<(R, bool), ApiError> {
         let span = tracing::info_span!(
             "DeletionDecision",
-            kind = R::KIND,
+            kind = self.kind(),
             graceful = Empty,
             grace_period_seconds = Empty,
             pending = Empty,
@@ -87,7 +87,7 @@ impl<R: Resource> Store<R> {
         if let Some(e) = self.impossible_name(name) {
             return Err(e);
         }
-        validate_options(R::KIND, name, &options)?;
+        validate_options(self.kind(), name, &options)?;
         let dry_run = options.dry_run;
         let existing_bytes = self
             .storage
@@ -95,7 +95,7 @@ impl<R: Resource> Store<R> {
             .await
             .map_err(|s| self.storage_error(&s, name))?
             .ok_or_else(|| ApiError::NotFound {
-                resource: R::RESOURCE.into(),
+                resource: self.resource().into(),
                 name: name.into(),
             })?;
         let mut existing = self.decode(&existing_bytes)?;
@@ -103,8 +103,14 @@ impl<R: Resource> Store<R> {
         let mut preconditions = options.preconditions.clone();
 
         let decision = {
-            let _s = tracing::info_span!("BeforeDelete", kind = R::KIND).entered();
-            before_delete(self.strategy.as_ref(), &mut existing, &mut options, now())?
+            let _s = tracing::info_span!("BeforeDelete", kind = self.kind()).entered();
+            before_delete(
+                self.strategy.as_ref(),
+                self.resource(),
+                &mut existing,
+                &mut options,
+                now(),
+            )?
         };
         span.record("graceful", decision.graceful);
         span.record("pending", decision.pending);
@@ -216,16 +222,22 @@ impl<R: Resource> Store<R> {
             .storage
             .guaranteed_update(ctx.deadline, start, |state| {
                 let bytes = state.object.ok_or(Stop::Api(ApiError::NotFound {
-                    resource: R::RESOURCE.into(),
+                    resource: self.resource().into(),
                     name: name.into(),
                 }))?;
                 let mut existing = self.decode(bytes).map_err(Stop::Api)?;
                 // Each attempt starts from the caller's options, as a retry of the request would.
                 let mut opts = options.clone();
                 let decision = {
-                    let _s = tracing::info_span!("BeforeDelete", kind = R::KIND).entered();
-                    before_delete(self.strategy.as_ref(), &mut existing, &mut opts, now())
-                        .map_err(Stop::Api)?
+                    let _s = tracing::info_span!("BeforeDelete", kind = self.kind()).entered();
+                    before_delete(
+                        self.strategy.as_ref(),
+                        self.resource(),
+                        &mut existing,
+                        &mut opts,
+                        now(),
+                    )
+                    .map_err(Stop::Api)?
                 };
                 if decision.pending {
                     return Err(Stop::AlreadyDeleting);

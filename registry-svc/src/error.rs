@@ -106,6 +106,11 @@ pub enum ApiError {
         /// What happened.
         message: String,
     },
+    /// The request is not allowed in the object's present state (upstream's 403 Forbidden of
+    /// admission, e.g. creating an object of a definition being deleted): FAILED_PRECONDITION,
+    /// do not retry until the state changes.
+    #[error("{0}")]
+    Forbidden(String),
     /// A bug or corrupt data.
     #[error("Internal error occurred: {0}")]
     Internal(String),
@@ -156,6 +161,7 @@ impl ApiError {
             Self::WatcherTooSlow(_) => "WatcherTooSlow",
             Self::TooManyRequests(_) => "TooManyRequests",
             Self::Unavailable { reason, .. } => reason,
+            Self::Forbidden(_) => "Forbidden",
             Self::Internal(_) => "InternalError",
         }
     }
@@ -174,6 +180,7 @@ impl ApiError {
             }
             Self::Expired { .. } => Code::OutOfRange,
             Self::Unavailable { .. } => Code::Unavailable,
+            Self::Forbidden(_) => Code::FailedPrecondition,
             Self::Internal(_) => Code::Internal,
         }
     }

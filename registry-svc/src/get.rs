@@ -20,7 +20,7 @@ impl<R: Resource> Store<R> {
             .await
             .map_err(|s| self.storage_error(&s, name))?
             .ok_or_else(|| ApiError::NotFound {
-                resource: R::RESOURCE.into(),
+                resource: self.resource().into(),
                 name: name.into(),
             })?;
         let mut out = self.decode(&bytes)?;

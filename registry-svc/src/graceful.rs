@@ -83,6 +83,7 @@ pub fn now() -> Timestamp {
 /// upstream does, and returns the decision.
 pub fn before_delete<R: Resource>(
     strategy: &dyn Strategy<R>,
+    resource: &str,
     obj: &mut R,
     options: &mut DeleteOptions,
     now: Timestamp,
@@ -97,7 +98,7 @@ pub fn before_delete<R: Resource>(
     };
     let name = obj.meta().map(|m| m.name.clone()).unwrap_or_default();
     let conflict = |message: String| ApiError::Conflict {
-        resource: R::RESOURCE.into(),
+        resource: resource.into(),
         name: name.clone(),
         message,
     };
@@ -232,7 +233,7 @@ mod tests {
     fn first_delete_stamps_deletion_and_bumps_generation() {
         let mut pod = scheduled_pod();
         let mut o = grace(None);
-        let d = before_delete(&PodStrategy, &mut pod, &mut o, at(T0)).expect("ok");
+        let d = before_delete(&PodStrategy, "pods", &mut pod, &mut o, at(T0)).expect("ok");
         assert_eq!(
             d,
             Decision {
@@ -250,11 +251,12 @@ mod tests {
     #[test]
     fn later_deletes_only_shorten_as_in_the_worked_example() {
         let mut pod = scheduled_pod();
-        before_delete(&PodStrategy, &mut pod, &mut grace(Some(30)), at(T0)).expect("ok");
+        before_delete(&PodStrategy, "pods", &mut pod, &mut grace(Some(30)), at(T0)).expect("ok");
         // Equal or longer: pending, nothing changes.
         for g in [Some(30), Some(60), None] {
             let before = pod.clone();
-            let d = before_delete(&PodStrategy, &mut pod, &mut grace(g), at(T0 + 1)).expect("ok");
+            let d = before_delete(&PodStrategy, "pods", &mut pod, &mut grace(g), at(T0 + 1))
+                .expect("ok");
             assert_eq!(
                 d,
                 Decision {
@@ -266,7 +268,14 @@ mod tests {
             assert_eq!(pod, before);
         }
         // At T0+2 ask for 5: DT = T0+5, grace 5, generation unchanged.
-        let d = before_delete(&PodStrategy, &mut pod, &mut grace(Some(5)), at(T0 + 2)).expect("ok");
+        let d = before_delete(
+            &PodStrategy,
+            "pods",
+            &mut pod,
+            &mut grace(Some(5)),
+            at(T0 + 2),
+        )
+        .expect("ok");
         assert_eq!(
             d,
             Decision {
@@ -284,7 +293,14 @@ mod tests {
             (Some(at(T0 + 5)), Some(5), 2)
         );
         // At T0+10 ask for 4: computed T0+4 is past: DT = now, grace clamped to 1.
-        before_delete(&PodStrategy, &mut pod, &mut grace(Some(4)), at(T0 + 10)).expect("ok");
+        before_delete(
+            &PodStrategy,
+            "pods",
+            &mut pod,
+            &mut grace(Some(4)),
+            at(T0 + 10),
+        )
+        .expect("ok");
         let m = pod.metadata.clone().expect("meta");
         assert_eq!(
             (m.deletion_timestamp, m.deletion_grace_period_seconds),
@@ -292,14 +308,21 @@ mod tests {
         );
         // Grace 0: DT = now, grace 0.
         let mut o = grace(Some(0));
-        before_delete(&PodStrategy, &mut pod, &mut o, at(T0 + 11)).expect("ok");
+        before_delete(&PodStrategy, "pods", &mut pod, &mut o, at(T0 + 11)).expect("ok");
         let m = pod.metadata.clone().expect("meta");
         assert_eq!(
             (m.deletion_timestamp, m.deletion_grace_period_seconds),
             (Some(at(T0 + 11)), Some(0))
         );
         // Existing grace 0 means delete now.
-        let d = before_delete(&PodStrategy, &mut pod, &mut grace(None), at(T0 + 12)).expect("ok");
+        let d = before_delete(
+            &PodStrategy,
+            "pods",
+            &mut pod,
+            &mut grace(None),
+            at(T0 + 12),
+        )
+        .expect("ok");
         assert_eq!(
             d,
             Decision {
@@ -317,7 +340,7 @@ mod tests {
             s.termination_grace_period_seconds = Some(i64::MAX);
         }
         let mut o = grace(None);
-        before_delete(&PodStrategy, &mut pod, &mut o, at(T0)).expect("ok");
+        before_delete(&PodStrategy, "pods", &mut pod, &mut o, at(T0)).expect("ok");
         let m = pod.metadata.clone().expect("meta");
         assert_eq!(
             m.deletion_timestamp,
@@ -325,7 +348,14 @@ mod tests {
         );
         assert!(m.deletion_timestamp.expect("set").seconds < 253_402_300_799);
         // Shortening a deletion that started with a huge grace.
-        before_delete(&PodStrategy, &mut pod, &mut grace(Some(5)), at(T0 + 1)).expect("ok");
+        before_delete(
+            &PodStrategy,
+            "pods",
+            &mut pod,
+            &mut grace(Some(5)),
+            at(T0 + 1),
+        )
+        .expect("ok");
         let m = pod.metadata.expect("meta");
         assert_eq!(m.deletion_timestamp, Some(at(T0 + 5)));
     }
@@ -340,7 +370,8 @@ mod tests {
             }),
             ..Default::default()
         };
-        let e = before_delete(&PodStrategy, &mut pod, &mut o, at(T0)).expect_err("uid differs");
+        let e =
+            before_delete(&PodStrategy, "pods", &mut pod, &mut o, at(T0)).expect_err("uid differs");
         assert!(matches!(e, ApiError::Conflict { .. }), "{e}");
         assert!(pod.metadata.expect("meta").deletion_timestamp.is_none());
     }
@@ -356,8 +387,14 @@ mod tests {
             }),
             ..Default::default()
         };
-        let d =
-            before_delete(&ConfigMapStrategy, &mut cm, &mut grace(Some(5)), at(T0)).expect("ok");
+        let d = before_delete(
+            &ConfigMapStrategy,
+            "configmaps",
+            &mut cm,
+            &mut grace(Some(5)),
+            at(T0),
+        )
+        .expect("ok");
         assert_eq!(
             d,
             Decision {

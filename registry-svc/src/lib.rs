@@ -6,6 +6,7 @@
 //!
 //! Modules:
 //! - [`resource`], [`strategy`]: what a kind is and how it behaves; [`kinds`]: Pod, ConfigMap, Event, Secret;
+//!   [`custom`]: kinds defined at run time (CustomResourceDefinitions and their objects);
 //! - [`store`] (what every verb shares), one module per verb: [`get`], [`create`], [`update`]
 //!   (and UpdateStatus), [`delete`], [`list`], [`watch`], [`collection`] (DeleteCollection);
 //!   [`graceful`] (BeforeDelete) and [`finalizers`] (GC finalizers, markAsDeleting,
@@ -18,6 +19,7 @@
 
 pub mod collection;
 pub mod create;
+pub mod custom;
 pub mod delete;
 pub mod error;
 pub mod finalizers;
@@ -43,6 +45,10 @@ pub mod watch;
 
 use std::{future::Future, net::SocketAddr, path::PathBuf, time::Duration};
 
+use kubestore_proto::apiextensions::v1::{
+    custom_objects_server::CustomObjectsServer,
+    custom_resource_definitions_server::CustomResourceDefinitionsServer,
+};
 use kubestore_proto::core::v1::{
     ConfigMap, ConfigMapList, ConfigMapWatchEvent, CreateConfigMapRequest, CreateEventRequest,
     CreatePodRequest, DeleteCollectionConfigMapsRequest, DeleteCollectionEventsRequest,
@@ -334,6 +340,8 @@ pub async fn run_with_metrics(
             )
         }};
     }
+    // Custom kinds: the definitions followed, their controller, both services.
+    let custom = custom::start(&storage, stop.clone());
     // One registration line per kind.
     let server = serving
         .server(
@@ -365,6 +373,13 @@ pub async fn run_with_metrics(
             SecretsServer,
             Store::new(storage.clone(), SecretStrategy)
         ))
+        .add_service(
+            CustomResourceDefinitionsServer::new(custom.clone())
+                .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            CustomObjectsServer::new(custom).max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+        )
         .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained());
     let result = serving.drain(server, config.shutdown_timeout).await;
     poller.abort();

@@ -58,9 +58,9 @@ impl<R: Resource> Store<R> {
             ns = pinned.to_string();
         }
         let root = if namespaced && !ns.is_empty() {
-            format!("/{}/{ns}", R::RESOURCE)
+            format!("{}/{ns}", self.key_root())
         } else {
-            format!("/{}", R::RESOURCE)
+            self.key_root().to_string()
         };
         // A field selector that pins the name reads that one key (needs the namespace).
         if may_narrow_to_name

@@ -32,10 +32,35 @@ pub struct Ctx {
     pub deadline: Deadline,
 }
 
+/// What a Store's kind is called, and where its objects live: a built-in kind's come from its
+/// [`Resource`] constants; a custom kind's from its definition, at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Names {
+    /// Kind, e.g. `Pod` (Invalid errors).
+    pub kind: String,
+    /// The resource as errors name it: `pods`, or `crontabs.stable.example.com`.
+    pub resource: String,
+    /// The storage key every object's key starts with: `/pods`, or
+    /// `/stable.example.com/crontabs`.
+    pub key_root: String,
+}
+
+impl Names {
+    /// A built-in kind's names.
+    pub fn of<R: Resource>() -> Self {
+        Self {
+            kind: R::KIND.into(),
+            resource: R::RESOURCE.into(),
+            key_root: format!("/{}", R::RESOURCE),
+        }
+    }
+}
+
 /// The Store of one kind.
 pub struct Store<R: Resource> {
     pub(crate) storage: StorageClient,
     pub(crate) strategy: Arc<dyn Strategy<R>>,
+    names: Arc<Names>,
 }
 
 impl<R: Resource> Clone for Store<R> {
@@ -43,28 +68,54 @@ impl<R: Resource> Clone for Store<R> {
         Self {
             storage: self.storage.clone(),
             strategy: self.strategy.clone(),
+            names: self.names.clone(),
         }
     }
 }
 
 impl<R: Resource> Store<R> {
-    /// A store for `R` with `strategy`.
+    /// A store for the built-in kind `R` with `strategy`.
     pub fn new(storage: StorageClient, strategy: impl Strategy<R>) -> Self {
+        Self::with_names(storage, Arc::new(strategy), Names::of::<R>())
+    }
+
+    /// A store whose kind and keys are `names` (a custom kind's, see `custom`).
+    pub fn with_names(
+        storage: StorageClient,
+        strategy: Arc<dyn Strategy<R>>,
+        names: Names,
+    ) -> Self {
         Self {
             storage,
-            strategy: Arc::new(strategy),
+            strategy,
+            names: Arc::new(names),
         }
     }
 
+    /// The kind, e.g. `Pod`.
+    pub fn kind(&self) -> &str {
+        &self.names.kind
+    }
+
+    /// The resource as errors name it, e.g. `pods`.
+    pub fn resource(&self) -> &str {
+        &self.names.resource
+    }
+
+    /// The storage key every object's key starts with, e.g. `/pods`.
+    pub fn key_root(&self) -> &str {
+        &self.names.key_root
+    }
+
     pub(crate) fn storage_error(&self, status: &tonic::Status, name: &str) -> ApiError {
-        ApiError::from_storage(status, R::KIND, R::RESOURCE, name)
+        ApiError::from_storage(status, self.kind(), self.resource(), name)
     }
 
     /// Refuses an encoded object that storage could not hold, before sending it.
     pub(crate) fn check_size(&self, key: &str, name: &str, encoded: &[u8]) -> Result<(), ApiError> {
         if etcd_request_bytes(key.len(), encoded.len()) > ETCD_MAX_REQUEST_BYTES {
             return Err(ApiError::TooLarge {
-                kind: R::KIND.into(),
+                kind: self.kind().into(),
                 name: name.into(),
                 bytes: encoded.len(),
                 limit: ETCD_MAX_REQUEST_BYTES,
@@ -83,7 +134,7 @@ impl<R: Resource> Store<R> {
             .map(i64::unsigned_abs)
             .ok_or_else(|| {
                 ApiError::invalid(
-                    R::KIND,
+                    self.kind(),
                     name,
                     vec![(
                         "metadata.resourceVersion".to_string(),
@@ -97,7 +148,7 @@ impl<R: Resource> Store<R> {
     /// without asking storage, as the key could not exist.
     pub(crate) fn impossible_name(&self, name: &str) -> Option<ApiError> {
         (name.len() > validation::DNS1123_SUBDOMAIN_MAX).then(|| ApiError::NotFound {
-            resource: R::RESOURCE.into(),
+            resource: self.resource().into(),
             name: name.into(),
         })
     }
@@ -115,7 +166,7 @@ impl<R: Resource> Store<R> {
     /// An object read from storage, exactly as stored (no defaults).
     pub(crate) fn decode_stored(&self, bytes: &[u8]) -> Result<R, ApiError> {
         R::decode(bytes)
-            .map_err(|e| ApiError::Internal(format!("stored {} does not decode: {e}", R::KIND)))
+            .map_err(|e| ApiError::Internal(format!("stored {} does not decode: {e}", self.kind())))
     }
 
     /// The namespace a request works in: the request's, else the object's (a gRPC client has
@@ -155,9 +206,9 @@ impl<R: Resource> Store<R> {
             )));
         }
         Ok(if self.strategy.namespace_scoped() {
-            format!("/{}/{namespace}/{name}", R::RESOURCE)
+            format!("{}/{namespace}/{name}", self.key_root())
         } else {
-            format!("/{}/{name}", R::RESOURCE)
+            format!("{}/{name}", self.key_root())
         })
     }
 
@@ -180,11 +231,11 @@ impl<R: Resource> Store<R> {
         ))
     }
 
-    pub(crate) fn invalid(obj: &R, violations: Violations) -> Result<(), ApiError> {
+    pub(crate) fn invalid(&self, obj: &R, violations: Violations) -> Result<(), ApiError> {
         if violations.is_empty() {
             Ok(())
         } else {
-            Err(ApiError::invalid(R::KIND, obj.name(), violations))
+            Err(ApiError::invalid(self.kind(), obj.name(), violations))
         }
     }
 }

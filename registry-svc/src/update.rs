@@ -101,7 +101,7 @@ impl<R: Resource> Store<R> {
         if !self.strategy.has_status() {
             return Err(ApiError::BadRequest(format!(
                 "{} has no status subresource",
-                R::RESOURCE
+                self.resource()
             )));
         }
         self.update_part(ctx, namespace, obj, dry_run, Part::Status)
@@ -249,7 +249,7 @@ impl<R: Resource> Store<R> {
         let Some(existing_bytes) = state.object else {
             if part == Part::Status || !self.strategy.allow_create_on_update() {
                 return Err(ApiError::NotFound {
-                    resource: R::RESOURCE.into(),
+                    resource: self.resource().into(),
                     name: name.into(),
                 }
                 .into());
@@ -275,7 +275,7 @@ impl<R: Resource> Store<R> {
         if request_rv == 0 {
             if !self.strategy.allow_unconditional_update() {
                 return Err(ApiError::invalid(
-                    R::KIND,
+                    self.kind(),
                     name,
                     vec![(
                         "metadata.resourceVersion".to_string(),
@@ -287,7 +287,7 @@ impl<R: Resource> Store<R> {
             obj.meta_mut().resource_version = state.resource_version.to_string();
         } else if state.resource_version.parse::<u64>().ok() != Some(request_rv) {
             return Err(ApiError::Conflict {
-                resource: R::RESOURCE.into(),
+                resource: self.resource().into(),
                 name: name.into(),
                 message: MODIFIED.into(),
             }
@@ -319,7 +319,7 @@ impl<R: Resource> Store<R> {
         existing: &R,
         part: Part,
     ) -> Result<(), ApiError> {
-        let _span = tracing::info_span!("BeforeUpdate", kind = R::KIND).entered();
+        let _span = tracing::info_span!("BeforeUpdate", kind = self.kind()).entered();
         let old = existing.meta().cloned().unwrap_or_default();
         self.reconcile_namespace(ns, obj.meta_mut())?;
         obj.meta_mut().generation = old.generation;
@@ -342,7 +342,7 @@ impl<R: Resource> Store<R> {
             m.deletion_grace_period_seconds = old.deletion_grace_period_seconds;
         }
         {
-            let _span = tracing::info_span!("Validate", kind = R::KIND).entered();
+            let _span = tracing::info_span!("Validate", kind = self.kind()).entered();
             let mut v = Violations::new();
             validation::object_meta(obj.meta_mut(), self.strategy.namespace_scoped(), &mut v);
             validation::object_meta_update(obj.meta_mut(), &old, &mut v);
@@ -350,7 +350,7 @@ impl<R: Resource> Store<R> {
                 Part::Main => self.strategy.validate_update(obj, existing),
                 Part::Status => self.strategy.validate_status_update(obj, existing),
             });
-            Self::invalid(obj, v)?;
+            self.invalid(obj, v)?;
         }
         self.strategy.canonicalize(obj);
         Ok(())

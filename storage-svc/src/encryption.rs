@@ -323,15 +323,29 @@ impl Transformer {
         let rest = etcd_key
             .strip_prefix(self.prefix.as_bytes())
             .unwrap_or(etcd_key);
-        let resource = rest
+        let mut segments = rest
             .split(|b| *b == b'/')
-            .find(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .unwrap_or_default();
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned());
+        let first = segments.next().unwrap_or_default();
+        // A first segment with a dot is an API group (custom kinds' keys are
+        // `/<group>/<plural>/...`): the resource is `<plural>.<group>`, as upstream names it in
+        // an EncryptionConfiguration.
+        let (resource, group) = match (first.contains('.'), segments.next()) {
+            (true, Some(plural)) => (format!("{plural}.{first}"), first.clone()),
+            _ => (first, String::new()),
+        };
+        let matches = |n: &String| {
+            n == "*"
+                || *n == resource
+                || n == "*.*"
+                || (n == "*." && group.is_empty())
+                || (!group.is_empty() && n.strip_prefix("*.") == Some(group.as_str()))
+        };
         let providers = self
             .rules
             .iter()
-            .find(|r| r.resources.iter().any(|n| n == "*" || *n == resource))
+            .find(|r| r.resources.iter().any(matches))
             .map(|r| r.providers.as_slice());
         (resource, providers)
     }

@@ -105,9 +105,10 @@ pub struct Store {
     pub(crate) cache: Option<Arc<WatchCache>>,
 }
 
-/// The resource of a key: its first segment (`/pods/default/a` -> `pods`), for span attributes.
+/// The resource of a key, for span attributes: its first segment (`/pods/default/a` ->
+/// `pods`), or group and plural for a key under an API group (see `cache::resource_of`).
 pub(crate) fn resource_of(key: &str) -> &str {
-    key.trim_start_matches('/').split('/').next().unwrap_or("")
+    crate::cache::resource_of(key).unwrap_or("")
 }
 
 pub(crate) fn op_span(op: &str, key: &str) -> tracing::Span {

@@ -1,0 +1,377 @@
+//! The custom kinds this replica serves, learnt by listing and watching the definitions (never
+//! by restarting), as upstream's `crdHandler` learns them from its informer: a definition is
+//! served once its names are accepted (`NamesAccepted=True`, or `Established=True`), under its
+//! accepted names, one Store per version that is served or stored.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, RwLock},
+    time::Duration,
+};
+
+use kubestore_proto::{
+    apiextensions::v1::{CustomResourceColumnDefinition, CustomResourceDefinition},
+    meta::v1::{ListOptions, WatchEventType},
+};
+use tokio_stream::StreamExt;
+
+use crate::{
+    custom::{
+        definition::{self, condition, storage_version},
+        object::CustomObject,
+        schema::Schema,
+        strategy::CustomStrategy,
+    },
+    error::ApiError,
+    service::ctx_within,
+    storage::StorageClient,
+    store::{Names, Store},
+};
+
+/// One version of a served kind.
+pub struct ServedVersion {
+    /// Whether clients may use it (a version kept only for storage is not served).
+    pub served: bool,
+    /// Its Store (the version's strategy: schema, status subresource).
+    pub store: Store<CustomObject>,
+    /// Its schema, for pruning and defaulting what clients send.
+    pub schema: Arc<Schema>,
+    /// Its printer columns (the CLI's table).
+    pub columns: Vec<CustomResourceColumnDefinition>,
+}
+
+/// A custom kind this replica serves.
+pub struct ServedKind {
+    /// API group.
+    pub group: String,
+    /// Accepted plural.
+    pub plural: String,
+    /// Accepted kind.
+    pub kind: String,
+    /// Objects live in namespaces.
+    pub namespaced: bool,
+    /// The version objects are stored in.
+    pub storage_version: String,
+    /// Every version served or stored, by name.
+    pub versions: BTreeMap<String, ServedVersion>,
+    /// The definition is being deleted: no creates.
+    pub terminating: bool,
+    /// The definition's UID.
+    pub uid: String,
+}
+
+impl ServedKind {
+    /// The served version `version`, or NOT_FOUND naming what was asked.
+    pub fn version(&self, version: &str) -> Result<&ServedVersion, ApiError> {
+        self.versions
+            .get(version)
+            .filter(|v| v.served)
+            .ok_or_else(|| not_found(&self.group, version, &self.plural))
+    }
+
+    /// The storage version's Store (every object, whatever version it is asked in).
+    pub fn storage_store(&self) -> Option<&Store<CustomObject>> {
+        self.versions.get(&self.storage_version).map(|v| &v.store)
+    }
+}
+
+/// NOT_FOUND for a kind or version nobody serves.
+pub fn not_found(group: &str, version: &str, plural: &str) -> ApiError {
+    ApiError::NotFound {
+        resource: format!("{group}/{version}/{plural}"),
+        name: String::new(),
+    }
+}
+
+/// The served kinds, by (group, plural), and the definitions seen.
+pub struct CustomKinds {
+    storage: StorageClient,
+    kinds: RwLock<HashMap<(String, String), Arc<ServedKind>>>,
+    /// Every definition seen, by name (the controller reads them for name conflicts).
+    definitions: RwLock<BTreeMap<String, CustomResourceDefinition>>,
+}
+
+impl CustomKinds {
+    /// No kinds yet; [`Self::follow`] fills them.
+    pub fn new(storage: StorageClient) -> Arc<Self> {
+        Arc::new(Self {
+            storage,
+            kinds: RwLock::default(),
+            definitions: RwLock::default(),
+        })
+    }
+
+    /// The served kind `group`/`plural`, if any.
+    pub fn get(&self, group: &str, plural: &str) -> Option<Arc<ServedKind>> {
+        self.kinds
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(group.to_string(), plural.to_string()))
+            .cloned()
+    }
+
+    /// Every served kind.
+    pub fn all(&self) -> Vec<Arc<ServedKind>> {
+        self.kinds
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The definitions seen, as last seen.
+    pub fn definitions(&self) -> Vec<CustomResourceDefinition> {
+        self.definitions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Takes in a definition as it now is: served, changed, or no longer served.
+    pub fn apply(&self, crd: &CustomResourceDefinition) {
+        let name = crd
+            .metadata
+            .as_ref()
+            .map(|m| m.name.clone())
+            .unwrap_or_default();
+        self.definitions
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name, crd.clone());
+        let key = crd.spec.as_ref().map(|s| {
+            (
+                s.group.clone(),
+                s.names
+                    .as_ref()
+                    .map(|n| n.plural.clone())
+                    .unwrap_or_default(),
+            )
+        });
+        let served = self.build(crd);
+        let mut kinds = self.kinds.write().unwrap_or_else(|p| p.into_inner());
+        // The kind may have been served under other accepted names: drop those.
+        let uid = crd
+            .metadata
+            .as_ref()
+            .map(|m| m.uid.clone())
+            .unwrap_or_default();
+        kinds.retain(|_, k| k.uid != uid);
+        if let (Some(key), Some(served)) = (key, served) {
+            kinds.insert(key, Arc::new(served));
+        }
+    }
+
+    /// Forgets a deleted definition.
+    pub fn remove(&self, crd: &CustomResourceDefinition) {
+        let meta = crd.metadata.clone().unwrap_or_default();
+        self.definitions
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&meta.name);
+        self.kinds
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, k| k.uid != meta.uid);
+    }
+
+    fn replace_all(&self, crds: &[CustomResourceDefinition]) {
+        self.definitions
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.kinds
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        for crd in crds {
+            self.apply(crd);
+        }
+    }
+
+    /// The served kind of `crd`, or None while its names are not accepted.
+    fn build(&self, crd: &CustomResourceDefinition) -> Option<ServedKind> {
+        if !(condition(crd, "NamesAccepted") || condition(crd, "Established")) {
+            return None;
+        }
+        let spec = crd.spec.as_ref()?;
+        let names = crd
+            .status
+            .as_ref()
+            .and_then(|s| s.accepted_names.clone())
+            .filter(|n| !n.plural.is_empty())
+            .or_else(|| spec.names.clone())?;
+        let namespaced = spec.scope == "Namespaced";
+        let store_names = Names {
+            kind: names.kind.clone(),
+            resource: format!("{}.{}", names.plural, spec.group),
+            key_root: format!("/{}/{}", spec.group, names.plural),
+        };
+        let mut versions = BTreeMap::new();
+        for v in &spec.versions {
+            if !(v.served || v.storage) {
+                continue;
+            }
+            let json = v
+                .schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .and_then(|s| serde_json::to_value(s).ok())?;
+            let schema = match Schema::parse(&json) {
+                Ok(s) => Arc::new(s),
+                Err(e) => {
+                    tracing::warn!(definition = %store_names.resource, version = %v.name, problems = ?e, "a served version's schema does not parse; not serving it");
+                    continue;
+                }
+            };
+            let status = v.subresources.as_ref().is_some_and(|s| s.status.is_some());
+            let strategy = CustomStrategy {
+                namespaced,
+                schema: schema.clone(),
+                status,
+            };
+            versions.insert(
+                v.name.clone(),
+                ServedVersion {
+                    served: v.served,
+                    store: Store::with_names(
+                        self.storage.clone(),
+                        Arc::new(strategy),
+                        store_names.clone(),
+                    ),
+                    schema,
+                    columns: v.additional_printer_columns.clone(),
+                },
+            );
+        }
+        Some(ServedKind {
+            group: spec.group.clone(),
+            plural: names.plural.clone(),
+            kind: names.kind.clone(),
+            namespaced,
+            storage_version: storage_version(spec),
+            versions,
+            terminating: crd
+                .metadata
+                .as_ref()
+                .is_some_and(|m| m.deletion_timestamp.is_some()),
+            uid: crd
+                .metadata
+                .as_ref()
+                .map(|m| m.uid.clone())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Lists the definitions and follows them (resuming from the last resourceVersion, listing
+    /// again when it expired) until `stop`; `changed` hears the name of every definition that
+    /// changed (the controller's queue).
+    pub async fn follow(
+        self: Arc<Self>,
+        definitions: Store<CustomResourceDefinition>,
+        changed: tokio::sync::mpsc::Sender<String>,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let mut backoff = Duration::from_millis(100);
+        let mut rv: Option<String> = None;
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            if rv.is_none() {
+                let ctx = ctx_within(
+                    &tonic::metadata::MetadataMap::new(),
+                    Duration::from_secs(30),
+                );
+                match definitions.list(ctx, "", None).await {
+                    Ok((meta, items)) => {
+                        self.replace_all(&items);
+                        for crd in &items {
+                            let _ = changed.try_send(name_of(crd));
+                        }
+                        rv = Some(meta.resource_version);
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "custom kinds: listing definitions failed; retrying");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                        continue;
+                    }
+                }
+            }
+            let options = ListOptions {
+                resource_version: rv.clone().unwrap_or_default(),
+                allow_watch_bookmarks: true,
+                ..Default::default()
+            };
+            let mut events = match definitions.watch("", Some(options), stop.clone()).await {
+                Ok(e) => e,
+                Err(e) => {
+                    if matches!(e, ApiError::Expired { .. }) {
+                        rv = None;
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            };
+            backoff = Duration::from_millis(100);
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok((kind, crd)) => {
+                        let crv = crd
+                            .metadata
+                            .as_ref()
+                            .map(|m| m.resource_version.clone())
+                            .unwrap_or_default();
+                        match kind {
+                            WatchEventType::Added | WatchEventType::Modified => {
+                                self.apply(&crd);
+                                let _ = changed.try_send(name_of(&crd));
+                            }
+                            WatchEventType::Deleted => {
+                                self.remove(&crd);
+                                let _ = changed.try_send(name_of(&crd));
+                            }
+                            _ => {}
+                        }
+                        if !crv.is_empty() {
+                            rv = Some(crv);
+                        }
+                    }
+                    Err(s) => {
+                        if s.code() == tonic::Code::OutOfRange {
+                            rv = None;
+                        }
+                        tracing::debug!(error = %s.message(), "custom kinds: the definitions watch ended; resuming");
+                        break;
+                    }
+                }
+            }
+            if *stop.borrow() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// A definition's name.
+pub fn name_of(crd: &CustomResourceDefinition) -> String {
+    crd.metadata
+        .as_ref()
+        .map(|m| m.name.clone())
+        .unwrap_or_default()
+}
+
+/// Whether the definition is being deleted and still holds its cleanup finalizer.
+pub fn cleaning_up(crd: &CustomResourceDefinition) -> bool {
+    crd.metadata.as_ref().is_some_and(|m| {
+        m.deletion_timestamp.is_some()
+            && m.finalizers
+                .iter()
+                .any(|f| f == definition::CLEANUP_FINALIZER)
+    })
+}

@@ -1,0 +1,231 @@
+//! A custom object as registry-svc stores it, and its JSON form.
+//!
+//! Clients send and receive custom objects as upstream's JSON (in a `google.protobuf.Struct`).
+//! Storage holds them as a [`CustomObject`]: the metadata as `meta.v1.ObjectMeta` in field 1,
+//! like every kind (so storage-svc, which reads field 1 for resourceVersion, UIDs, finalizers and
+//! label selectors, needs nothing new and stays resource-agnostic), and the rest of the object
+//! (apiVersion, kind, spec, status, ...) as JSON bytes in field 2. serde_json's maps are sorted,
+//! so equal objects encode to equal bytes and storage can skip unchanged writes. (Upstream stores
+//! the whole object as JSON; see the README's deviations.)
+
+use kubestore_proto::meta::v1::{ListOptions, ObjectMeta};
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+
+/// A custom object in storage; see the module docs.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct CustomObject {
+    /// `metadata`, as every kind's field 1.
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    /// Every other top-level field, as a JSON object.
+    #[prost(bytes = "vec", tag = "2")]
+    pub content: Vec<u8>,
+}
+
+/// The generic Store's view of custom objects: the names come from each definition at run time
+/// (`store::Names`), so these constants only stand in where nothing names the kind.
+impl crate::resource::Resource for CustomObject {
+    const KIND: &'static str = "CustomObject";
+    const RESOURCE: &'static str = "customobjects";
+    type ListRequest = kubestore_proto::apiextensions::v1::ListCustomObjectsRequest;
+    fn list_parts(request: Self::ListRequest) -> (String, Option<ListOptions>) {
+        (request.namespace, request.options)
+    }
+    type WatchRequest = kubestore_proto::apiextensions::v1::WatchCustomObjectsRequest;
+    fn watch_parts(request: Self::WatchRequest) -> (String, Option<ListOptions>) {
+        (request.namespace, request.options)
+    }
+    fn meta(&self) -> Option<&ObjectMeta> {
+        self.metadata.as_ref()
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        self.metadata.get_or_insert_with(Default::default)
+    }
+}
+
+impl CustomObject {
+    /// The object from its JSON form: `metadata` parsed as ObjectMeta (unknown metadata fields,
+    /// such as managedFields, are dropped), the rest kept as it is.
+    pub fn from_json(mut object: Map<String, Value>) -> Result<Self, ApiError> {
+        let metadata = match object.remove("metadata") {
+            None | Some(Value::Null) => ObjectMeta::default(),
+            Some(m @ Value::Object(_)) => serde_json::from_value(m)
+                .map_err(|e| ApiError::BadRequest(format!("metadata does not parse: {e}")))?,
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "metadata must be an object, not {}",
+                    type_name(&other)
+                )));
+            }
+        };
+        let content = serde_json::to_vec(&Value::Object(object))
+            .map_err(|e| ApiError::Internal(format!("encoding a custom object: {e}")))?;
+        Ok(Self {
+            metadata: Some(metadata),
+            content,
+        })
+    }
+
+    /// Everything but the metadata, as a JSON object.
+    pub fn content(&self) -> Result<Map<String, Value>, ApiError> {
+        if self.content.is_empty() {
+            return Ok(Map::new());
+        }
+        match serde_json::from_slice(&self.content) {
+            Ok(Value::Object(m)) => Ok(m),
+            Ok(_) | Err(_) => Err(ApiError::Internal(
+                "a stored custom object's content is not a JSON object".into(),
+            )),
+        }
+    }
+
+    /// Replaces everything but the metadata.
+    pub fn set_content(&mut self, content: Map<String, Value>) -> Result<(), ApiError> {
+        self.content = serde_json::to_vec(&Value::Object(content))
+            .map_err(|e| ApiError::Internal(format!("encoding a custom object: {e}")))?;
+        Ok(())
+    }
+
+    /// The whole object as upstream's JSON (metadata with camelCase fields, int64 values as
+    /// numbers as in Kubernetes, not as proto3 JSON strings).
+    pub fn to_json(&self) -> Result<Map<String, Value>, ApiError> {
+        let mut object = self.content()?;
+        let meta = self.metadata.clone().unwrap_or_default();
+        let mut meta = serde_json::to_value(&meta)
+            .map_err(|e| ApiError::Internal(format!("encoding metadata: {e}")))?;
+        if let Value::Object(m) = &mut meta {
+            for field in ["generation", "deletionGracePeriodSeconds"] {
+                if let Some(Value::String(s)) = m.get(field)
+                    && let Ok(n) = s.parse::<i64>()
+                {
+                    m.insert(field.into(), Value::from(n));
+                }
+            }
+            // Kubernetes writes UTC times with `Z` (RFC 3339, as Go's time.RFC3339).
+            for field in ["creationTimestamp", "deletionTimestamp"] {
+                if let Some(Value::String(s)) = m.get_mut(field)
+                    && let Some(utc) = s.strip_suffix("+00:00")
+                {
+                    *s = format!("{utc}Z");
+                }
+            }
+        }
+        object.insert("metadata".into(), meta);
+        Ok(object)
+    }
+}
+
+/// A JSON value from a `google.protobuf.Struct` (numbers are doubles there: integral ones
+/// become integers, so that `replicas: 3` is an integer to the schema, as in upstream's JSON).
+pub fn from_struct(s: pbjson_types::Struct) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::to_value(&s) {
+        Ok(Value::Object(mut m)) => {
+            for v in m.values_mut() {
+                integral(v, 0)?;
+            }
+            Ok(m)
+        }
+        Ok(_) => Err(ApiError::BadRequest(
+            "the object must be a JSON object".into(),
+        )),
+        Err(e) => Err(ApiError::BadRequest(format!(
+            "the object does not parse: {e}"
+        ))),
+    }
+}
+
+/// A `google.protobuf.Struct` from a JSON object.
+pub fn to_struct(m: Map<String, Value>) -> Result<pbjson_types::Struct, ApiError> {
+    serde_json::from_value(Value::Object(m))
+        .map_err(|e| ApiError::Internal(format!("encoding an object as a Struct: {e}")))
+}
+
+/// How deep a custom object may nest (upstream's JSON decoder allows 10,000; our schema
+/// validation walks recursively, so the bound is lower).
+pub const MAX_DEPTH: usize = 100;
+
+fn integral(v: &mut Value, depth: usize) -> Result<(), ApiError> {
+    if depth > MAX_DEPTH {
+        return Err(ApiError::BadRequest(format!(
+            "the object nests deeper than {MAX_DEPTH} levels"
+        )));
+    }
+    match v {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64()
+                && n.is_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.007_199_254_740_992e15
+            {
+                *v = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => {
+            for i in items {
+                integral(i, depth + 1)?;
+            }
+        }
+        Value::Object(m) => {
+            for i in m.values_mut() {
+                integral(i, depth + 1)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The JSON type of a value, as upstream's messages name it.
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_round_trips_through_storage_with_metadata_in_field_1() {
+        let Value::Object(m) = json!({
+            "apiVersion": "stable.example.com/v1",
+            "kind": "CronTab",
+            "metadata": {"name": "a", "namespace": "ns", "labels": {"x": "y"}, "generation": 3},
+            "spec": {"replicas": 2, "cronSpec": "* * * * */5"}
+        }) else {
+            unreachable!()
+        };
+        let o = CustomObject::from_json(m.clone()).expect("parses");
+        assert_eq!(o.metadata.as_ref().expect("meta").name, "a");
+        assert_eq!(o.metadata.as_ref().expect("meta").generation, 3);
+        let back = o.to_json().expect("json");
+        assert_eq!(back["spec"], m["spec"]);
+        assert_eq!(back["metadata"]["generation"], json!(3));
+        assert_eq!(back["metadata"]["labels"], json!({"x": "y"}));
+        let encoded = prost::Message::encode_to_vec(&o);
+        assert_eq!(
+            <CustomObject as prost::Message>::decode(&encoded[..]).expect("decodes"),
+            o
+        );
+    }
+
+    #[test]
+    fn struct_numbers_that_are_whole_become_integers() {
+        let s: pbjson_types::Struct =
+            serde_json::from_value(json!({"spec": {"replicas": 3.0, "ratio": 0.5}}))
+                .expect("struct");
+        let m = from_struct(s).expect("json");
+        assert!(m["spec"]["replicas"].is_i64());
+        assert!(m["spec"]["ratio"].is_f64());
+    }
+}

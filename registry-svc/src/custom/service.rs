@@ -1,0 +1,452 @@
+//! The gRPC services of custom kinds: `apiextensions.v1.CustomResourceDefinitions` (the
+//! definitions, a cluster-scoped kind of the generic Store) and `apiextensions.v1.CustomObjects`
+//! (the objects of every served kind, found by group, version and plural at each request).
+//!
+//! A custom object is taken in as upstream's handler does: the JSON from the request's
+//! `Struct`, its apiVersion and kind checked against the URL's (here: the request's group,
+//! version and the served kind), pruned and defaulted by the request version's schema, and
+//! stored in the storage version (conversion `None`: only apiVersion changes). Objects go out
+//! in the requested version, with read defaults applied.
+
+use std::sync::Arc;
+
+use kubestore_proto::{
+    apiextensions::v1::{
+        CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomObjectList,
+        CustomObjectWatchEvent, CustomResourceDefinition, CustomResourceDefinitionList,
+        CustomResourceDefinitionWatchEvent, DeleteCollectionCustomObjectsRequest,
+        DeleteCustomObjectRequest, DeleteCustomObjectResponse,
+        DeleteCustomResourceDefinitionRequest, DeleteCustomResourceDefinitionResponse,
+        GetCustomObjectRequest, GetCustomResourceDefinitionRequest, ListCustomObjectsRequest,
+        ListCustomResourceDefinitionsRequest, UpdateCustomObjectRequest,
+        UpdateCustomResourceDefinitionRequest, WatchCustomObjectsRequest,
+        WatchCustomResourceDefinitionsRequest, custom_objects_server::CustomObjects,
+        custom_resource_definitions_server::CustomResourceDefinitions,
+    },
+    meta::v1::Preconditions,
+};
+use serde_json::{Map, Value};
+use tokio_stream::StreamExt;
+use tonic::{Request, Response, Status};
+
+use crate::{
+    custom::{
+        definition::CLEANUP_FINALIZER,
+        kinds::{CustomKinds, ServedKind, ServedVersion, not_found},
+        object::{CustomObject, from_struct, to_struct},
+    },
+    error::ApiError,
+    service::{DELETE_COLLECTION_TIMEOUT, ctx, ctx_within, required},
+    store::Store,
+};
+
+/// Both services.
+#[derive(Clone)]
+pub struct CustomService {
+    /// The definitions' Store.
+    pub definitions: Store<CustomResourceDefinition>,
+    /// The kinds served.
+    pub kinds: Arc<CustomKinds>,
+    /// Raised on shutdown: watches end with UNAVAILABLE.
+    pub stop: tokio::sync::watch::Receiver<bool>,
+}
+
+type WatchStream<T> = std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl CustomResourceDefinitions for CustomService {
+    async fn create(
+        &self,
+        request: Request<CreateCustomResourceDefinitionRequest>,
+    ) -> Result<Response<CustomResourceDefinition>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let crd = required(r.custom_resource_definition, "custom_resource_definition")?;
+        Ok(Response::new(
+            self.definitions.create(ctx, "", crd, r.dry_run).await?,
+        ))
+    }
+
+    async fn get(
+        &self,
+        request: Request<GetCustomResourceDefinitionRequest>,
+    ) -> Result<Response<CustomResourceDefinition>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        Ok(Response::new(self.definitions.get(ctx, "", &r.name).await?))
+    }
+
+    async fn update(
+        &self,
+        request: Request<UpdateCustomResourceDefinitionRequest>,
+    ) -> Result<Response<CustomResourceDefinition>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let crd = required(r.custom_resource_definition, "custom_resource_definition")?;
+        Ok(Response::new(
+            self.definitions.update(ctx, "", crd, r.dry_run).await?,
+        ))
+    }
+
+    async fn update_status(
+        &self,
+        request: Request<UpdateCustomResourceDefinitionRequest>,
+    ) -> Result<Response<CustomResourceDefinition>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let crd = required(r.custom_resource_definition, "custom_resource_definition")?;
+        Ok(Response::new(
+            self.definitions
+                .update_status(ctx, "", crd, r.dry_run)
+                .await?,
+        ))
+    }
+
+    async fn delete(
+        &self,
+        request: Request<DeleteCustomResourceDefinitionRequest>,
+    ) -> Result<Response<DeleteCustomResourceDefinitionResponse>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
+        // Upstream's first delete of a definition marks it with the cleanup finalizer (its
+        // objects are deleted first, by the controller), under a UID precondition.
+        let current = self.definitions.get(ctx, "", &r.name).await?;
+        let meta = current.metadata.clone().unwrap_or_default();
+        if let Some(p) = r.options.as_ref().and_then(|o| o.preconditions.as_ref())
+            && let Some(uid) = &p.uid
+            && *uid != meta.uid
+        {
+            return Err(ApiError::Conflict {
+                resource: "customresourcedefinitions.apiextensions.k8s.io".into(),
+                name: r.name.clone(),
+                message: format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta.uid
+                ),
+            }
+            .into());
+        }
+        if meta.deletion_timestamp.is_none()
+            && !meta.finalizers.iter().any(|f| f == CLEANUP_FINALIZER)
+            && !dry_run
+        {
+            let mut marked = current;
+            marked
+                .metadata
+                .get_or_insert_with(Default::default)
+                .finalizers
+                .push(CLEANUP_FINALIZER.into());
+            self.definitions.update(ctx, "", marked, false).await?;
+        }
+        let mut options = r.options.unwrap_or_default();
+        options
+            .preconditions
+            .get_or_insert_with(Preconditions::default)
+            .uid = Some(meta.uid);
+        let (crd, deleted) = self
+            .definitions
+            .delete(ctx, "", &r.name, Some(options))
+            .await?;
+        Ok(Response::new(DeleteCustomResourceDefinitionResponse {
+            custom_resource_definition: Some(crd),
+            deleted,
+        }))
+    }
+
+    async fn list(
+        &self,
+        request: Request<ListCustomResourceDefinitionsRequest>,
+    ) -> Result<Response<CustomResourceDefinitionList>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let (metadata, items) = self.definitions.list(ctx, "", r.options).await?;
+        Ok(Response::new(CustomResourceDefinitionList {
+            metadata: Some(metadata),
+            items,
+        }))
+    }
+
+    type WatchStream = WatchStream<CustomResourceDefinitionWatchEvent>;
+
+    async fn watch(
+        &self,
+        request: Request<WatchCustomResourceDefinitionsRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        let r = request.into_inner();
+        let events = self
+            .definitions
+            .watch("", r.options, self.stop.clone())
+            .await?;
+        Ok(Response::new(Box::pin(events.map(|e| {
+            e.map(|(kind, object)| CustomResourceDefinitionWatchEvent {
+                r#type: kind as i32,
+                object: Some(object),
+            })
+        }))))
+    }
+}
+
+/// What a custom-object request names.
+struct Target<'a> {
+    group: &'a str,
+    version: &'a str,
+    plural: &'a str,
+    namespace: &'a str,
+}
+
+impl CustomService {
+    /// The served kind and version a request names, with its namespace checked against the
+    /// kind's scope (`collection`: List, Watch and DeleteCollection may leave a namespaced
+    /// kind's namespace empty).
+    fn resolve(
+        &self,
+        t: &Target<'_>,
+        collection: bool,
+    ) -> Result<(Arc<ServedKind>, String), ApiError> {
+        let kind = self
+            .kinds
+            .get(t.group, t.plural)
+            .ok_or_else(|| not_found(t.group, t.version, t.plural))?;
+        kind.version(t.version)?;
+        if !kind.namespaced && !t.namespace.is_empty() {
+            return Err(ApiError::NotFound {
+                resource: format!("{}/{}/{}", t.group, t.version, t.plural),
+                name: format!("(cluster-scoped; no namespace {:?})", t.namespace),
+            });
+        }
+        if kind.namespaced && t.namespace.is_empty() && !collection {
+            return Err(ApiError::BadRequest(format!(
+                "{}.{} is namespaced: the request needs a namespace",
+                t.plural, t.group
+            )));
+        }
+        Ok((kind, t.version.to_string()))
+    }
+
+    /// A client's object taken in: checked, pruned, defaulted, in the storage version.
+    fn take_in(
+        kind: &ServedKind,
+        version: &ServedVersion,
+        request_version: &str,
+        object: Option<pbjson_types::Struct>,
+    ) -> Result<CustomObject, ApiError> {
+        let object = object.ok_or_else(|| {
+            ApiError::BadRequest("request field `object` is required: the object to write".into())
+        })?;
+        let mut json = from_struct(object)?;
+        let api_version = format!("{}/{request_version}", kind.group);
+        for (field, want) in [
+            ("apiVersion", api_version.as_str()),
+            ("kind", kind.kind.as_str()),
+        ] {
+            match json.get(field) {
+                None => {
+                    json.insert(field.into(), Value::String(want.into()));
+                }
+                Some(Value::String(s)) if s == want => {}
+                Some(other) => {
+                    return Err(ApiError::BadRequest(format!(
+                        "the object's {field} {other} does not match the request's {want:?}"
+                    )));
+                }
+            }
+        }
+        let mut value = Value::Object(json);
+        version.schema.prune(&mut value);
+        version.schema.default(&mut value);
+        let Value::Object(mut json) = value else {
+            return Err(ApiError::Internal("pruning left no object".into()));
+        };
+        json.insert(
+            "apiVersion".into(),
+            Value::String(format!("{}/{}", kind.group, kind.storage_version)),
+        );
+        CustomObject::from_json(json)
+    }
+
+    /// An object as it goes out, in `version`.
+    fn give_out(
+        kind: &ServedKind,
+        version: &str,
+        obj: &CustomObject,
+    ) -> Result<pbjson_types::Struct, ApiError> {
+        let mut json: Map<String, Value> = obj.to_json()?;
+        json.insert(
+            "apiVersion".into(),
+            Value::String(format!("{}/{version}", kind.group)),
+        );
+        to_struct(json)
+    }
+}
+
+macro_rules! target {
+    ($r:expr) => {
+        Target {
+            group: &$r.group,
+            version: &$r.version,
+            plural: &$r.plural,
+            namespace: &$r.namespace,
+        }
+    };
+}
+
+#[tonic::async_trait]
+impl CustomObjects for CustomService {
+    async fn create(
+        &self,
+        request: Request<CreateCustomObjectRequest>,
+    ) -> Result<Response<pbjson_types::Struct>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let (kind, v) = self.resolve(&target!(r), false)?;
+        if kind.terminating {
+            return Err(ApiError::Forbidden(format!(
+                "create not allowed while custom resource definition {}.{} is terminating",
+                kind.plural, kind.group
+            ))
+            .into());
+        }
+        let version = kind.version(&v)?;
+        let obj = Self::take_in(&kind, version, &v, r.object)?;
+        let created = version
+            .store
+            .create(ctx, &r.namespace, obj, r.dry_run)
+            .await?;
+        Ok(Response::new(Self::give_out(&kind, &v, &created)?))
+    }
+
+    async fn get(
+        &self,
+        request: Request<GetCustomObjectRequest>,
+    ) -> Result<Response<pbjson_types::Struct>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let (kind, v) = self.resolve(&target!(r), false)?;
+        let obj = kind
+            .version(&v)?
+            .store
+            .get(ctx, &r.namespace, &r.name)
+            .await?;
+        Ok(Response::new(Self::give_out(&kind, &v, &obj)?))
+    }
+
+    async fn update(
+        &self,
+        request: Request<UpdateCustomObjectRequest>,
+    ) -> Result<Response<pbjson_types::Struct>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let (kind, v) = self.resolve(&target!(r), false)?;
+        let version = kind.version(&v)?;
+        let obj = Self::take_in(&kind, version, &v, r.object)?;
+        let updated = version
+            .store
+            .update(ctx, &r.namespace, obj, r.dry_run)
+            .await?;
+        Ok(Response::new(Self::give_out(&kind, &v, &updated)?))
+    }
+
+    async fn update_status(
+        &self,
+        request: Request<UpdateCustomObjectRequest>,
+    ) -> Result<Response<pbjson_types::Struct>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let (kind, v) = self.resolve(&target!(r), false)?;
+        let version = kind.version(&v)?;
+        if !version.store.strategy.has_status() {
+            return Err(not_found(&kind.group, &format!("{v} (status)"), &kind.plural).into());
+        }
+        let obj = Self::take_in(&kind, version, &v, r.object)?;
+        let updated = version
+            .store
+            .update_status(ctx, &r.namespace, obj, r.dry_run)
+            .await?;
+        Ok(Response::new(Self::give_out(&kind, &v, &updated)?))
+    }
+
+    async fn delete(
+        &self,
+        request: Request<DeleteCustomObjectRequest>,
+    ) -> Result<Response<DeleteCustomObjectResponse>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let (kind, v) = self.resolve(&target!(r), false)?;
+        let (obj, deleted) = kind
+            .version(&v)?
+            .store
+            .delete(ctx, &r.namespace, &r.name, r.options)
+            .await?;
+        Ok(Response::new(DeleteCustomObjectResponse {
+            object: Some(Self::give_out(&kind, &v, &obj)?),
+            deleted,
+        }))
+    }
+
+    async fn delete_collection(
+        &self,
+        request: Request<DeleteCollectionCustomObjectsRequest>,
+    ) -> Result<Response<CustomObjectList>, Status> {
+        let ctx = ctx_within(request.metadata(), DELETE_COLLECTION_TIMEOUT);
+        let r = request.into_inner();
+        let (kind, v) = self.resolve(&target!(r), true)?;
+        let (metadata, items) = kind
+            .version(&v)?
+            .store
+            .delete_collection(ctx, &r.namespace, r.list_options, r.options)
+            .await?;
+        let items = items
+            .iter()
+            .map(|o| Self::give_out(&kind, &v, o))
+            .collect::<Result<_, _>>()?;
+        Ok(Response::new(CustomObjectList {
+            metadata: Some(metadata),
+            items,
+        }))
+    }
+
+    async fn list(
+        &self,
+        request: Request<ListCustomObjectsRequest>,
+    ) -> Result<Response<CustomObjectList>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let (kind, v) = self.resolve(&target!(r), true)?;
+        let (metadata, items) = kind
+            .version(&v)?
+            .store
+            .list(ctx, &r.namespace, r.options)
+            .await?;
+        let items = items
+            .iter()
+            .map(|o| Self::give_out(&kind, &v, o))
+            .collect::<Result<_, _>>()?;
+        Ok(Response::new(CustomObjectList {
+            metadata: Some(metadata),
+            items,
+        }))
+    }
+
+    type WatchStream = WatchStream<CustomObjectWatchEvent>;
+
+    async fn watch(
+        &self,
+        request: Request<WatchCustomObjectsRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        let r = request.into_inner();
+        let (kind, v) = self.resolve(&target!(r), true)?;
+        let events = kind
+            .version(&v)?
+            .store
+            .watch(&r.namespace, r.options, self.stop.clone())
+            .await?;
+        Ok(Response::new(Box::pin(events.map(move |e| {
+            let (t, object) = e?;
+            Ok(CustomObjectWatchEvent {
+                r#type: t as i32,
+                object: Some(Self::give_out(&kind, &v, &object)?),
+            })
+        }))))
+    }
+}

@@ -1,0 +1,135 @@
+//! The strategy of one served version of a custom kind (upstream's
+//! `pkg/registry/customresource` strategy): generation follows everything but metadata (and
+//! status, with the status subresource), the status subresource splits writes as for Pods, no
+//! graceful deletion, and every write is validated against the version's schema.
+//!
+//! Pruning and defaulting of what a client sends happen before the Store (`custom::service`),
+//! in upstream's order (decode, prune, default, then the Store's hooks and validation); read
+//! defaults happen here, in [`Strategy::default_object`], on every object decoded from storage.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::{
+    custom::{object::CustomObject, schema::Schema},
+    strategy::Strategy,
+    violations::Violations,
+};
+
+/// One served version of a custom kind.
+pub struct CustomStrategy {
+    /// Objects live in a namespace.
+    pub namespaced: bool,
+    /// The version's schema.
+    pub schema: Arc<Schema>,
+    /// The version has the status subresource.
+    pub status: bool,
+}
+
+impl CustomStrategy {
+    fn content(obj: &CustomObject) -> Map<String, Value> {
+        obj.content().unwrap_or_default()
+    }
+
+    /// The whole object as JSON, for the schema.
+    fn json(obj: &CustomObject) -> Value {
+        obj.to_json().map(Value::Object).unwrap_or(Value::Null)
+    }
+
+    fn validate_object(&self, obj: &CustomObject) -> Violations {
+        self.schema.validate(&Self::json(obj)).into_iter().collect()
+    }
+}
+
+/// `content` without its status (when the status subresource splits it off).
+fn without_status(mut content: Map<String, Value>, status: bool) -> Map<String, Value> {
+    if status {
+        content.remove("status");
+    }
+    content
+}
+
+impl Strategy<CustomObject> for CustomStrategy {
+    fn namespace_scoped(&self) -> bool {
+        self.namespaced
+    }
+
+    fn default_object(&self, obj: &mut CustomObject) -> bool {
+        let Ok(content) = obj.content() else {
+            return false;
+        };
+        let mut value = Value::Object(content);
+        let before = value.clone();
+        self.schema.default(&mut value);
+        if value == before {
+            return false;
+        }
+        match value {
+            Value::Object(m) => obj.set_content(m).is_ok(),
+            _ => false,
+        }
+    }
+
+    fn has_defaults(&self) -> bool {
+        self.schema.has_defaults()
+    }
+
+    fn prepare_for_create(&self, obj: &mut CustomObject) {
+        if self.status {
+            let content = without_status(Self::content(obj), true);
+            let _ = obj.set_content(content);
+        }
+        obj.metadata.get_or_insert_with(Default::default).generation = 1;
+    }
+
+    fn validate(&self, obj: &CustomObject) -> Violations {
+        self.validate_object(obj)
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        // Upstream's customResourceStrategy: updates without resourceVersion are refused.
+        false
+    }
+
+    fn prepare_for_update(&self, new: &mut CustomObject, old: &CustomObject) {
+        let mut content = Self::content(new);
+        let old_content = Self::content(old);
+        if self.status {
+            match old_content.get("status") {
+                Some(s) => content.insert("status".into(), s.clone()),
+                None => content.remove("status"),
+            };
+            let _ = new.set_content(content.clone());
+        }
+        let generation = old.metadata.as_ref().map_or(0, |m| m.generation);
+        let changed =
+            without_status(content, self.status) != without_status(old_content, self.status);
+        new.metadata.get_or_insert_with(Default::default).generation =
+            if changed { generation + 1 } else { generation };
+    }
+
+    fn validate_update(&self, new: &CustomObject, _old: &CustomObject) -> Violations {
+        self.validate_object(new)
+    }
+
+    fn has_status(&self) -> bool {
+        self.status
+    }
+
+    fn prepare_for_status_update(&self, new: &mut CustomObject, old: &CustomObject) {
+        // Upstream's statusStrategy: the old object with the new status.
+        let status = Self::content(new).remove("status");
+        let mut content = Self::content(old);
+        match status {
+            Some(s) => content.insert("status".into(), s),
+            None => content.remove("status"),
+        };
+        *new = old.clone();
+        let _ = new.set_content(content);
+    }
+
+    fn validate_status_update(&self, new: &CustomObject, _old: &CustomObject) -> Violations {
+        self.validate_object(new)
+    }
+}
