@@ -69,35 +69,67 @@ impl<R: Resource> Store<R> {
             finalizers = Empty,
             deleted = Empty,
         );
-        self.delete_inner(ctx, namespace, name, options.unwrap_or_default())
-            .instrument(span)
-            .await
+        let options = options.unwrap_or_default();
+        async {
+            // First from any copy (the watch cache's: no etcd read), then, if that copy turns
+            // out stale, again from a consistent read (see `delete_inner`).
+            match self
+                .delete_inner(ctx, namespace, name, options.clone(), false)
+                .await
+            {
+                Err(Retry::Consistent) => self
+                    .delete_inner(ctx, namespace, name, options, true)
+                    .await
+                    .map_err(Retry::into_api),
+                other => other.map_err(Retry::into_api),
+            }
+        }
+        .instrument(span)
+        .await
     }
 
+    /// One attempt. With `consistent` false, the object is read from any copy storage has (its
+    /// watch cache's, without reading etcd), as updates start from the cached object: a
+    /// decision made on it is safe because the final delete then carries that copy's
+    /// resourceVersion as a precondition, so a copy that was stale fails the delete, and the
+    /// whole decision is made again on a consistent read ([`Retry::Consistent`]). A copy that
+    /// says "not found" is never believed: the consistent read decides.
     async fn delete_inner(
         &self,
         ctx: Ctx,
         namespace: &str,
         name: &str,
         mut options: DeleteOptions,
-    ) -> Result<(R, bool), ApiError> {
+        consistent: bool,
+    ) -> Result<(R, bool), Retry> {
         let span = tracing::Span::current();
         let ns = self.request_namespace(namespace, "")?;
         let key = self.key(ns, name)?;
         if let Some(e) = self.impossible_name(name) {
-            return Err(e);
+            return Err(e.into());
         }
         validate_options(self.kind(), name, &options)?;
         let dry_run = options.dry_run;
-        let existing_bytes = self
+        let read = self
             .storage
-            .get(ctx.deadline, key.clone(), false)
+            .get_at(
+                ctx.deadline,
+                key.clone(),
+                true,
+                if consistent { "" } else { "0" },
+            )
             .await
-            .map_err(|s| self.storage_error(&s, name))?
-            .ok_or_else(|| ApiError::NotFound {
-                resource: self.resource().into(),
-                name: name.into(),
-            })?;
+            .map_err(|s| self.storage_error(&s, name))?;
+        let existing_bytes = match read {
+            Some(b) => b,
+            None if !consistent => return Err(Retry::Consistent),
+            None => {
+                return Err(Retry::Api(ApiError::NotFound {
+                    resource: self.resource().into(),
+                    name: name.into(),
+                }));
+            }
+        };
         let mut existing = self.decode(&existing_bytes)?;
         let original = existing.clone();
         let mut preconditions = options.preconditions.clone();
@@ -136,7 +168,7 @@ impl<R: Resource> Store<R> {
                 .mark_for_deletion(ctx, &key, name, &options, cached.take())
                 .await?
             {
-                Err(Stop::Api(e)) => return Err(e),
+                Err(Stop::Api(e)) => return Err(e.into()),
                 Err(Stop::AlreadyDeleting) => {
                     span.record("pending", true);
                     span.record("deleted", false);
@@ -181,6 +213,15 @@ impl<R: Resource> Store<R> {
                 }
             }
         }
+        // Decided on a copy that may be stale: delete only that very revision.
+        let mut guarded = false;
+        if !consistent && last_existing.is_none() {
+            let p = preconditions.get_or_insert_with(Default::default);
+            if p.resource_version.is_none() {
+                p.resource_version = Some(meta.resource_version.clone());
+                guarded = true;
+            }
+        }
         let result = self
             .storage
             .delete(ctx.deadline, key, preconditions, dry_run, cached)
@@ -189,7 +230,10 @@ impl<R: Resource> Store<R> {
             Ok(bytes) => self.decode(&bytes)?,
             Err(s) => match (self.storage_error(&s, name), last_existing) {
                 (ApiError::NotFound { .. }, Some(last)) if ignore_not_found => last,
-                (e, _) => return Err(e),
+                (ApiError::Conflict { .. } | ApiError::NotFound { .. }, _) if guarded => {
+                    return Err(Retry::Consistent);
+                }
+                (e, _) => return Err(e.into()),
             },
         };
         span.record("deleted", true);
@@ -268,5 +312,32 @@ impl<R: Resource> Store<R> {
                 pending_finalizers,
             }),
         })
+    }
+}
+
+/// Why an attempt of [`Store::delete`] ended without an answer.
+enum Retry {
+    /// The copy it decided on was stale (or said "not found"): decide again on a consistent
+    /// read.
+    Consistent,
+    /// The answer.
+    Api(ApiError),
+}
+
+impl From<ApiError> for Retry {
+    fn from(e: ApiError) -> Self {
+        Self::Api(e)
+    }
+}
+
+impl Retry {
+    fn into_api(self) -> ApiError {
+        match self {
+            Self::Api(e) => e,
+            // Only the first attempt asks for another.
+            Self::Consistent => {
+                ApiError::Internal("a consistent delete asked to be retried".into())
+            }
+        }
     }
 }

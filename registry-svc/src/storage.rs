@@ -227,17 +227,28 @@ impl StorageClient {
         Ok(self.observe(i, r)?.into_inner().object)
     }
 
-    /// Get; `Ok(None)` for a missing key when `ignore_not_found`.
+    /// Get (consistent); `Ok(None)` for a missing key when `ignore_not_found`.
     pub async fn get(
         &self,
         deadline: Deadline,
         key: String,
         ignore_not_found: bool,
     ) -> Result<Option<Vec<u8>>, Status> {
+        self.get_at(deadline, key, ignore_not_found, "").await
+    }
+
+    /// Get at `resource_version` ("": consistent; "0": any, such as the watch cache's copy).
+    pub async fn get_at(
+        &self,
+        deadline: Deadline,
+        key: String,
+        ignore_not_found: bool,
+        resource_version: &str,
+    ) -> Result<Option<Vec<u8>>, Status> {
         let req = GetRequest {
             key,
             ignore_not_found,
-            resource_version: String::new(),
+            resource_version: resource_version.to_string(),
         };
         let (i, mut c) = self.client();
         let r = c.get(with_deadline(req, deadline)).await;
