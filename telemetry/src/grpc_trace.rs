@@ -170,6 +170,19 @@ fn grpc_code_name(code: i32) -> &'static str {
     }
 }
 
+/// Whether a call that ended with `code` marks its span as an error, by OpenTelemetry's gRPC
+/// semantic conventions: every non-OK code on a client span; on a server span only the codes
+/// that say the server failed (UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL,
+/// UNAVAILABLE, DATA_LOSS), so a NOT_FOUND or an INVALID_ARGUMENT (the caller's doing) is not
+/// red in Jaeger.
+pub fn is_error(code: i32, server: bool) -> bool {
+    if server {
+        matches!(code, 2 | 4 | 12 | 13 | 14 | 15)
+    } else {
+        code != 0
+    }
+}
+
 fn grpc_status(headers: &HeaderMap) -> Option<i32> {
     headers
         .get("grpc-status")
@@ -180,6 +193,8 @@ fn grpc_status(headers: &HeaderMap) -> Option<i32> {
 /// Records the outcome of one RPC on its span and in the metrics, exactly once.
 struct Outcome {
     span: Span,
+    /// A server span (OpenTelemetry's gRPC conventions mark fewer codes as errors there).
+    server: bool,
     start: Instant,
     labels: Option<(String, String)>,
     metrics: Option<RpcMetrics>,
@@ -193,7 +208,7 @@ impl Outcome {
         }
         self.done = true;
         self.span.record("rpc.grpc.status_code", code);
-        if code != 0 {
+        if is_error(code, self.server) {
             self.span.record("otel.status_code", "ERROR");
         }
         if let (Some(m), Some((service, method))) = (&self.metrics, self.labels.take()) {
@@ -364,6 +379,7 @@ where
             Kind::Client => inject(&span, req.headers_mut()),
         }
         let mut outcome = Outcome {
+            server: matches!(self.kind, Kind::Server),
             span: span.clone(),
             start: Instant::now(),
             labels: Some((service, method)),
@@ -422,6 +438,21 @@ mod tests {
         let back = extract(&headers);
         assert_eq!(back.span().span_context().trace_id(), sc.trace_id());
         assert_eq!(back.span().span_context().span_id(), sc.span_id());
+    }
+
+    #[test]
+    fn server_spans_are_errors_only_for_the_servers_faults() {
+        for code in [2, 4, 12, 13, 14, 15] {
+            assert!(super::is_error(code, true), "{code}");
+        }
+        for code in [0, 1, 3, 5, 6, 7, 8, 9, 10, 11, 16] {
+            assert!(!super::is_error(code, true), "{code}");
+        }
+        assert!(
+            super::is_error(5, false),
+            "every non-OK code on a client span"
+        );
+        assert!(!super::is_error(0, false));
     }
 
     #[test]
