@@ -2,7 +2,7 @@
 //! `pkg/registry/customresourcedefinition` strategy and `pkg/apis/apiextensions/validation`):
 //! cluster-scoped, updates need a resourceVersion, the main endpoint cannot write status, the
 //! status endpoint cannot write spec, `generation` follows the spec, and every version's schema
-//! must be structural (`custom::schema`).
+//! must be structural (`custom::openapi`).
 //!
 //! Names conflicts, `NamesAccepted`/`Established` and the deletion of a definition's objects are
 //! the definitions controller's (`custom::controller`), as upstream's controllers do them.
@@ -17,7 +17,8 @@ use kubestore_proto::{
 };
 
 use crate::{
-    custom::schema, strategy::Strategy, validation::dns1123_subdomain, violations::Violations,
+    custom::openapi as schema, strategy::Strategy, validation::dns1123_subdomain,
+    violations::Violations,
 };
 
 /// Upstream's finalizer that holds a definition until its objects are deleted.

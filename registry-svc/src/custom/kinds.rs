@@ -19,7 +19,7 @@ use crate::{
     custom::{
         definition::{self, condition, storage_version},
         object::CustomObject,
-        schema::Schema,
+        openapi::Schema,
         strategy::CustomStrategy,
     },
     error::ApiError,

@@ -2,7 +2,7 @@
 //!
 //! - [`definition`]: CustomResourceDefinitions as a kind of the generic Store (strategy and
 //!   static validation);
-//! - [`schema`]: the OpenAPI v3 schema engine (structural checks, validation, pruning,
+//! - [`openapi`]: the OpenAPI v3 schema engine (structural checks, validation, pruning,
 //!   defaulting);
 //! - [`object`]: a custom object in storage (ObjectMeta in field 1, the rest as JSON) and its
 //!   JSON form;
@@ -21,8 +21,7 @@ pub mod controller;
 pub mod definition;
 pub mod kinds;
 pub mod object;
-#[path = "schema_stub.rs"]
-pub mod schema;
+pub mod openapi;
 pub mod service;
 pub mod strategy;
 

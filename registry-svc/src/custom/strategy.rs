@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::{
-    custom::{object::CustomObject, schema::Schema},
+    custom::{object::CustomObject, openapi::Schema},
     strategy::Strategy,
     violations::Violations,
 };

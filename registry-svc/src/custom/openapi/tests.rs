@@ -1,0 +1,228 @@
+//! The schema engine on the CronTab example of the Kubernetes docs and on the rules that make
+//! a schema structural.
+
+use serde_json::{Value, json};
+
+use super::{Schema, validate_structural};
+
+fn crontab() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "cronSpec": {"type": "string", "pattern": "^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$"},
+                    "image": {"type": "string"},
+                    "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "default": 1},
+                    "mode": {"type": "string", "enum": ["a", "b"]},
+                    "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set", "maxItems": 3},
+                    "ports": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "port": {"type": "integer", "format": "int32"}}}
+                    },
+                    "size": {"x-kubernetes-int-or-string": true},
+                    "labels": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 5}},
+                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "when": {"type": "string", "format": "date-time"}
+                },
+                "required": ["cronSpec"]
+            }
+        }
+    })
+}
+
+fn errors(obj: Value) -> Vec<(String, String)> {
+    Schema::parse(&crontab())
+        .expect("structural")
+        .validate(&obj)
+}
+
+#[test]
+fn the_crontab_example_is_structural_and_its_documented_object_valid() {
+    assert_eq!(validate_structural(&crontab(), true), vec![]);
+    let ok = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "my-new-cron-object"},
+        "spec": {"cronSpec": "* * * * */5", "image": "my-awesome-cron-image", "replicas": 1}});
+    assert_eq!(errors(ok), vec![]);
+}
+
+#[test]
+fn violations_have_upstreams_paths_and_words() {
+    let e = errors(json!({"spec": {"cronSpec": "bad", "replicas": "string"}}));
+    assert!(
+        e.contains(&(
+            "spec.replicas".into(),
+            "Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\""
+                .into()
+        )),
+        "{e:?}"
+    );
+    assert!(
+        e.iter()
+            .any(|(p, m)| p == "spec.cronSpec" && m.contains("spec.cronSpec in body should match")),
+        "{e:?}"
+    );
+    let e = errors(
+        json!({"spec": {"replicas": 11, "mode": "c", "tags": ["x", "x"], "labels": {"a": "toolong"}}}),
+    );
+    assert!(
+        e.contains(&("spec.cronSpec".into(), "Required value".into())),
+        "{e:?}"
+    );
+    assert!(
+        e.contains(&(
+            "spec.replicas".into(),
+            "Invalid value: 11: spec.replicas in body should be less than or equal to 10".into()
+        )),
+        "{e:?}"
+    );
+    assert!(
+        e.contains(&(
+            "spec.mode".into(),
+            "Unsupported value: \"c\": supported values: \"a\", \"b\"".into()
+        )),
+        "{e:?}"
+    );
+    assert!(
+        e.contains(&("spec.tags[1]".into(), "Duplicate value: \"x\"".into())),
+        "{e:?}"
+    );
+    assert!(
+        e.contains(&(
+            "spec.labels[a]".into(),
+            "Too long: may not be more than 5 bytes".into()
+        )),
+        "{e:?}"
+    );
+    let e = errors(
+        json!({"spec": {"cronSpec": "* * * * *", "ports": [{"name": "a"}, {"name": "a"}], "size": true, "when": "yesterday"}}),
+    );
+    assert!(
+        e.iter()
+            .any(|(p, m)| p == "spec.ports[1]" && m.starts_with("Duplicate value")),
+        "{e:?}"
+    );
+    assert!(e.iter().any(|(p, _)| p == "spec.size"), "{e:?}");
+    assert!(
+        e.iter()
+            .any(|(p, m)| p == "spec.when" && m.contains("date-time")),
+        "{e:?}"
+    );
+    assert_eq!(
+        errors(
+            json!({"spec": {"cronSpec": "* * * * *", "size": "50%", "ports": [{"name": "a", "port": 80}]}})
+        ),
+        vec![]
+    );
+}
+
+#[test]
+fn unknown_fields_are_pruned_and_defaults_filled() {
+    let s = Schema::parse(&crontab()).expect("structural");
+    let mut o = json!({"apiVersion": "v", "kind": "K", "metadata": {"name": "x"}, "extra": 1,
+        "spec": {"cronSpec": "* * * * *", "unknown": 2, "free": {"anything": {"goes": 1}}}});
+    s.prune(&mut o);
+    s.default(&mut o);
+    assert_eq!(
+        o,
+        json!({"apiVersion": "v", "kind": "K", "metadata": {"name": "x"},
+        "spec": {"cronSpec": "* * * * *", "replicas": 1, "free": {"anything": {"goes": 1}}}})
+    );
+}
+
+#[test]
+fn non_structural_schemas_are_refused_with_upstreams_words() {
+    let p = validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"properties": {"a": {"type": "string"}}}}}),
+        false,
+    );
+    assert!(
+        p.contains(&(
+            "properties[spec].type".into(),
+            "Required value: must not be empty for specified object fields".into()
+        )),
+        "{p:?}"
+    );
+    let p = validate_structural(&json!({"type": "string"}), false);
+    assert!(
+        p.contains(&(
+            "type".into(),
+            "Invalid value: \"string\": must be object at the root".into()
+        )),
+        "{p:?}"
+    );
+    let p = validate_structural(
+        &json!({"type": "object", "properties": {"l": {"type": "array"}}}),
+        false,
+    );
+    assert!(
+        p.contains(&(
+            "properties[l].items".into(),
+            "Required value: must be specified".into()
+        )),
+        "{p:?}"
+    );
+    let p = validate_structural(
+        &json!({"type": "object", "properties": {"a": {"$ref": "#/x"}, "b": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}}}),
+        false,
+    );
+    assert!(
+        p.iter()
+            .any(|(f, m)| f == "properties[a].$ref" && m.contains("not supported")),
+        "{p:?}"
+    );
+    assert!(
+        p.iter()
+            .any(|(f, m)| f == "properties[b].uniqueItems" && m.contains("quadratic")),
+        "{p:?}"
+    );
+    let p = validate_structural(
+        &json!({"type": "object", "properties": {"a": {"type": "object", "properties": {}, "additionalProperties": {"type": "string"}}}}),
+        false,
+    );
+    assert!(
+        p.iter().any(|(_, m)| m.contains("mutual exclusive")),
+        "{p:?}"
+    );
+    let p = validate_structural(
+        &json!({"type": "object", "properties": {"a": {"type": "string", "anyOf": [{"type": "string"}]}}}),
+        false,
+    );
+    assert!(
+        p.iter().any(|(f, m)| f == "properties[a].anyOf[0].type"
+            && m.contains("must be empty to be structural")),
+        "{p:?}"
+    );
+    let p = validate_structural(
+        &json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}}),
+        false,
+    );
+    assert!(p.iter().any(|(f, _)| f == "properties[metadata]"), "{p:?}");
+    let p = validate_structural(
+        &json!({"type": "object", "properties": {"a": {"type": "integer", "default": "x"}}}),
+        false,
+    );
+    assert!(p.iter().any(|(f, _)| f == "properties[a].default"), "{p:?}");
+    let p = validate_structural(
+        &json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}}),
+        false,
+    );
+    assert!(
+        p.iter().any(|(f, m)| f == "properties[a].pattern"
+            && m.contains("must be a valid regular expression")),
+        "{p:?}"
+    );
+    let p = validate_structural(
+        &json!({"type": "object", "properties": {"s": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]}}}),
+        false,
+    );
+    assert_eq!(p, vec![], "int-or-string's own pattern is allowed");
+    let p = validate_structural(
+        &json!({"type": "object", "additionalProperties": true}),
+        true,
+    );
+    assert!(p.iter().any(|(f, _)| f == "additionalProperties"), "{p:?}");
+}

@@ -1,0 +1,518 @@
+//! Custom kinds end to end, through registry-svc and storage-svc on real etcd: the CronTab
+//! definition of the Kubernetes docs (its manifest, as JSON) is registered, established and
+//! served; its objects are created, read, listed, watched, updated (status subresource rules,
+//! generation), validated against the schema, and deleted; a second registry-svc serves the
+//! definition within a second of its registration; deleting the definition deletes its
+//! objects first.
+
+use std::time::{Duration, Instant};
+
+use kubestore_proto::{
+    apiextensions::v1::{
+        CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomResourceDefinition,
+        DeleteCustomObjectRequest, DeleteCustomResourceDefinitionRequest, GetCustomObjectRequest,
+        GetCustomResourceDefinitionRequest, ListCustomObjectsRequest, UpdateCustomObjectRequest,
+        WatchCustomObjectsRequest, custom_objects_client::CustomObjectsClient,
+        custom_resource_definitions_client::CustomResourceDefinitionsClient,
+    },
+    meta::v1::{ListOptions, WatchEventType},
+};
+use kubestore_tests::{
+    Cluster, reason,
+    services::{channel, spawn_registry, wait_serving},
+};
+use serde_json::{Value, json};
+use tonic::{Code, Status, transport::Channel};
+
+const NS: &str = "default";
+
+fn crontab_crd() -> CustomResourceDefinition {
+    let text = include_str!("../fixtures/crds/crontab.json");
+    serde_json::from_str(text).expect("the CronTab manifest parses as a CustomResourceDefinition")
+}
+
+fn to_struct(v: Value) -> pbjson_types::Struct {
+    serde_json::from_value(v).expect("a JSON object")
+}
+
+/// A Struct as JSON; numbers travel as doubles in a Struct, so whole ones are read back as
+/// integers (as a JSON client of upstream would see them).
+fn to_json(s: &pbjson_types::Struct) -> Value {
+    fn whole(v: Value) -> Value {
+        match v {
+            Value::Number(n) => match n.as_f64() {
+                Some(f) if n.is_f64() && f.fract() == 0.0 => json!(f as i64),
+                _ => Value::Number(n),
+            },
+            Value::Array(a) => Value::Array(a.into_iter().map(whole).collect()),
+            Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, whole(v))).collect()),
+            other => other,
+        }
+    }
+    whole(serde_json::to_value(s).expect("json"))
+}
+
+/// Registers `crd` and waits until it is established.
+async fn register(
+    defs: &mut CustomResourceDefinitionsClient<Channel>,
+    crd: CustomResourceDefinition,
+) -> CustomResourceDefinition {
+    let name = crd.metadata.as_ref().expect("meta").name.clone();
+    defs.create(CreateCustomResourceDefinitionRequest {
+        custom_resource_definition: Some(crd),
+        dry_run: false,
+    })
+    .await
+    .expect("create definition");
+    wait_established(defs, &name).await
+}
+
+async fn wait_established(
+    defs: &mut CustomResourceDefinitionsClient<Channel>,
+    name: &str,
+) -> CustomResourceDefinition {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let crd = defs
+            .get(GetCustomResourceDefinitionRequest { name: name.into() })
+            .await
+            .expect("get definition")
+            .into_inner();
+        let established = crd.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.r#type == "Established" && c.status == "True")
+        });
+        if established {
+            return crd;
+        }
+        assert!(Instant::now() < until, "never established: {crd:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn create(c: &mut CustomObjectsClient<Channel>, object: Value) -> Result<Value, Status> {
+    // The definition is established; every replica serves it within moments (retry a
+    // NOT_FOUND briefly, as a client of a freshly registered kind would).
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        let r = c
+            .create(CreateCustomObjectRequest {
+                group: "stable.example.com".into(),
+                version: "v1".into(),
+                plural: "crontabs".into(),
+                namespace: NS.into(),
+                object: Some(to_struct(object.clone())),
+                dry_run: false,
+            })
+            .await;
+        match r {
+            Err(e) if e.code() == Code::NotFound && Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            r => return r.map(|r| to_json(&r.into_inner())),
+        }
+    }
+}
+
+fn crontab(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "stable.example.com/v1",
+        "kind": "CronTab",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_definition_serves_its_kind_with_the_stores_semantics() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    let crd = register(&mut defs, crontab_crd()).await;
+    let status = crd.status.expect("status");
+    assert_eq!(status.stored_versions, vec!["v1".to_string()]);
+    let accepted = status.accepted_names.expect("accepted names");
+    assert_eq!(
+        (accepted.kind.as_str(), accepted.list_kind.as_str()),
+        ("CronTab", "CronTabList")
+    );
+
+    let mut objects = CustomObjectsClient::new(channel(&url).await);
+    let mut watch = objects
+        .watch(WatchCustomObjectsRequest {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            plural: "crontabs".into(),
+            namespace: NS.into(),
+            options: Some(ListOptions {
+                send_initial_events: Some(false),
+                ..Default::default()
+            }),
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let created = create(
+        &mut objects,
+        crontab(
+            "my-new-cron-object",
+            json!({"cronSpec": "* * * * */5", "image": "my-awesome-cron-image", "replicas": 1, "unknown": "pruned"}),
+        ),
+    )
+    .await
+    .expect("create");
+    // System fields, generation 1, unknown fields pruned.
+    let meta = &created["metadata"];
+    assert!(!meta["uid"].as_str().unwrap_or("").is_empty(), "{created}");
+    assert!(!meta["resourceVersion"].as_str().unwrap_or("").is_empty());
+    assert!(meta["creationTimestamp"].is_string());
+    assert_eq!(meta["generation"], json!(1));
+    assert_eq!(created["spec"]["replicas"], json!(1));
+    assert!(
+        created["spec"].get("unknown").is_none(),
+        "pruned: {created}"
+    );
+    assert_eq!(created["apiVersion"], json!("stable.example.com/v1"));
+    assert_eq!(created["kind"], json!("CronTab"));
+
+    // Schema violations: INVALID_ARGUMENT, Invalid, one violation per field in upstream's words.
+    let e = create(
+        &mut objects,
+        crontab(
+            "bad",
+            json!({"cronSpec": "not a cron spec", "replicas": "string"}),
+        ),
+    )
+    .await
+    .expect_err("invalid");
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::InvalidArgument, "Invalid")
+    );
+    assert!(
+        e.message().contains(
+            "spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\""
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.message().contains("spec.cronSpec in body should match"),
+        "{e:?}"
+    );
+    let e = create(
+        &mut objects,
+        crontab("big", json!({"cronSpec": "* * * * *", "replicas": 11})),
+    )
+    .await
+    .expect_err("too many replicas");
+    assert!(
+        e.message()
+            .contains("spec.replicas in body should be less than or equal to 10"),
+        "{e:?}"
+    );
+
+    let ev = tokio::time::timeout(Duration::from_secs(5), watch.message())
+        .await
+        .expect("an event in time")
+        .expect("event")
+        .expect("open");
+    assert_eq!(ev.r#type, WatchEventType::Added as i32);
+    assert_eq!(
+        to_json(ev.object.as_ref().expect("object"))["metadata"]["name"],
+        json!("my-new-cron-object")
+    );
+
+    let got = objects
+        .get(GetCustomObjectRequest {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            plural: "crontabs".into(),
+            namespace: NS.into(),
+            name: "my-new-cron-object".into(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(to_json(&got), created);
+
+    // Update: the status is the status subresource's; spec changes bump the generation.
+    let mut changed = created.clone();
+    changed["spec"]["replicas"] = json!(3);
+    changed["status"] = json!({"replicas": 7});
+    let updated = to_json(
+        &objects
+            .update(UpdateCustomObjectRequest {
+                group: "stable.example.com".into(),
+                version: "v1".into(),
+                plural: "crontabs".into(),
+                namespace: NS.into(),
+                object: Some(to_struct(changed)),
+                dry_run: false,
+            })
+            .await
+            .expect("update")
+            .into_inner(),
+    );
+    assert_eq!(updated["spec"]["replicas"], json!(3));
+    assert!(
+        updated.get("status").is_none(),
+        "status kept as stored: {updated}"
+    );
+    assert_eq!(updated["metadata"]["generation"], json!(2));
+    let mut status_only = updated.clone();
+    status_only["status"] = json!({"replicas": 3});
+    status_only["spec"]["replicas"] = json!(9);
+    let after_status = to_json(
+        &objects
+            .update_status(UpdateCustomObjectRequest {
+                group: "stable.example.com".into(),
+                version: "v1".into(),
+                plural: "crontabs".into(),
+                namespace: NS.into(),
+                object: Some(to_struct(status_only)),
+                dry_run: false,
+            })
+            .await
+            .expect("update status")
+            .into_inner(),
+    );
+    assert_eq!(after_status["status"]["replicas"], json!(3));
+    assert_eq!(after_status["spec"]["replicas"], json!(3), "spec kept");
+    assert_eq!(after_status["metadata"]["generation"], json!(2));
+
+    // An unknown kind, or version, is NOT_FOUND naming it.
+    let e = objects
+        .get(GetCustomObjectRequest {
+            group: "stable.example.com".into(),
+            version: "v2".into(),
+            plural: "crontabs".into(),
+            namespace: NS.into(),
+            name: "x".into(),
+        })
+        .await
+        .expect_err("v2 is not served");
+    assert_eq!(e.code(), Code::NotFound);
+    assert!(
+        e.message().contains("stable.example.com/v2/crontabs"),
+        "{e:?}"
+    );
+
+    // List with a label selector, and the object's removal.
+    let list = objects
+        .list(ListCustomObjectsRequest {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            plural: "crontabs".into(),
+            namespace: String::new(),
+            options: None,
+        })
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(list.items.len(), 1);
+    let deleted = objects
+        .delete(DeleteCustomObjectRequest {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            plural: "crontabs".into(),
+            namespace: NS.into(),
+            name: "my-new-cron-object".into(),
+            options: None,
+        })
+        .await
+        .expect("delete")
+        .into_inner();
+    assert!(deleted.deleted, "custom kinds have no grace period");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_registry_serves_a_new_definition_within_a_second() {
+    let cluster = Cluster::full().await;
+    let second = spawn_registry(registry_svc::Config::default(), cluster.storage.url(), None);
+    wait_serving(&second.url()).await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    register(&mut defs, crontab_crd()).await;
+    let registered = Instant::now();
+    let mut other = CustomObjectsClient::new(channel(&second.url()).await);
+    let created = create(
+        &mut other,
+        crontab(
+            "through-the-second",
+            json!({"cronSpec": "* * * * *", "replicas": 2}),
+        ),
+    )
+    .await
+    .expect("the second replica serves the new kind");
+    assert!(registered.elapsed() < Duration::from_secs(1));
+    assert_eq!(created["metadata"]["name"], json!("through-the-second"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deleting_a_definition_deletes_its_objects_first() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    register(&mut defs, crontab_crd()).await;
+    let mut objects = CustomObjectsClient::new(channel(&url).await);
+    for i in 0..5 {
+        create(
+            &mut objects,
+            crontab(&format!("c{i}"), json!({"cronSpec": "* * * * *"})),
+        )
+        .await
+        .expect("create");
+    }
+    let r = defs
+        .delete(DeleteCustomResourceDefinitionRequest {
+            name: "crontabs.stable.example.com".into(),
+            options: None,
+        })
+        .await
+        .expect("delete definition")
+        .into_inner();
+    assert!(!r.deleted, "held until its objects are gone");
+    let until = Instant::now() + Duration::from_secs(15);
+    loop {
+        match defs
+            .get(GetCustomResourceDefinitionRequest {
+                name: "crontabs.stable.example.com".into(),
+            })
+            .await
+        {
+            Err(e) if e.code() == Code::NotFound => break,
+            Err(e) => panic!("get: {e:?}"),
+            Ok(_) => {}
+        }
+        assert!(Instant::now() < until, "the definition was never deleted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The kind is no longer served, and storage holds none of its objects.
+    let e = objects
+        .list(ListCustomObjectsRequest {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            plural: "crontabs".into(),
+            namespace: String::new(),
+            options: None,
+        })
+        .await
+        .expect_err("no longer served");
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::NotFound, "NotFound")
+    );
+    let mut etcd = cluster.etcd.client().await;
+    let left = etcd
+        .get(
+            "/registry/stable.example.com/crontabs/",
+            Some(
+                etcd_client::GetOptions::new()
+                    .with_prefix()
+                    .with_keys_only(),
+            ),
+        )
+        .await
+        .expect("etcd");
+    // (The watch cache's fence key, storage's own, is no object.)
+    let objects: Vec<String> = left
+        .kvs()
+        .iter()
+        .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
+        .filter(|k| !k.contains("kubestore-fence"))
+        .collect();
+    assert_eq!(objects, Vec::<String>::new(), "every object deleted");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_definition_whose_names_are_taken_is_not_served_and_bad_ones_are_refused() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    register(&mut defs, crontab_crd()).await;
+    // Another definition of the group whose kind (and short name) the first holds.
+    let mut other = crontab_crd();
+    other.metadata.as_mut().expect("meta").name = "crontabs2.stable.example.com".into();
+    let names = other
+        .spec
+        .as_mut()
+        .expect("spec")
+        .names
+        .as_mut()
+        .expect("names");
+    names.plural = "crontabs2".into();
+    names.singular = "crontab2".into();
+    defs.create(CreateCustomResourceDefinitionRequest {
+        custom_resource_definition: Some(other),
+        dry_run: false,
+    })
+    .await
+    .expect("create the second definition");
+    let until = Instant::now() + Duration::from_secs(10);
+    let condition = loop {
+        let crd = defs
+            .get(GetCustomResourceDefinitionRequest {
+                name: "crontabs2.stable.example.com".into(),
+            })
+            .await
+            .expect("get")
+            .into_inner();
+        if let Some(c) = crd
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.r#type == "NamesAccepted"))
+        {
+            break c.clone();
+        }
+        assert!(Instant::now() < until, "names never judged");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(condition.status, "False", "{condition:?}");
+    // Upstream reports the last conflict found: kinds come after short names.
+    assert_eq!(condition.reason, "ListKindConflict", "{condition:?}");
+    assert!(
+        condition.message.contains("is already in use"),
+        "{condition:?}"
+    );
+    let mut objects = CustomObjectsClient::new(channel(&url).await);
+    let e = objects
+        .list(ListCustomObjectsRequest {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            plural: "crontabs2".into(),
+            namespace: String::new(),
+            options: None,
+        })
+        .await
+        .expect_err("not served");
+    assert_eq!(e.code(), Code::NotFound);
+
+    // Static validation: a name that is not <plural>.<group>, no storage version.
+    let mut bad = crontab_crd();
+    bad.metadata.as_mut().expect("meta").name = "wrong.stable.example.com".into();
+    for v in &mut bad.spec.as_mut().expect("spec").versions {
+        v.storage = false;
+    }
+    let e = defs
+        .create(CreateCustomResourceDefinitionRequest {
+            custom_resource_definition: Some(bad),
+            dry_run: false,
+        })
+        .await
+        .expect_err("invalid");
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::InvalidArgument, "Invalid")
+    );
+    assert!(
+        e.message()
+            .contains("must be spec.names.plural+\".\"+spec.group"),
+        "{e:?}"
+    );
+    assert!(
+        e.message()
+            .contains("must have exactly one version marked as storage version"),
+        "{e:?}"
+    );
+}
