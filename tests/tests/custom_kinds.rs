@@ -516,3 +516,86 @@ async fn a_definition_whose_names_are_taken_is_not_served_and_bad_ones_are_refus
         "{e:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_served_versions_store_in_one_and_answer_in_the_one_asked() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    let mut crd = crontab_crd();
+    let spec = crd.spec.as_mut().expect("spec");
+    let mut beta = spec.versions[0].clone();
+    beta.name = "v1beta1".into();
+    beta.storage = false;
+    spec.versions.insert(0, beta);
+    register(&mut defs, crd).await;
+    let mut objects = CustomObjectsClient::new(channel(&url).await);
+    let get = |version: &str| GetCustomObjectRequest {
+        group: "stable.example.com".into(),
+        version: version.into(),
+        plural: "crontabs".into(),
+        namespace: NS.into(),
+        name: "two".into(),
+    };
+    // Created through v1beta1 (retrying while the kind is being served)...
+    let until = Instant::now() + Duration::from_secs(2);
+    let created = loop {
+        let r = objects
+            .create(CreateCustomObjectRequest {
+                group: "stable.example.com".into(),
+                version: "v1beta1".into(),
+                plural: "crontabs".into(),
+                namespace: NS.into(),
+                object: Some(to_struct(json!({
+                    "apiVersion": "stable.example.com/v1beta1", "kind": "CronTab",
+                    "metadata": {"name": "two"}, "spec": {"cronSpec": "* * * * *"}}))),
+                dry_run: false,
+            })
+            .await;
+        match r {
+            Err(e) if e.code() == Code::NotFound && Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            r => break to_json(&r.expect("create through v1beta1").into_inner()),
+        }
+    };
+    assert_eq!(created["apiVersion"], json!("stable.example.com/v1beta1"));
+    // ... read in either version, stored in the storage version.
+    let v1 = to_json(&objects.get(get("v1")).await.expect("get v1").into_inner());
+    assert_eq!(v1["apiVersion"], json!("stable.example.com/v1"));
+    assert_eq!(v1["spec"], created["spec"]);
+    let beta = to_json(
+        &objects
+            .get(get("v1beta1"))
+            .await
+            .expect("get v1beta1")
+            .into_inner(),
+    );
+    assert_eq!(beta["apiVersion"], json!("stable.example.com/v1beta1"));
+    let mut etcd = cluster.etcd.client().await;
+    let stored = etcd
+        .get("/registry/stable.example.com/crontabs/default/two", None)
+        .await
+        .expect("etcd");
+    let value = stored.kvs().first().expect("stored").value().to_vec();
+    let text = String::from_utf8_lossy(&value);
+    assert!(
+        text.contains("\"apiVersion\":\"stable.example.com/v1\""),
+        "{text}"
+    );
+    // An apiVersion that is not the request's is refused.
+    let e = objects
+        .create(CreateCustomObjectRequest {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            plural: "crontabs".into(),
+            namespace: NS.into(),
+            object: Some(to_struct(json!({
+                "apiVersion": "stable.example.com/v1beta1", "kind": "CronTab",
+                "metadata": {"name": "mismatch"}, "spec": {}}))),
+            dry_run: false,
+        })
+        .await
+        .expect_err("mismatched apiVersion");
+    assert_eq!(e.code(), Code::InvalidArgument);
+}

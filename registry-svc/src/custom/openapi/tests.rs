@@ -226,3 +226,68 @@ fn non_structural_schemas_are_refused_with_upstreams_words() {
     );
     assert!(p.iter().any(|(f, _)| f == "additionalProperties"), "{p:?}");
 }
+
+/// The shapes controller-gen writes into real CRDs (an operator's schema, in our own words):
+/// a described root with required spec and the status subresource, `metadata: {type: object}`,
+/// int-or-string with its anyOf pattern, atomic maps, sets of enums, map lists keyed by a
+/// required field, defaults on enum strings.
+#[test]
+fn controller_gen_shapes_are_structural() {
+    let schema = json!({
+        "description": "A monitor of services.",
+        "type": "object",
+        "required": ["spec"],
+        "properties": {
+            "apiVersion": {"type": "string", "description": "APIVersion"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": {
+                "type": "object",
+                "required": ["endpoints"],
+                "properties": {
+                    "endpoints": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {
+                            "targetPort": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": true},
+                            "factor": {"anyOf": [{"type": "integer"}, {"type": "string"}], "pattern": "^(\\+|-)?[0-9]+$", "x-kubernetes-int-or-string": true},
+                            "action": {"type": "string", "default": "replace", "enum": ["replace", "keep"]},
+                            "secret": {"type": "object", "required": ["key"], "x-kubernetes-map-type": "atomic",
+                                "properties": {"key": {"type": "string"}, "name": {"type": "string", "default": ""}}},
+                            "params": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}
+                        }
+                    }},
+                    "protocols": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string", "enum": ["A", "B"]}},
+                    "selector": {"type": "object", "x-kubernetes-map-type": "atomic", "properties": {
+                        "matchExpressions": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}}}},
+                        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}}
+                    }}
+                }
+            },
+            "status": {"type": "object", "properties": {"conditions": {
+                "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
+                "items": {"type": "object", "required": ["type", "lastTransitionTime"], "properties": {
+                    "type": {"type": "string", "minLength": 1},
+                    "lastTransitionTime": {"type": "string", "format": "date-time"},
+                    "observedGeneration": {"type": "integer", "format": "int64"}
+                }}
+            }}}
+        }
+    });
+    assert_eq!(validate_structural(&schema, true), vec![]);
+    let s = Schema::parse(&schema).expect("parses");
+    let mut o = json!({"apiVersion": "m/v1", "kind": "M", "metadata": {"name": "a"},
+        "spec": {"endpoints": [{"targetPort": 8080, "factor": "-3", "secret": {"key": "k"}}], "protocols": ["A"]},
+        "status": {"conditions": [{"type": "Accepted", "lastTransitionTime": "2026-01-02T03:04:05Z"}]}});
+    s.prune(&mut o);
+    s.default(&mut o);
+    assert_eq!(o["spec"]["endpoints"][0]["action"], json!("replace"));
+    assert_eq!(o["spec"]["endpoints"][0]["secret"]["name"], json!(""));
+    assert_eq!(s.validate(&o), vec![]);
+    let bad = json!({"spec": {"endpoints": [{"factor": "x"}], "protocols": ["C"]}});
+    let e = s.validate(&bad);
+    assert!(
+        e.iter().any(|(p, _)| p == "spec.endpoints[0].factor"),
+        "{e:?}"
+    );
+    assert!(e.iter().any(|(p, _)| p == "spec.protocols[0]"), "{e:?}");
+}
