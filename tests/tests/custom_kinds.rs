@@ -599,3 +599,107 @@ async fn two_served_versions_store_in_one_and_answer_in_the_one_asked() {
         .expect_err("mismatched apiVersion");
     assert_eq!(e.code(), Code::InvalidArgument);
 }
+
+/// A definition with CEL rules: `self` and transition rules (`oldSelf`), message and reason.
+fn widget_crd(rule: &str) -> CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {
+                        "type": "object",
+                        "x-kubernetes-validations": [
+                            {"rule": rule},
+                            {"rule": "self.class == oldSelf.class", "message": "class is immutable"}
+                        ],
+                        "properties": {
+                            "class": {"type": "string"},
+                            "min": {"type": "integer"},
+                            "replicas": {"type": "integer"}
+                        }
+                    }}
+                }}
+            }]
+        }
+    }))
+    .expect("a CustomResourceDefinition")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cel_rules_validate_writes_and_transitions() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    // A rule that does not compile refuses the definition.
+    let e = defs
+        .create(CreateCustomResourceDefinitionRequest {
+            custom_resource_definition: Some(widget_crd("self.min <=")),
+            dry_run: false,
+        })
+        .await
+        .expect_err("a rule that does not compile");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(
+        e.message().contains("x-kubernetes-validations[0].rule"),
+        "{e:?}"
+    );
+    register(&mut defs, widget_crd("self.min <= self.replicas")).await;
+    let mut objects = CustomObjectsClient::new(channel(&url).await);
+    let request = |object: Value| CreateCustomObjectRequest {
+        group: "example.com".into(),
+        version: "v1".into(),
+        plural: "widgets".into(),
+        namespace: NS.into(),
+        object: Some(to_struct(object)),
+        dry_run: false,
+    };
+    let widget = |min: i64, replicas: i64, class: &str| {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+            "spec": {"min": min, "replicas": replicas, "class": class}})
+    };
+    let until = Instant::now() + Duration::from_secs(2);
+    let e = loop {
+        match objects.create(request(widget(3, 1, "a"))).await {
+            Err(e) if e.code() == Code::NotFound && Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            r => break r.expect_err("the rule fails"),
+        }
+    };
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::InvalidArgument, "Invalid")
+    );
+    assert!(
+        e.message()
+            .contains("spec: Invalid value: \"object\": failed rule: self.min <= self.replicas"),
+        "{e:?}"
+    );
+    let created = to_json(
+        &objects
+            .create(request(widget(1, 2, "a")))
+            .await
+            .expect("valid")
+            .into_inner(),
+    );
+    let mut changed = created.clone();
+    changed["spec"]["class"] = json!("b");
+    let e = objects
+        .update(UpdateCustomObjectRequest {
+            group: "example.com".into(),
+            version: "v1".into(),
+            plural: "widgets".into(),
+            namespace: NS.into(),
+            object: Some(to_struct(changed)),
+            dry_run: false,
+        })
+        .await
+        .expect_err("transition rule");
+    assert!(e.message().contains("class is immutable"), "{e:?}");
+}

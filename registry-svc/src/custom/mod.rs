@@ -4,6 +4,7 @@
 //!   static validation);
 //! - [`openapi`]: the OpenAPI v3 schema engine (structural checks, validation, pruning,
 //!   defaulting);
+//! - [`rules`]: `x-kubernetes-validations`, CEL rules with a cost bound;
 //! - [`object`]: a custom object in storage (ObjectMeta in field 1, the rest as JSON) and its
 //!   JSON form;
 //! - [`strategy`]: the strategy of one served version of a custom kind;
@@ -22,6 +23,7 @@ pub mod definition;
 pub mod kinds;
 pub mod object;
 pub mod openapi;
+pub mod rules;
 pub mod service;
 pub mod strategy;
 

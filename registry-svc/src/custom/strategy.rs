@@ -37,8 +37,12 @@ impl CustomStrategy {
         obj.to_json().map(Value::Object).unwrap_or(Value::Null)
     }
 
-    fn validate_object(&self, obj: &CustomObject) -> Violations {
-        self.schema.validate(&Self::json(obj)).into_iter().collect()
+    fn validate_object(&self, obj: &CustomObject, old: Option<&CustomObject>) -> Violations {
+        let old = old.map(Self::json);
+        self.schema
+            .validate_update(&Self::json(obj), old.as_ref())
+            .into_iter()
+            .collect()
     }
 }
 
@@ -84,7 +88,7 @@ impl Strategy<CustomObject> for CustomStrategy {
     }
 
     fn validate(&self, obj: &CustomObject) -> Violations {
-        self.validate_object(obj)
+        self.validate_object(obj, None)
     }
 
     fn allow_unconditional_update(&self) -> bool {
@@ -109,8 +113,8 @@ impl Strategy<CustomObject> for CustomStrategy {
             if changed { generation + 1 } else { generation };
     }
 
-    fn validate_update(&self, new: &CustomObject, _old: &CustomObject) -> Violations {
-        self.validate_object(new)
+    fn validate_update(&self, new: &CustomObject, old: &CustomObject) -> Violations {
+        self.validate_object(new, Some(old))
     }
 
     fn has_status(&self) -> bool {
@@ -129,7 +133,7 @@ impl Strategy<CustomObject> for CustomStrategy {
         let _ = new.set_content(content);
     }
 
-    fn validate_status_update(&self, new: &CustomObject, _old: &CustomObject) -> Violations {
-        self.validate_object(new)
+    fn validate_status_update(&self, new: &CustomObject, old: &CustomObject) -> Violations {
+        self.validate_object(new, Some(old))
     }
 }

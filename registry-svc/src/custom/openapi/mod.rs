@@ -92,8 +92,8 @@ pub struct Node {
     pub one_of: Vec<Node>,
     /// See `all_of`.
     pub not: Option<Box<Node>>,
-    /// `x-kubernetes-validations`, as written (CEL rules; see `custom::cel` where evaluated).
-    pub rules: Vec<Value>,
+    /// `x-kubernetes-validations`, compiled (`custom::rules`).
+    pub rules: Vec<std::sync::Arc<crate::custom::rules::Rule>>,
 }
 
 /// A parsed, structural schema of one version.
@@ -119,6 +119,22 @@ impl Schema {
     /// Every violation of `object` (the whole object, metadata included), with upstream's paths
     /// and wording.
     pub fn validate(&self, object: &Value) -> Vec<(String, String)> {
+        self.validate_update(object, None)
+    }
+
+    /// [`Self::validate`] for an update from `old`: transition rules (`oldSelf`) run too.
+    pub fn validate_update(&self, object: &Value, old: Option<&Value>) -> Vec<(String, String)> {
+        let mut errors = self.validate_schema(object);
+        // CEL rules run on a value the schema accepted (upstream's order), sharing one budget.
+        if errors.is_empty() {
+            let mut budget = crate::custom::rules::Budget::default();
+            validate::rules(&self.root, object, old, "", &mut errors, &mut budget);
+        }
+        errors.truncate(MAX_ERRORS);
+        errors
+    }
+
+    fn validate_schema(&self, object: &Value) -> Vec<(String, String)> {
         let mut errors = Vec::new();
         if let Value::Object(m) = object {
             // The root's apiVersion, kind and metadata are the API's, not the schema's (only
@@ -261,7 +277,12 @@ impl Node {
                 _ => None,
             },
             rules: match m.get("x-kubernetes-validations") {
-                Some(Value::Array(a)) => a.clone(),
+                Some(Value::Array(a)) => crate::custom::rules::compile(a).map_err(|p| {
+                    p.into_iter()
+                        .map(|(i, f, e)| format!("x-kubernetes-validations[{i}].{f}: {e}"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })?,
                 _ => Vec::new(),
             },
         })

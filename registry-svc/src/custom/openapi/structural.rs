@@ -196,6 +196,16 @@ fn node(m: &Map<String, Value>, path: &str, p: &mut Problems, depth: usize) {
             format!("Invalid value: {re:?}: must be a valid regular expression, but isn't: {e}"),
         ));
     }
+    if let Some(Value::Array(rules)) = m.get("x-kubernetes-validations")
+        && let Err(problems) = crate::custom::rules::compile(rules)
+    {
+        for (i, field, e) in problems {
+            p.push((
+                at(path, &format!("x-kubernetes-validations[{i}].{field}")),
+                e,
+            ));
+        }
+    }
     let props = m.get("properties").and_then(Value::as_object);
     if props.is_some()
         && m.get("additionalProperties")

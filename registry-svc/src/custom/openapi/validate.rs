@@ -474,3 +474,47 @@ fn array_items(node: &Node, items: &[Value], path: &str, errors: &mut Errors) {
         }
     }
 }
+
+/// Evaluates the CEL rules of `node` and below on `v` (`old`: its value before an update, where
+/// the same path exists), in upstream's order: a node's own rules, then its children's.
+pub(super) fn rules(
+    node: &Node,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    errors: &mut Errors,
+    budget: &mut crate::custom::rules::Budget,
+) {
+    use crate::custom::rules::{Outcome, evaluate};
+    if errors.len() >= MAX_ERRORS {
+        return;
+    }
+    for rule in &node.rules {
+        if let Outcome::Fail(suffix, message) = evaluate(rule, v, old, budget) {
+            let at = format!("{path}{suffix}");
+            push(errors, at.trim_start_matches('.'), message);
+        }
+    }
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let was = old.and_then(|o| o.get(k));
+                if let Some(c) = node.properties.get(k) {
+                    rules(c, x, was, &child(path, k), errors, budget);
+                } else if let Some(Additional::Schema(s)) = &node.additional {
+                    rules(s, x, was, &format!("{path}[{k}]"), errors, budget);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = &node.items {
+                for (i, x) in items.iter().enumerate() {
+                    // Items of an atomic list have no old value (upstream correlates only
+                    // map lists by their keys).
+                    rules(item, x, None, &format!("{path}[{i}]"), errors, budget);
+                }
+            }
+        }
+        _ => {}
+    }
+}
