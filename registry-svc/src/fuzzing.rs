@@ -25,7 +25,7 @@ pub fn field_selector(data: &[u8]) {
     };
     let _ = parse_fields(s);
     let (labels, fields) = s.split_once('\n').unwrap_or(("", s));
-    let _ = selectors::parse(labels, fields, PodStrategy.selectable_fields());
+    let _ = selectors::parse(labels, fields, PodStrategy.selectable_fields(), &[]);
 }
 
 /// A resource quantity (`100m`, `1Gi`, `1e3`): parses or not; a parsed one adds to itself

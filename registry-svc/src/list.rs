@@ -39,6 +39,7 @@ impl<R: Resource> Store<R> {
             &options.label_selector,
             &options.field_selector,
             self.strategy.selectable_fields(),
+            &self.strategy.json_fields(),
         )?;
         let namespaced = self.strategy.namespace_scoped();
         let mut ns = namespace.to_string();

@@ -85,11 +85,28 @@ impl Selection {
     }
 }
 
-/// Parses both selectors against `fields`, the kind's selectable fields.
+/// A selectable field inside a custom object's JSON content (a definition's
+/// `selectableFields`): storage reads the JSON at field 2 and follows `keys`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonField {
+    /// The field label, e.g. `spec.color`.
+    pub label: String,
+    /// Keys from the object's root, e.g. `["spec", "color"]`.
+    pub keys: Vec<String>,
+    /// How the value is read.
+    pub ty: field_requirement::Type,
+}
+
+/// The protobuf field of a custom object that holds its JSON content (`custom::object`).
+pub const JSON_CONTENT_FIELD: u32 = 2;
+
+/// Parses both selectors against `fields`, the kind's selectable fields, and `json_fields`, a
+/// custom kind's.
 pub fn parse(
     label_selector: &str,
     field_selector: &str,
     fields: &[SelectableField],
+    json_fields: &[JsonField],
 ) -> Result<Selection, ApiError> {
     let labels = parse_labels(label_selector).map_err(|e| {
         ApiError::BadRequest(format!(
@@ -105,18 +122,28 @@ pub fn parse(
     })?;
     let mut requirements = Vec::with_capacity(terms.len());
     for t in &terms {
-        let Some(f) = fields.iter().find(|f| f.label == t.field) else {
+        if let Some(f) = fields.iter().find(|f| f.label == t.field) {
+            requirements.push(FieldRequirement {
+                path: f.path.to_vec(),
+                r#type: f.ty as i32,
+                equals: t.equals,
+                value: t.value.clone(),
+                json_path: Vec::new(),
+            });
+        } else if let Some(f) = json_fields.iter().find(|f| f.label == t.field) {
+            requirements.push(FieldRequirement {
+                path: vec![JSON_CONTENT_FIELD],
+                r#type: f.ty as i32,
+                equals: t.equals,
+                value: t.value.clone(),
+                json_path: f.keys.clone(),
+            });
+        } else {
             return Err(ApiError::BadRequest(format!(
                 "field label not supported: {}",
                 kubestore_proto::limits::bounded(&t.field, 256)
             )));
-        };
-        requirements.push(FieldRequirement {
-            path: f.path.to_vec(),
-            r#type: f.ty as i32,
-            equals: t.equals,
-            value: t.value.clone(),
-        });
+        }
     }
     Ok(Selection {
         selector: Selector {
@@ -498,12 +525,12 @@ mod tests {
 
     #[test]
     fn unknown_field_labels_are_refused() {
-        let e = parse("", "spec.nodeName=n1", METADATA_FIELDS).expect_err("unsupported");
+        let e = parse("", "spec.nodeName=n1", METADATA_FIELDS, &[]).expect_err("unsupported");
         assert_eq!(e.to_string(), "field label not supported: spec.nodeName");
-        let s = parse("app=web", "metadata.name=a", METADATA_FIELDS).expect("valid");
+        let s = parse("app=web", "metadata.name=a", METADATA_FIELDS, &[]).expect("valid");
         assert_eq!(s.pinned("metadata.name"), Some("a"));
         assert_eq!(s.selector.fields[0].path, vec![1, 1]);
-        let e = parse("a b", "", METADATA_FIELDS).expect_err("malformed");
+        let e = parse("a b", "", METADATA_FIELDS, &[]).expect_err("malformed");
         assert!(e.to_string().contains("labelSelector"), "{e}");
     }
 }

@@ -116,6 +116,11 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
         METADATA_FIELDS
     }
 
+    /// Selectable fields inside a custom object's JSON (a definition's `selectableFields`).
+    fn json_fields(&self) -> Vec<crate::selectors::JsonField> {
+        Vec::new()
+    }
+
     /// Whether the kind has a status subresource (`UpdateStatus`).
     fn has_status(&self) -> bool {
         false

@@ -104,7 +104,7 @@ pub enum ScalarType {
 }
 
 impl ScalarType {
-    fn default_value(self) -> &'static str {
+    pub(crate) fn default_value(self) -> &'static str {
         match self {
             Self::String => "",
             Self::Bool => "false",

@@ -38,6 +38,8 @@ enum LabelTerm {
 #[derive(Debug, Clone)]
 struct FieldTerm {
     path: Vec<u32>,
+    /// Keys into the JSON the field at `path` holds (none: the field itself is the value).
+    json: Vec<String>,
     ty: ScalarType,
     equals: bool,
     value: String,
@@ -87,7 +89,13 @@ impl Selector {
             return true;
         }
         for f in &self.fields {
-            match scalar_at(object, &f.path, f.ty) {
+            let value = if f.json.is_empty() {
+                scalar_at(object, &f.path, f.ty)
+            } else {
+                scalar_at(object, &f.path, ScalarType::String)
+                    .and_then(|json| json_scalar(&json, &f.json, f.ty))
+            };
+            match value {
                 Some(v) if (v == f.value) == f.equals => {}
                 _ => return false,
             }
@@ -153,7 +161,31 @@ fn label_term(r: &LabelRequirement) -> Result<LabelTerm, String> {
     })
 }
 
+/// The value at `keys` in the JSON object `json`, rendered as `ty` reads it; a missing value
+/// is the type's default, as for protobuf fields; a value of another type matches nothing.
+fn json_scalar(json: &str, keys: &[String], ty: ScalarType) -> Option<String> {
+    let mut v: serde_json::Value = serde_json::from_str(json).ok()?;
+    for k in keys {
+        match v.get_mut(k) {
+            Some(x) => v = x.take(),
+            None => return Some(ty.default_value().to_string()),
+        }
+    }
+    match (ty, v) {
+        (_, serde_json::Value::Null) => Some(ty.default_value().to_string()),
+        (ScalarType::String, serde_json::Value::String(s)) => Some(s),
+        (ScalarType::Bool, serde_json::Value::Bool(b)) => Some(b.to_string()),
+        (ScalarType::Int, serde_json::Value::Number(n)) => n.as_i64().map(|i| i.to_string()),
+        _ => None,
+    }
+}
+
 fn field_term(r: &FieldRequirement) -> Result<FieldTerm, String> {
+    if r.json_path.len() > MAX_PATH_LEN || r.json_path.iter().any(String::is_empty) {
+        return Err(format!(
+            "a JSON path must have at most {MAX_PATH_LEN} non-empty keys"
+        ));
+    }
     if r.path.is_empty() || r.path.len() > MAX_PATH_LEN {
         return Err(format!(
             "a field path must have 1 to {MAX_PATH_LEN} field numbers, got {}",
@@ -171,6 +203,7 @@ fn field_term(r: &FieldRequirement) -> Result<FieldTerm, String> {
     };
     Ok(FieldTerm {
         path: r.path.clone(),
+        json: r.json_path.clone(),
         ty,
         equals: r.equals,
         value: r.value.clone(),
@@ -262,6 +295,7 @@ mod tests {
             r#type: field_requirement::Type::String as i32,
             equals,
             value: value.into(),
+            json_path: Vec::new(),
         };
         assert!(select(vec![], vec![f(&[2, 2], true, "n1")]).matches(&p));
         assert!(!select(vec![], vec![f(&[2, 2], false, "n1")]).matches(&p));
@@ -316,5 +350,45 @@ mod tests {
         for b in bad {
             assert!(Selector::from_proto("/k", Some(&b)).is_err(), "{b:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::*;
+    use kubestore_proto::storage::v1::field_requirement::Type;
+
+    #[test]
+    fn json_fields_are_read_from_the_content_field() {
+        // Field 2 (bytes): a custom object's JSON content.
+        let mut object = Vec::new();
+        prost::encoding::bytes::encode(
+            2,
+            &br#"{"spec":{"color":"blue","size":3,"on":true}}"#.to_vec(),
+            &mut object,
+        );
+        let term = |keys: &[&str], ty: Type, value: &str| FieldRequirement {
+            path: vec![2],
+            r#type: ty as i32,
+            equals: true,
+            value: value.into(),
+            json_path: keys.iter().map(|k| k.to_string()).collect(),
+        };
+        let select = |f: FieldRequirement| {
+            Selector::from_proto(
+                "/k",
+                Some(&SelectorProto {
+                    labels: vec![],
+                    fields: vec![f],
+                }),
+            )
+            .expect("valid")
+        };
+        assert!(select(term(&["spec", "color"], Type::String, "blue")).matches(&object));
+        assert!(!select(term(&["spec", "color"], Type::String, "red")).matches(&object));
+        assert!(select(term(&["spec", "size"], Type::Int, "3")).matches(&object));
+        assert!(select(term(&["spec", "on"], Type::Bool, "true")).matches(&object));
+        assert!(select(term(&["spec", "missing"], Type::String, "")).matches(&object));
+        assert!(!select(term(&["spec", "size"], Type::String, "3")).matches(&object));
     }
 }

@@ -83,6 +83,7 @@ pub fn storage_methods(seed_rv: &str) -> Vec<Method> {
             r#type: 0,
             equals: false,
             value: "seed".into(),
+            json_path: Vec::new(),
         }],
     };
     let start = |key: &str, dry_run: bool, uid: Option<&str>| UpdateStart {

@@ -703,3 +703,104 @@ async fn cel_rules_validate_writes_and_transitions() {
         .expect_err("transition rule");
     assert!(e.message().contains("class is immutable"), "{e:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn selectable_fields_select_in_lists_and_watches() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    let mut crd = widget_crd("true");
+    crd.spec.as_mut().expect("spec").versions[0].selectable_fields =
+        vec![kubestore_proto::apiextensions::v1::SelectableField {
+            json_path: ".spec.class".into(),
+        }];
+    register(&mut defs, crd).await;
+    let mut objects = CustomObjectsClient::new(channel(&url).await);
+    for (name, class) in [("a1", "a"), ("a2", "a"), ("b1", "b")] {
+        let until = Instant::now() + Duration::from_secs(2);
+        loop {
+            let r = objects
+                .create(CreateCustomObjectRequest {
+                    group: "example.com".into(),
+                    version: "v1".into(),
+                    plural: "widgets".into(),
+                    namespace: NS.into(),
+                    object: Some(to_struct(json!({
+                        "apiVersion": "example.com/v1", "kind": "Widget",
+                        "metadata": {"name": name}, "spec": {"class": class}}))),
+                    dry_run: false,
+                })
+                .await;
+            match r {
+                Err(e) if e.code() == Code::NotFound && Instant::now() < until => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                r => {
+                    r.expect("create");
+                    break;
+                }
+            }
+        }
+    }
+    let list = |selector: &str| ListCustomObjectsRequest {
+        group: "example.com".into(),
+        version: "v1".into(),
+        plural: "widgets".into(),
+        namespace: String::new(),
+        options: Some(ListOptions {
+            field_selector: selector.into(),
+            ..Default::default()
+        }),
+    };
+    let names = |l: kubestore_proto::apiextensions::v1::CustomObjectList| -> Vec<Value> {
+        l.items
+            .iter()
+            .map(|o| to_json(o)["metadata"]["name"].clone())
+            .collect()
+    };
+    let a = objects
+        .list(list("spec.class=a"))
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(names(a), vec![json!("a1"), json!("a2")]);
+    let not_a = objects
+        .list(list("spec.class!=a"))
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(names(not_a), vec![json!("b1")]);
+    let e = objects
+        .list(list("spec.other=x"))
+        .await
+        .expect_err("not selectable");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(
+        e.message()
+            .contains("field label not supported: spec.other"),
+        "{e:?}"
+    );
+    let mut w = objects
+        .watch(WatchCustomObjectsRequest {
+            group: "example.com".into(),
+            version: "v1".into(),
+            plural: "widgets".into(),
+            namespace: NS.into(),
+            options: Some(ListOptions {
+                field_selector: "spec.class=b".into(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let ev = tokio::time::timeout(Duration::from_secs(5), w.message())
+        .await
+        .expect("in time")
+        .expect("event")
+        .expect("open");
+    assert_eq!(
+        to_json(ev.object.as_ref().expect("object"))["metadata"]["name"],
+        json!("b1")
+    );
+}

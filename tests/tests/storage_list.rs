@@ -62,6 +62,7 @@ fn name_is_not(name: &str) -> Selector {
             r#type: 0,
             equals: false,
             value: name.into(),
+            json_path: Vec::new(),
         }],
     }
 }

@@ -370,6 +370,7 @@ fn validate_versions(spec: &CustomResourceDefinitionSpec, v: &mut Violations) {
             .subresources
             .as_ref()
             .is_some_and(|s| s.status.is_some());
+        let mut parsed = None;
         match version
             .schema
             .as_ref()
@@ -381,6 +382,7 @@ fn validate_versions(spec: &CustomResourceDefinitionSpec, v: &mut Violations) {
             )),
             Some(s) => {
                 let json = serde_json::to_value(s).unwrap_or_default();
+                parsed = schema::Schema::parse(&json).ok();
                 for (field, e) in schema::validate_structural(&json, has_status) {
                     let field = if field.is_empty() {
                         format!("{path}.schema.openAPIV3Schema")
@@ -445,6 +447,34 @@ fn validate_versions(spec: &CustomResourceDefinitionSpec, v: &mut Violations) {
                         f.json_path
                     ),
                 ));
+            } else if !f.json_path.starts_with('.') || f.json_path.contains('[') {
+                v.push((
+                    p,
+                    format!(
+                        "Invalid value: {:?}: is an invalid path: array notation is not allowed",
+                        f.json_path
+                    ),
+                ));
+            } else if let Some(s) = &parsed {
+                match s.node(&f.json_path) {
+                    None => v.push((
+                        p,
+                        format!(
+                            "Invalid value: {:?}: does not refer to a valid field",
+                            f.json_path
+                        ),
+                    )),
+                    Some(n) if !matches!(n.ty.as_str(), "string" | "integer" | "boolean") => {
+                        v.push((
+                            p,
+                            format!(
+                                "Invalid value: {:?}: must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+                                f.json_path
+                            ),
+                        ))
+                    }
+                    Some(_) => {}
+                }
             }
         }
     }
@@ -456,5 +486,52 @@ fn validate_versions(spec: &CustomResourceDefinitionSpec, v: &mut Violations) {
                 "Invalid value: must have exactly one version marked as storage version, has {storage}"
             ),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd(selectable: &str) -> CustomResourceDefinition {
+        serde_json::from_value(json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "selectableFields": [{"jsonPath": selectable}],
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
+                        "properties": {"class": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}}}}}}]}
+        }))
+        .expect("a definition")
+    }
+
+    fn problems(c: &CustomResourceDefinition) -> Vec<(String, String)> {
+        validate_definition(c).iter().cloned().collect()
+    }
+
+    #[test]
+    fn selectable_fields_must_name_a_scalar_of_the_schema() {
+        assert_eq!(problems(&crd(".spec.class")), vec![]);
+        let p = problems(&crd(".spec.nope"));
+        assert!(
+            p.iter()
+                .any(|(_, m)| m.contains("does not refer to a valid field")),
+            "{p:?}"
+        );
+        let p = problems(&crd(".spec.tags"));
+        assert!(
+            p.iter().any(
+                |(_, m)| m.contains("must point to a field of type string, boolean or integer")
+            ),
+            "{p:?}"
+        );
+        let p = problems(&crd(".metadata.name"));
+        assert!(
+            p.iter()
+                .any(|(_, m)| m.contains("must not point to fields in metadata")),
+            "{p:?}"
+        );
     }
 }

@@ -227,10 +227,16 @@ impl CustomKinds {
                 }
             };
             let status = v.subresources.as_ref().is_some_and(|s| s.status.is_some());
+            let json_fields = v
+                .selectable_fields
+                .iter()
+                .filter_map(|f| selectable(&schema, &f.json_path))
+                .collect();
             let strategy = CustomStrategy {
                 namespaced,
                 schema: schema.clone(),
                 status,
+                json_fields,
             };
             versions.insert(
                 v.name.clone(),
@@ -356,6 +362,25 @@ impl CustomKinds {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// A `selectableFields` entry as a field selector: its label (`spec.color` for `.spec.color`),
+/// the keys to it and its type; None for a path the schema has no string, integer or boolean
+/// at (refused when the definition was written).
+pub fn selectable(schema: &Schema, json_path: &str) -> Option<crate::selectors::JsonField> {
+    use kubestore_proto::storage::v1::field_requirement::Type;
+    let ty = match schema.node(json_path)?.ty.as_str() {
+        "string" => Type::String,
+        "integer" => Type::Int,
+        "boolean" => Type::Bool,
+        _ => return None,
+    };
+    let label = json_path.trim_start_matches('.').to_string();
+    Some(crate::selectors::JsonField {
+        keys: label.split('.').map(String::from).collect(),
+        label,
+        ty,
+    })
 }
 
 /// A definition's name.

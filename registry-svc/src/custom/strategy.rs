@@ -25,6 +25,8 @@ pub struct CustomStrategy {
     pub schema: Arc<Schema>,
     /// The version has the status subresource.
     pub status: bool,
+    /// The version's `selectableFields`, as field selectors storage reads in the JSON.
+    pub json_fields: Vec<crate::selectors::JsonField>,
 }
 
 impl CustomStrategy {
@@ -119,6 +121,10 @@ impl Strategy<CustomObject> for CustomStrategy {
 
     fn has_status(&self) -> bool {
         self.status
+    }
+
+    fn json_fields(&self) -> Vec<crate::selectors::JsonField> {
+        self.json_fields.clone()
     }
 
     fn prepare_for_status_update(&self, new: &mut CustomObject, old: &CustomObject) {
