@@ -7,7 +7,7 @@
 use tonic::{Code, Status};
 
 use crate::{
-    Ch, describe,
+    Ch, custom, describe,
     kinds::Kind,
     manifest::{self, Object, Parsed},
 };
@@ -22,10 +22,24 @@ pub fn read(path: &str) -> Result<Vec<Parsed>, String> {
     manifest::parse(&text).map_err(|e| format!("{path}: {e}"))
 }
 
-/// Applies every object; returns the lines to print and whether all succeeded.
+/// The definitions, read once and only when a document is a custom object (which may follow
+/// its definition in the same file: read after the definitions before it were applied).
+async fn definitions_for(
+    ch: &Ch,
+    cached: &mut Option<Vec<kubestore_proto::apiextensions::v1::CustomResourceDefinition>>,
+) -> Result<Vec<kubestore_proto::apiextensions::v1::CustomResourceDefinition>, Status> {
+    if cached.is_none() {
+        *cached = Some(custom::definitions(ch).await?);
+    }
+    Ok(cached.clone().unwrap_or_default())
+}
+
+/// Applies every object; returns the lines to print and whether all succeeded (a document that
+/// fails is reported and the others are applied all the same, as kubectl does).
 pub async fn apply(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
     let mut ok = true;
+    let mut defs = None;
     for doc in docs {
         for f in &doc.ignored {
             lines.push(format!(
@@ -37,6 +51,19 @@ pub async fn apply(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String>
             Object::ConfigMap(o) => apply_one(ch, default_ns, o).await,
             Object::Event(o) => apply_one(ch, default_ns, o).await,
             Object::Secret(o) => apply_one(ch, default_ns, o).await,
+            Object::Definition(d) => {
+                let r = custom::apply_definition(ch, *d).await;
+                // A custom object later in the file may be of this kind: read them again.
+                defs = None;
+                if r.is_ok() {
+                    wait_served(ch).await;
+                }
+                r
+            }
+            Object::Custom(o) => match definitions_for(ch, &mut defs).await {
+                Ok(d) => custom::apply_object(ch, &d, default_ns, o).await,
+                Err(e) => Err(e),
+            },
         };
         match result {
             Ok(line) => lines.push(line),
@@ -47,6 +74,25 @@ pub async fn apply(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String>
         }
     }
     (lines, ok)
+}
+
+/// A definition just applied is served once its names are accepted; wait a moment for it, as
+/// a definition followed by its objects in one file is the usual way to ship them.
+async fn wait_served(ch: &Ch) {
+    for _ in 0..50 {
+        if let Ok(defs) = custom::definitions(ch).await
+            && defs.iter().all(|d| {
+                d.status.as_ref().is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.r#type == "NamesAccepted" && !c.status.is_empty())
+                })
+            })
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 async fn apply_one<K: Kind>(ch: &Ch, default_ns: &str, obj: K) -> Result<String, Status> {
@@ -79,12 +125,22 @@ async fn apply_one<K: Kind>(ch: &Ch, default_ns: &str, obj: K) -> Result<String,
 pub async fn delete(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
     let mut ok = true;
-    for doc in docs {
+    let mut defs = None;
+    // Objects before definitions: an object's kind must still be served when it is deleted.
+    let (definitions, objects): (Vec<Parsed>, Vec<Parsed>) = docs
+        .into_iter()
+        .partition(|d| matches!(d.object, Object::Definition(_)));
+    for doc in objects.into_iter().chain(definitions) {
         let result = match doc.object {
             Object::Pod(o) => delete_one(ch, default_ns, o).await,
             Object::ConfigMap(o) => delete_one(ch, default_ns, o).await,
             Object::Event(o) => delete_one(ch, default_ns, o).await,
             Object::Secret(o) => delete_one(ch, default_ns, o).await,
+            Object::Definition(d) => custom::delete_definition(ch, &d).await,
+            Object::Custom(o) => match definitions_for(ch, &mut defs).await {
+                Ok(d) => custom::delete_object(ch, &d, default_ns, o).await,
+                Err(e) => Err(e),
+            },
         };
         match result {
             Ok(line) => lines.push(line),

@@ -14,6 +14,7 @@
 pub mod agent;
 pub mod apply;
 pub mod backoff;
+pub mod custom;
 pub mod demo;
 pub mod get;
 pub mod kinds;

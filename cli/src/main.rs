@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 use kubestore_cli::{
     Ch,
     agent::{self, AgentConfig},
-    apply, connect_with, demo, describe,
+    apply, connect_with, custom, demo, describe,
     get::{GetOptions, get},
 };
 use kubestore_proto::core::v1::{ConfigMap, Event, Pod, Secret};
@@ -54,7 +54,8 @@ enum Command {
     },
     /// List objects, or print one (kubectl-like).
     Get {
-        /// pods (po), configmaps (cm) or events (ev).
+        /// pods (po), configmaps (cm), events (ev), secrets, crd, or a custom kind (its
+        /// plural, singular, short name or kind).
         kind: String,
         /// One object.
         name: Option<String>,
@@ -238,12 +239,21 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
                 "configmaps" | "configmap" | "cm" => get::<ConfigMap>(&ch, &o, print).await,
                 "events" | "event" | "ev" => get::<Event>(&ch, &o, print).await,
                 "secrets" | "secret" => get::<Secret>(&ch, &o, print).await,
-                other => {
-                    eprintln!(
-                        "kubestore: unknown kind {other:?}: use pods, configmaps, events or secrets"
-                    );
-                    return ExitCode::FAILURE;
+                "crd" | "crds" | "customresourcedefinition" | "customresourcedefinitions" => {
+                    custom::get_definitions(&ch, &o, print).await
                 }
+                other => match custom::definitions(&ch).await {
+                    Ok(defs) => match custom::by_name(&defs, other) {
+                        Some(r) => custom::get(&ch, &r, &o, print).await,
+                        None => {
+                            eprintln!(
+                                "kubestore: unknown kind {other:?}: use pods, configmaps, events, secrets, crd or a kind a custom resource definition serves"
+                            );
+                            return ExitCode::FAILURE;
+                        }
+                    },
+                    Err(s) => Err(s),
+                },
             };
             r.map_or_else(fail, |()| ExitCode::SUCCESS)
         }

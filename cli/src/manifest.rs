@@ -8,7 +8,10 @@
 //! as `cpu: 1`) become strings, and fields kubestore does not model (`ports`, `env`, ...) are
 //! dropped and reported rather than refusing the whole manifest.
 
-use kubestore_proto::core::v1::{ConfigMap, Event, Pod, Secret};
+use kubestore_proto::{
+    apiextensions::v1::CustomResourceDefinition,
+    core::v1::{ConfigMap, Event, Pod, Secret},
+};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -25,6 +28,11 @@ pub enum Object {
     Event(Event),
     /// A Secret.
     Secret(Secret),
+    /// A CustomResourceDefinition (`apiextensions.k8s.io/v1`).
+    Definition(Box<CustomResourceDefinition>),
+    /// An object of any other `apiVersion` (a custom kind, looked up when applied), as its
+    /// JSON.
+    Custom(Map<String, Value>),
 }
 
 /// A manifest document, parsed.
@@ -53,16 +61,41 @@ fn parse_value(value: Value) -> Result<Parsed, String> {
     let Value::Object(mut doc) = value else {
         return Err("not a mapping".into());
     };
-    let api = doc.remove("apiVersion");
-    let kind = doc.remove("kind");
-    match api.as_ref().and_then(Value::as_str) {
-        Some("v1") => {}
-        other => {
+    let api_version = doc
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .map(String::from);
+    let kind_name = doc.get("kind").and_then(Value::as_str).map(String::from);
+    match (api_version.as_deref(), kind_name.as_deref()) {
+        (Some("v1"), _) => {}
+        (Some("apiextensions.k8s.io/v1"), Some("CustomResourceDefinition")) => {
+            doc.remove("apiVersion");
+            doc.remove("kind");
+            let crd: CustomResourceDefinition = serde_json::from_value(Value::Object(doc))
+                .map_err(|e| format!("CustomResourceDefinition: {e}"))?;
+            return Ok(Parsed {
+                object: Object::Definition(Box::new(crd)),
+                ignored: Vec::new(),
+            });
+        }
+        // Any other group/version: a custom kind, looked up among the definitions when the
+        // document is applied (a kind nobody serves fails that document only).
+        (Some(api), Some(_)) if api.contains('/') => {
+            return Ok(Parsed {
+                object: Object::Custom(doc),
+                ignored: Vec::new(),
+            });
+        }
+        (other, _) => {
             return Err(format!(
-                "unsupported apiVersion {other:?}: kubestore serves core/v1 (apiVersion: v1)"
+                "unsupported apiVersion {other:?}: kubestore serves core/v1 (apiVersion: v1), \
+                 apiextensions.k8s.io/v1 definitions and the custom kinds they define"
             ));
         }
     }
+    let api = doc.remove("apiVersion");
+    let kind = doc.remove("kind");
+    let _ = api;
     let kind = kind.as_ref().and_then(Value::as_str).unwrap_or_default();
     stringify_maps(&mut doc);
     let value = Value::Object(doc);
@@ -279,8 +312,11 @@ data:
 
     #[test]
     fn other_kinds_and_versions_are_refused() {
+        // Another group's kind parses as a custom object (looked up when applied).
+        let docs = parse("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
+            .expect("a custom object");
+        assert!(matches!(docs[0].object, Object::Custom(_)));
         for bad in [
-            "apiVersion: apps/v1\nkind: Deployment\n",
             "apiVersion: v1\nkind: Service\n",
             "kind: Pod\n",
             "- a\n- b\n",

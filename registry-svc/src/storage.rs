@@ -76,7 +76,7 @@ pub const CONNECTIONS: usize = 4;
 /// flow-control window for what it received and nobody read yet; on connections of their own,
 /// watches can never take the window unary calls need, whatever their clients do (the relay,
 /// `relay`, bounds how long one watch may hold it).
-pub const WATCH_CONNECTIONS: usize = 2;
+pub const WATCH_CONNECTIONS: usize = 4;
 
 /// Flow-control window of one watch stream to storage-svc: a slow watch holds at most this.
 const WATCH_STREAM_WINDOW: u32 = 1 << 20;

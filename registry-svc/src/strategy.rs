@@ -116,6 +116,13 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
         METADATA_FIELDS
     }
 
+    /// Whether equal objects of the kind may encode to different bytes (a message holding a
+    /// `google.protobuf.Struct`, whose fields are a hash map): updates then compare decoded
+    /// objects, so that an unchanged one is not written again.
+    fn unordered_encoding(&self) -> bool {
+        false
+    }
+
     /// Selectable fields inside a custom object's JSON (a definition's `selectableFields`).
     fn json_fields(&self) -> Vec<crate::selectors::JsonField> {
         Vec::new()

@@ -71,7 +71,8 @@ pub struct Config {
         long,
         global = true,
         env = "STORAGE_LISTEN_ADDR",
-        default_value = "127.0.0.1:50051"
+        default_value = "127.0.0.1:50051",
+        value_parser = kubestore_telemetry::deadline::parse_socket_addr
     )]
     pub listen_addr: SocketAddr,
     /// etcd client URLs, comma-separated.
@@ -119,7 +120,7 @@ pub struct Config {
     #[arg(long, env = "STORAGE_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
     /// Address of the Prometheus `/metrics` endpoint; unset: no endpoint.
-    #[arg(long, env = "STORAGE_METRICS_ADDR")]
+    #[arg(long, env = "STORAGE_METRICS_ADDR", value_parser = kubestore_telemetry::deadline::parse_socket_addr)]
     pub metrics_addr: Option<SocketAddr>,
     /// Log line format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
@@ -217,10 +218,13 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
-    let metrics_listener = match config.metrics_addr {
-        Some(addr) => Some(TcpListener::bind(addr).await?),
-        None => None,
-    };
+    let metrics_listener =
+        match config.metrics_addr {
+            Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {
+                std::io::Error::new(e.kind(), format!("--metrics-addr {addr}: {e}"))
+            })?),
+            None => None,
+        };
     run_with_metrics(listener, metrics_listener, config, shutdown).await
 }
 

@@ -68,6 +68,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn addresses_may_name_a_host() {
+        assert_eq!(
+            super::parse_socket_addr("127.0.0.1:50052").map(|a| a.port()),
+            Ok(50052)
+        );
+        let local = super::parse_socket_addr("localhost:50052").expect("localhost resolves");
+        assert!(local.ip().is_loopback() && local.port() == 50052, "{local}");
+        assert!(super::parse_socket_addr("localhost").is_err());
+    }
+
+    #[test]
     fn parses_every_unit_and_rejects_garbage() {
         assert_eq!(parse_grpc_timeout("2S"), Some(Duration::from_secs(2)));
         assert_eq!(parse_grpc_timeout("1H"), Some(Duration::from_secs(3600)));
@@ -94,6 +105,19 @@ mod tests {
             Deadline::from_metadata(&tonic::metadata::MetadataMap::new(), Duration::from_secs(3));
         assert!(d.remaining() > Duration::from_millis(2900));
     }
+}
+
+/// Parses an address flag: `127.0.0.1:50052`, `[::1]:50052`, or a host name and port
+/// (`localhost:50052`, resolved once at start, first address), as users of other tools type it.
+pub fn parse_socket_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    s.to_socket_addrs()
+        .map_err(|e| format!("{s:?} is not HOST:PORT: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{s:?} resolves to no address"))
 }
 
 /// Parses a duration flag: `10s`, `500ms`, `2m`, `1h`, or plain seconds (`30`).

@@ -72,7 +72,7 @@ where
     let result = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .map_err(|e| format!("cannot bind {listen}: {e}"))?;
+            .map_err(|e| format!("cannot bind --listen-addr {listen}: {e}"))?;
         run(listener, Box::pin(shutdown::signal()))
             .await
             .map_err(|e| e.to_string())

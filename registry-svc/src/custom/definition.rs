@@ -182,6 +182,11 @@ impl Strategy<CustomResourceDefinition> for DefinitionStrategy {
         true
     }
 
+    fn unordered_encoding(&self) -> bool {
+        // The schema is a `google.protobuf.Struct`.
+        true
+    }
+
     fn prepare_for_status_update(
         &self,
         new: &mut CustomResourceDefinition,
@@ -316,6 +321,36 @@ pub fn validate_definition(crd: &CustomResourceDefinition) -> Violations {
                 spec.group
             ),
         ));
+    }
+    // Upstream's protected groups need its approval annotation; the group that holds the
+    // definitions themselves is refused outright (its keys would mix with theirs).
+    let protected = |g: &str| {
+        g == "k8s.io"
+            || g.ends_with(".k8s.io")
+            || g == "kubernetes.io"
+            || g.ends_with(".kubernetes.io")
+    };
+    if spec.group == "apiextensions.k8s.io" {
+        v.push((
+            "spec.group".into(),
+            "Invalid value: \"apiextensions.k8s.io\": the group of the definitions themselves cannot be used".into(),
+        ));
+    } else if protected(&spec.group) {
+        let approval = crd
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.get("api-approved.kubernetes.io"));
+        match approval {
+            None => v.push((
+                "metadata.annotations[api-approved.kubernetes.io]".into(),
+                "Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111".into(),
+            )),
+            Some(a) if !(a.starts_with("unapproved") || a.starts_with("https://") || a.starts_with("http://")) => v.push((
+                "metadata.annotations[api-approved.kubernetes.io]".into(),
+                format!("Invalid value: {a:?}: protected groups must have approval annotation \"api-approved.kubernetes.io\" with either a URL or a reason starting with \"unapproved\""),
+            )),
+            Some(_) => {}
+        }
     }
     match spec.scope.as_str() {
         "Namespaced" | "Cluster" => {}

@@ -4,8 +4,8 @@
 //! Storage holds them as a [`CustomObject`]: the metadata as `meta.v1.ObjectMeta` in field 1,
 //! like every kind (so storage-svc, which reads field 1 for resourceVersion, UIDs, finalizers and
 //! label selectors, needs nothing new and stays resource-agnostic), and the rest of the object
-//! (apiVersion, kind, spec, status, ...) as JSON bytes in field 2. serde_json's maps are sorted,
-//! so equal objects encode to equal bytes and storage can skip unchanged writes. (Upstream stores
+//! (apiVersion, kind, spec, status, ...) as JSON bytes in field 2, keys sorted, so equal objects
+//! encode to equal bytes and storage can skip unchanged writes. (Upstream stores
 //! the whole object as JSON; see the README's deviations.)
 
 use kubestore_proto::meta::v1::{ListOptions, ObjectMeta};
@@ -60,12 +60,12 @@ impl CustomObject {
                 )));
             }
         };
-        let content = serde_json::to_vec(&Value::Object(object))
-            .map_err(|e| ApiError::Internal(format!("encoding a custom object: {e}")))?;
-        Ok(Self {
+        let mut me = Self {
             metadata: Some(metadata),
-            content,
-        })
+            content: Vec::new(),
+        };
+        me.set_content(object)?;
+        Ok(me)
     }
 
     /// Everything but the metadata, as a JSON object.
@@ -81,9 +81,11 @@ impl CustomObject {
         }
     }
 
-    /// Replaces everything but the metadata.
+    /// Replaces everything but the metadata. Keys are written sorted, whatever order they came
+    /// in (a `Struct` is a hash map, and serde_json keeps insertion order when a crate of the
+    /// build enables `preserve_order`): equal objects must encode to equal bytes.
     pub fn set_content(&mut self, content: Map<String, Value>) -> Result<(), ApiError> {
-        self.content = serde_json::to_vec(&Value::Object(content))
+        self.content = serde_json::to_vec(&canonical(Value::Object(content)))
             .map_err(|e| ApiError::Internal(format!("encoding a custom object: {e}")))?;
         Ok(())
     }
@@ -114,6 +116,24 @@ impl CustomObject {
         }
         object.insert("metadata".into(), meta);
         Ok(object)
+    }
+}
+
+/// `v` with every object's keys in sorted order.
+fn canonical(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, canonical(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(canonical).collect()),
+        other => other,
     }
 }
 
@@ -217,6 +237,20 @@ mod tests {
             <CustomObject as prost::Message>::decode(&encoded[..]).expect("decodes"),
             o
         );
+    }
+
+    #[test]
+    fn equal_objects_encode_to_equal_bytes_whatever_their_key_order() {
+        let a: Map<String, Value> =
+            serde_json::from_str(r#"{"b":1,"a":{"y":2,"x":3}}"#).expect("json");
+        let b: Map<String, Value> =
+            serde_json::from_str(r#"{"a":{"x":3,"y":2},"b":1}"#).expect("json");
+        let (a, b) = (
+            CustomObject::from_json(a).expect("a"),
+            CustomObject::from_json(b).expect("b"),
+        );
+        assert_eq!(a.content, b.content);
+        assert_eq!(a.content, br#"{"a":{"x":3,"y":2},"b":1}"#.to_vec());
     }
 
     #[test]
