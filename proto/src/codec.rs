@@ -21,6 +21,10 @@ use tonic_types::{ErrorDetails, StatusExt};
 pub trait Domain: Send + Sync + 'static {
     /// The domain.
     const DOMAIN: &'static str;
+    /// Whether requests are checked for decoding amplification before they are decoded
+    /// (`amplification`): registry-svc decodes objects into structs; storage-svc keeps them
+    /// as bytes.
+    const BOUND_DECODING: bool = false;
 }
 
 /// storage-svc's domain.
@@ -35,6 +39,7 @@ impl Domain for StorageDomain {
 pub struct RegistryDomain;
 impl Domain for RegistryDomain {
     const DOMAIN: &'static str = "registry.kubestore.io";
+    const BOUND_DECODING: bool = true;
 }
 
 /// prost's codec with malformed messages mapped to INVALID_ARGUMENT.
@@ -106,12 +111,27 @@ impl<U: prost::Message + Default, D: Domain> Decoder for CheckedDecoder<U, D> {
     type Error = Status;
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
+        if D::BOUND_DECODING {
+            use prost::bytes::Buf;
+            let chunk = buf.chunk();
+            if chunk.len() == buf.remaining()
+                && let Err(why) = crate::amplification::check(chunk)
+            {
+                return Err(too_many::<D>(why));
+            }
+        }
         self.inner.decode(buf).map_err(|s| malformed::<D>(&s))
     }
 
     fn buffer_settings(&self) -> BufferSettings {
         self.inner.buffer_settings()
     }
+}
+
+/// The status of a request refused before decoding (`amplification`).
+fn too_many<D: Domain>(why: String) -> Status {
+    let details = ErrorDetails::with_error_info("BadRequest", D::DOMAIN, HashMap::new());
+    Status::with_error_details(Code::InvalidArgument, why, details)
 }
 
 /// The status of a message that did not decode.

@@ -6,6 +6,7 @@
 //! - [`apiextensions::v1`]: custom kinds (`CustomResourceDefinitions`, `CustomObjects`).
 //!
 //! - [`codec`]: the codec of every generated client and server (malformed = INVALID_ARGUMENT);
+//! - [`amplification`]: what a request may decode into, checked before decoding;
 //! - [`limits`]: sizes both services agree on, and bounded error texts;
 //! - [`parse_revision`]: a resourceVersion's text, as upstream reads it.
 //!
@@ -13,6 +14,7 @@
 
 #![allow(missing_docs, unreachable_pub, clippy::doc_lazy_continuation)]
 
+pub mod amplification;
 pub mod codec;
 pub mod limits;
 mod meta_rv;

@@ -68,27 +68,68 @@ impl StoredObject {
 
 /// `data` (stored form) with `metadata.resource_version` set to `rev` (left unset for 0).
 ///
-/// The stored form has no resource_version, so rather than rebuilding the object this appends
-/// a second occurrence of field 1 holding only `resource_version`: protobuf parsers merge
-/// repeated occurrences of an embedded message, and the last value of a scalar wins. One copy
-/// of the bytes instead of three, on every object a Get, List or Watch returns. The fields are
-/// still walked, so corrupt stored data is reported here rather than by the caller's decoder.
+/// The stored form has no resource_version, so rather than decoding and re-encoding ObjectMeta
+/// this writes `resource_version` at the end of the one metadata field (its length prefix
+/// rewritten): inside one message the last value of a scalar wins, so a resource_version some
+/// other writer stored is overridden. There is exactly one field 1 on the wire: protobufjs (what
+/// `@grpc/proto-loader` installs) replaces a message field that occurs twice instead of merging
+/// it, and lost `metadata.name` when this appended a second one. Several stored occurrences of
+/// field 1 (another writer's) are merged into the first, as protobuf does. One copy of the
+/// bytes, and the fields are walked, so corrupt stored data is reported here rather than by
+/// the caller's decoder.
 pub fn with_resource_version(data: &[u8], rev: i64) -> Result<Vec<u8>, String> {
+    let mut metas = 0;
+    let mut meta_len = 0;
     for field in fields(data) {
         let field = field?;
-        if field.number == METADATA_FIELD && field.payload.is_none() {
-            return Err("stored metadata is not a message".into());
+        if field.number == METADATA_FIELD {
+            let Some(payload) = field.payload else {
+                return Err("stored metadata is not a message".into());
+            };
+            metas += 1;
+            meta_len += payload.len();
         }
     }
     if rev == 0 {
         return Ok(data.to_vec());
     }
     let rv = rev.to_string();
-    let mut out = Vec::with_capacity(data.len() + rv.len() + 4);
-    out.extend_from_slice(data);
-    let mut meta = Vec::with_capacity(rv.len() + 2);
-    put_len_delimited(&mut meta, RESOURCE_VERSION_FIELD, rv.as_bytes());
-    put_len_delimited(&mut out, METADATA_FIELD, &meta);
+    let mut rv_field = Vec::with_capacity(rv.len() + 2);
+    put_len_delimited(&mut rv_field, RESOURCE_VERSION_FIELD, rv.as_bytes());
+    let mut out = Vec::with_capacity(data.len() + rv_field.len() + 8);
+    if metas == 0 {
+        put_len_delimited(&mut out, METADATA_FIELD, &rv_field);
+        out.extend_from_slice(data);
+        return Ok(out);
+    }
+    let mut merged = false;
+    for field in fields(data) {
+        let field = field?;
+        if field.number != METADATA_FIELD {
+            out.extend_from_slice(field.raw);
+            continue;
+        }
+        if merged {
+            continue;
+        }
+        merged = true;
+        // The first occurrence carries every occurrence's payload, then resource_version.
+        prost::encoding::encode_key(
+            METADATA_FIELD,
+            prost::encoding::WireType::LengthDelimited,
+            &mut out,
+        );
+        prost::encoding::encode_varint((meta_len + rv_field.len()) as u64, &mut out);
+        for f in fields(data) {
+            let f = f?;
+            if f.number == METADATA_FIELD
+                && let Some(p) = f.payload
+            {
+                out.extend_from_slice(p);
+            }
+        }
+        out.extend_from_slice(&rv_field);
+    }
     Ok(out)
 }
 
@@ -325,6 +366,62 @@ mod tests {
         assert_eq!(with_rv.meta.uid, "u1");
         let back = ConfigMap::decode(with_rv.data.as_slice()).expect("decodes");
         assert_eq!(back, cm(""));
+    }
+
+    #[test]
+    fn the_stamped_object_has_one_metadata_field_holding_everything() {
+        let stored = StoredObject::parse(&cm("").encode_to_vec()).expect("valid");
+        let out = with_resource_version(&stored.data, 77).expect("valid");
+        let metas: Vec<_> = fields(&out)
+            .map(|f| f.expect("field"))
+            .filter(|f| f.number == METADATA_FIELD)
+            .collect();
+        assert_eq!(metas.len(), 1, "one metadata field on the wire");
+        let meta = ObjectMeta::decode(metas[0].payload.expect("message")).expect("meta");
+        assert_eq!(
+            (meta.name.as_str(), meta.resource_version.as_str()),
+            ("a", "77")
+        );
+        // Two stored occurrences (another writer's) are merged into one, the stamp last.
+        let mut twice = Vec::new();
+        put_len_delimited(
+            &mut twice,
+            METADATA_FIELD,
+            &ObjectMeta {
+                name: "n".into(),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        );
+        put_len_delimited(&mut twice, 2, b"x");
+        put_len_delimited(
+            &mut twice,
+            METADATA_FIELD,
+            &ObjectMeta {
+                uid: "u".into(),
+                resource_version: "5".into(),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        );
+        let out = with_resource_version(&twice, 9).expect("valid");
+        let metas: Vec<_> = fields(&out)
+            .map(|f| f.expect("field"))
+            .filter(|f| f.number == METADATA_FIELD)
+            .collect();
+        assert_eq!(metas.len(), 1);
+        let meta = ObjectMeta::decode(metas[0].payload.expect("message")).expect("meta");
+        assert_eq!(
+            (
+                meta.name.as_str(),
+                meta.uid.as_str(),
+                meta.resource_version.as_str()
+            ),
+            ("n", "u", "9")
+        );
+        // No metadata at all: one is added.
+        let out = with_resource_version(b"", 3).expect("valid");
+        assert_eq!(fields(&out).count(), 1);
     }
 
     #[test]

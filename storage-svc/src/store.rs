@@ -146,11 +146,14 @@ impl Store {
     /// really had (observed), though maybe no longer current.
     pub(crate) fn cached_state(&self, key: &str, etcd_key: &str) -> Option<ObjState> {
         let entry = serve::suggestion(self.cache.as_ref()?, key, etcd_key)?;
-        let mut meta = StoredObject::parse(&entry.value).ok()?.meta;
+        // The entry holds the object as returned: parsing strips resource_version back to the
+        // stored form, which the update compares its proposal with.
+        let parsed = StoredObject::parse(&entry.value).ok()?;
+        let mut meta = parsed.meta;
         meta.resource_version = entry.mod_rev.to_string();
         Some(ObjState {
             rev: entry.mod_rev,
-            data: Some(entry.value.to_vec()),
+            data: Some(parsed.data),
             meta,
             observed: true,
         })

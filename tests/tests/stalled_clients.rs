@@ -94,7 +94,22 @@ async fn watchers_that_stop_reading_are_cut_off_and_never_stall_other_calls() {
         p99 < Duration::from_millis(100),
         "p99 {p99:?} next to stalled watchers"
     );
-    // Each stalled watch, read at last, delivers what was in flight and then says why it ended.
+    // While nobody reads them, registry-svc cuts every stalled watch off (its buffer stays
+    // full for 2 s)...
+    let metrics = cluster.registry.as_ref().expect("registry").metrics_addr;
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let cut = sample(&scrape(metrics).await, "registry_watchers_cut_off_total").unwrap_or(0.0);
+        if cut >= 16.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "{cut} of 16 stalled watches cut off"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // ... and each, read at last, delivers what was in flight and then says why it ended.
     // (All are read at once: their unread data shares this client's connection window.)
     let readers: Vec<_> = stalled
         .into_iter()

@@ -48,7 +48,8 @@ const LIST_PAGE: i64 = 10_000;
 /// One object as the cache holds it.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// The stored form (no resource_version), for selectors and suggestions.
+    /// The object as returned when it parses (selectors read it), else the stored bytes as
+    /// they are.
     pub value: Bytes,
     /// The object as callers receive it; `None` when the stored bytes are corrupt.
     returned: Option<Bytes>,
@@ -706,9 +707,10 @@ fn end_all(subscribers: Vec<Subscriber>, error: impl Fn() -> StorageError) {
 }
 
 impl Entry {
-    /// An entry from stored bytes: the object as returned is the stored form followed by a
-    /// metadata fragment (see `object::with_resource_version`), so the stored form is a slice
-    /// of it and both share one allocation. Never fails: a value that does not parse (written
+    /// An entry from stored bytes, held once: as callers receive it (resource_version set, see
+    /// `object::with_resource_version`); selectors read it as well as the stored form (they
+    /// look at labels and fields, never at resource_version), and a suggestion strips it back
+    /// to the stored form when it needs one. Never fails: a value that does not parse (written
     /// by someone else) is kept as it is, so the cache stays whole and in step with etcd, and
     /// whoever reads it gets the error etcd's path gives ([`Self::object`]).
     pub fn new(value: &[u8], rev: i64) -> Self {
@@ -716,7 +718,7 @@ impl Entry {
             Ok(object) => {
                 let object = Bytes::from(object);
                 Self {
-                    value: object.slice(..value.len()),
+                    value: object.clone(),
                     returned: Some(object),
                     mod_rev: rev,
                 }
