@@ -466,20 +466,7 @@ pub async fn get(
         });
         return Ok(());
     }
-    let mut field_selector = o.field_selector.clone();
-    if let Some(name) = &o.name {
-        let pin = format!("metadata.name={name}");
-        field_selector = if field_selector.is_empty() {
-            pin
-        } else {
-            format!("{field_selector},{pin}")
-        };
-    }
-    let options = ListOptions {
-        label_selector: o.label_selector.clone(),
-        field_selector,
-        ..Default::default()
-    };
+    let options = o.list_options();
     // Pages of 500, as kubectl's --chunk-size.
     let mut items = Vec::new();
     let mut token = String::new();

@@ -31,6 +31,27 @@ pub struct GetOptions {
     pub output: String,
 }
 
+impl GetOptions {
+    /// The List options these ask for: the selectors, and `metadata.name` pinned when one
+    /// object is watched by name.
+    pub fn list_options(&self) -> ListOptions {
+        let mut field_selector = self.field_selector.clone();
+        if let Some(name) = &self.name {
+            let pin = format!("metadata.name={name}");
+            field_selector = if field_selector.is_empty() {
+                pin
+            } else {
+                format!("{field_selector},{pin}")
+            };
+        }
+        ListOptions {
+            label_selector: self.label_selector.clone(),
+            field_selector,
+            ..Default::default()
+        }
+    }
+}
+
 fn header<K: Kind>(o: &GetOptions) -> Vec<String> {
     let mut h = Vec::new();
     if o.all_namespaces {
@@ -75,20 +96,7 @@ pub async fn get<K: Kind>(
         });
         return Ok(());
     }
-    let mut field_selector = o.field_selector.clone();
-    if let Some(name) = &o.name {
-        let pin = format!("metadata.name={name}");
-        field_selector = if field_selector.is_empty() {
-            pin
-        } else {
-            format!("{field_selector},{pin}")
-        };
-    }
-    let options = ListOptions {
-        label_selector: o.label_selector.clone(),
-        field_selector,
-        ..Default::default()
-    };
+    let options = o.list_options();
     let (meta, items) = pager::list_all::<K>(ch, ns, options.clone()).await?;
     if structured {
         out(manifest::render(
