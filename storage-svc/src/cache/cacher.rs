@@ -336,6 +336,10 @@ impl Cacher {
             }
             if let Err(e) = self.relist().await {
                 tracing::warn!(resource = %self.resource, error = %e, "watch cache: list failed; retrying");
+                // A watch that subscribed while the cache was breaking (it checked readiness
+                // just before) would otherwise wait here with nothing but bookmarks: it ends
+                // with the list's error (INTERNAL for a value that cannot be read).
+                self.end_watches(|| e.clone());
                 tokio::select! {
                     () = crate::watch::stopped(&mut stop) => return,
                     () = tokio::time::sleep(backoff) => {}
