@@ -9,8 +9,15 @@
 //! count too: an over-estimate, never an under-estimate). A request may hold
 //! [`BASE_ELEMENTS`] elements plus one per [`BYTES_PER_ELEMENT`] bytes: real objects spend
 //! more than that on every element (a label `a: "b"` is 8 bytes, and map keys are unique), while
-//! the bound keeps any request's decoded size under about 50 times its encoded size. A request
-//! over it is INVALID_ARGUMENT (`BadRequest`) naming where its elements are.
+//! the bound keeps a request's decoded size near 50 times its encoded size. A request over it
+//! is INVALID_ARGUMENT (`BadRequest`) naming where its elements are.
+//!
+//! Measured (a counting allocator, the densest request of 768 KiB the bound accepts, glibc's
+//! block sizes): 12-41x for labels, data, finalizers and containers, 52x for empty owner
+//! references or containers, 64x for empty printer columns and 121x for empty definition
+//! versions, the largest struct. The bound counts elements, not what each decodes into; a
+//! weight per message type (from the descriptors) would even these out, and is left for later:
+//! definitions are written rarely, by few clients, and the worst case is about 120 MiB per MiB of request.
 
 /// Elements any request may hold, whatever its size.
 pub const BASE_ELEMENTS: usize = 1000;

@@ -75,6 +75,11 @@ impl ServedKind {
     }
 }
 
+/// A resourceVersion as a number (0 when it is not one).
+fn revision(rv: &str) -> i64 {
+    rv.parse().unwrap_or(0)
+}
+
 /// NOT_FOUND for a kind or version nobody serves.
 pub fn not_found(group: &str, version: &str, plural: &str) -> ApiError {
     ApiError::NotFound {
@@ -130,17 +135,22 @@ impl CustomKinds {
             .collect()
     }
 
-    /// Takes in a definition as it now is: served, changed, or no longer served.
+    /// Takes in a definition as it now is: served, changed, or no longer served. A copy older
+    /// than the one held (the watch bringing what a request's read already took in) is ignored.
     pub fn apply(&self, crd: &CustomResourceDefinition) {
-        let name = crd
-            .metadata
-            .as_ref()
-            .map(|m| m.name.clone())
-            .unwrap_or_default();
-        self.definitions
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name, crd.clone());
+        let meta = crd.metadata.clone().unwrap_or_default();
+        {
+            let mut definitions = self.definitions.write().unwrap_or_else(|p| p.into_inner());
+            if let Some(held) = definitions
+                .get(&meta.name)
+                .and_then(|d| d.metadata.as_ref())
+                && held.uid == meta.uid
+                && revision(&held.resource_version) > revision(&meta.resource_version)
+            {
+                return;
+            }
+            definitions.insert(meta.name.clone(), crd.clone());
+        }
         let key = crd.spec.as_ref().map(|s| {
             (
                 s.group.clone(),
@@ -153,12 +163,7 @@ impl CustomKinds {
         let served = self.build(crd);
         let mut kinds = self.kinds.write().unwrap_or_else(|p| p.into_inner());
         // The kind may have been served under other accepted names: drop those.
-        let uid = crd
-            .metadata
-            .as_ref()
-            .map(|m| m.uid.clone())
-            .unwrap_or_default();
-        kinds.retain(|_, k| k.uid != uid);
+        kinds.retain(|_, k| k.uid != meta.uid);
         if let (Some(key), Some(served)) = (key, served) {
             kinds.insert(key, Arc::new(served));
         }

@@ -37,7 +37,7 @@ use crate::{
     },
     error::ApiError,
     service::{DELETE_COLLECTION_TIMEOUT, ctx, ctx_within, required},
-    store::Store,
+    store::{Ctx, Store},
 };
 
 /// Both services.
@@ -199,15 +199,30 @@ impl CustomService {
     /// The served kind and version a request names, with its namespace checked against the
     /// kind's scope (`collection`: List, Watch and DeleteCollection may leave a namespaced
     /// kind's namespace empty).
-    fn resolve(
+    ///
+    /// A kind or version this replica does not know yet is looked up in storage (a consistent
+    /// read of its definition, `<plural>.<group>`) before it is refused: the definitions watch
+    /// may lag the write that established it, and a client that saw `Established=True` (from
+    /// any replica) must be served at once, not get a NOT_FOUND it cannot tell from a typo.
+    async fn resolve(
         &self,
+        ctx: &Ctx,
         t: &Target<'_>,
         collection: bool,
     ) -> Result<(Arc<ServedKind>, String), ApiError> {
-        let kind = self
+        let known = self
             .kinds
             .get(t.group, t.plural)
-            .ok_or_else(|| not_found(t.group, t.version, t.plural))?;
+            .filter(|k| k.version(t.version).is_ok());
+        let kind = match known {
+            Some(kind) => kind,
+            None => {
+                self.catch_up(ctx, t).await?;
+                self.kinds
+                    .get(t.group, t.plural)
+                    .ok_or_else(|| not_found(t.group, t.version, t.plural))?
+            }
+        };
         kind.version(t.version)?;
         if !kind.namespaced && !t.namespace.is_empty() {
             return Err(ApiError::NotFound {
@@ -222,6 +237,29 @@ impl CustomService {
             )));
         }
         Ok((kind, t.version.to_string()))
+    }
+
+    /// Reads the definition a request names from storage and takes it in (a definition the
+    /// watch has not brought yet). A name that cannot be a definition's, or one that is not
+    /// there, leaves the kinds as they are: the caller's NOT_FOUND follows.
+    async fn catch_up(&self, ctx: &Ctx, t: &Target<'_>) -> Result<(), ApiError> {
+        if t.group.is_empty() || t.plural.is_empty() {
+            return Ok(());
+        }
+        match self
+            .definitions
+            .get(*ctx, "", &format!("{}.{}", t.plural, t.group))
+            .await
+        {
+            Ok(crd) => {
+                self.kinds.apply(&crd);
+                Ok(())
+            }
+            Err(ApiError::NotFound { .. } | ApiError::BadRequest(_) | ApiError::Invalid { .. }) => {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// A client's object taken in: checked, pruned, defaulted, in the storage version.
@@ -299,7 +337,7 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<pbjson_types::Struct>, Status> {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&target!(r), false)?;
+        let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
         if kind.terminating {
             return Err(ApiError::Forbidden(format!(
                 "create not allowed while custom resource definition {}.{} is terminating",
@@ -322,7 +360,7 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<pbjson_types::Struct>, Status> {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&target!(r), false)?;
+        let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
         let obj = kind
             .version(&v)?
             .store
@@ -337,7 +375,7 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<pbjson_types::Struct>, Status> {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&target!(r), false)?;
+        let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
         let version = kind.version(&v)?;
         let obj = Self::take_in(&kind, version, &v, r.object)?;
         let updated = version
@@ -353,7 +391,7 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<pbjson_types::Struct>, Status> {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&target!(r), false)?;
+        let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
         let version = kind.version(&v)?;
         if !version.store.strategy.has_status() {
             return Err(not_found(&kind.group, &format!("{v} (status)"), &kind.plural).into());
@@ -372,7 +410,7 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<DeleteCustomObjectResponse>, Status> {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&target!(r), false)?;
+        let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
         let (obj, deleted) = kind
             .version(&v)?
             .store
@@ -390,7 +428,7 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<CustomObjectList>, Status> {
         let ctx = ctx_within(request.metadata(), DELETE_COLLECTION_TIMEOUT);
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&target!(r), true)?;
+        let (kind, v) = self.resolve(&ctx, &target!(r), true).await?;
         let (metadata, items) = kind
             .version(&v)?
             .store
@@ -412,7 +450,7 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<CustomObjectList>, Status> {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&target!(r), true)?;
+        let (kind, v) = self.resolve(&ctx, &target!(r), true).await?;
         let (metadata, items) = kind
             .version(&v)?
             .store
@@ -434,8 +472,10 @@ impl CustomObjects for CustomService {
         &self,
         request: Request<WatchCustomObjectsRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
+        // The watch itself has no deadline; looking its kind up has a unary call's.
+        let lookup = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&target!(r), true)?;
+        let (kind, v) = self.resolve(&lookup, &target!(r), true).await?;
         let events = kind
             .version(&v)?
             .store
