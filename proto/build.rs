@@ -18,6 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "storage/v1/storage.proto",
         "core/v1/core.proto",
         "apiextensions/v1/apiextensions.proto",
+        "coordination/v1/coordination.proto",
     ] {
         println!("cargo:rerun-if-changed={p}");
     }
@@ -44,14 +45,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .codec_path("crate::codec::RegistryCodec")
         .file_descriptor_set_path(out.join("core_descriptor.bin"))
         .compile_protos(
-            &["core/v1/core.proto", "apiextensions/v1/apiextensions.proto"],
+            &[
+                "core/v1/core.proto",
+                "apiextensions/v1/apiextensions.proto",
+                "coordination/v1/coordination.proto",
+            ],
             &["."],
         )?;
     for (set, packages) in [
         ("storage_descriptor.bin", &[".meta.v1", ".storage.v1"][..]),
         (
             "core_descriptor.bin",
-            &[".core.v1", ".apiextensions.v1"][..],
+            &[".core.v1", ".apiextensions.v1", ".coordination.v1"][..],
         ),
     ] {
         let descriptors = std::fs::read(out.join(set))?;

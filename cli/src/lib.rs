@@ -13,7 +13,8 @@
 
 pub mod agent;
 pub mod apply;
-pub mod backoff;
+/// How refused writes are retried (shared with the controllers).
+pub use kubestore_controllers::backoff;
 pub mod custom;
 pub mod demo;
 pub mod get;
@@ -58,6 +59,24 @@ pub async fn connect_with(url: &str, tls: &ClientTlsArgs) -> Result<Ch, String> 
     Ok(tower::ServiceBuilder::new()
         .layer(GrpcTraceLayer::client())
         .service(channel))
+}
+
+/// [`connect_with`], but connecting on first use (and again after a failure): for processes
+/// that outlive registry-svc restarts and may start before it (the controller-manager).
+pub fn connect_lazy_with(url: &str, tls: &ClientTlsArgs) -> Result<Ch, String> {
+    let config = tls.config().map_err(|e| e.to_string())?;
+    check_scheme("--registry", url, config.is_some()).map_err(|e| e.to_string())?;
+    let mut endpoint = tonic::transport::Endpoint::from_shared(url.to_string())
+        .map_err(|e| format!("invalid --registry {url:?}: {e}"))?
+        .connect_timeout(std::time::Duration::from_secs(5));
+    if let Some(config) = config {
+        endpoint = endpoint
+            .tls_config(config)
+            .map_err(|e| format!("TLS configuration: {e}"))?;
+    }
+    Ok(tower::ServiceBuilder::new()
+        .layer(GrpcTraceLayer::client())
+        .service(endpoint.connect_lazy()))
 }
 
 /// A plain channel to `url` (named by `flag` in errors), over TLS when `tls` gives a CA.

@@ -10,6 +10,7 @@ use kubestore_cli::{
     apply, connect_with, custom, demo, describe,
     get::{GetOptions, get},
 };
+use kubestore_controllers::manager;
 use kubestore_proto::core::v1::{ConfigMap, Event, Pod, Secret};
 use kubestore_telemetry::{LogFormat, TelemetryConfig, deadline::parse_duration, shutdown};
 
@@ -51,6 +52,34 @@ enum Command {
         /// Longest time a pod takes to stop (its grace period, when shorter, wins).
         #[arg(long, default_value = "5s", value_parser = parse_duration)]
         stop_delay: Duration,
+    },
+    /// The controllers (today the garbage collector), while this process holds the
+    /// kube-system/kube-controller-manager Lease; several may run, one acts.
+    ControllerManager {
+        /// This candidate's identity in the Lease (default: host name and a random suffix).
+        #[arg(long)]
+        identity: Option<String>,
+        /// How long a leader's claim lasts without renewal.
+        #[arg(long, default_value = "15s", value_parser = parse_duration)]
+        leader_elect_lease_duration: Duration,
+        /// How long a leader tries to renew before it stops leading.
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        leader_elect_renew_deadline: Duration,
+        /// How often candidates try to take or renew the Lease.
+        #[arg(long, default_value = "2s", value_parser = parse_duration)]
+        leader_elect_retry_period: Duration,
+        /// The Lease's namespace.
+        #[arg(long, default_value = "kube-system")]
+        leader_elect_resource_namespace: String,
+        /// The Lease's name.
+        #[arg(long, default_value = "kube-controller-manager")]
+        leader_elect_resource_name: String,
+        /// Objects the garbage collector checks at once (kube-controller-manager's flag).
+        #[arg(long, default_value_t = 20)]
+        concurrent_gc_syncs: usize,
+        /// Address of the Prometheus `/metrics` endpoint; unset: none.
+        #[arg(long, env = "CONTROLLER_METRICS_ADDR", value_parser = kubestore_telemetry::deadline::parse_socket_addr)]
+        metrics_addr: Option<std::net::SocketAddr>,
     },
     /// List objects, or print one (kubectl-like).
     Get {
@@ -123,6 +152,7 @@ fn main() -> ExitCode {
     };
     let service = match &cli.command {
         Command::Agent { .. } => "kubestore-agent",
+        Command::ControllerManager { .. } => "kubestore-controller-manager",
         _ => "kubestore",
     };
     let guard = match runtime.block_on(async {
@@ -148,6 +178,9 @@ fn main() -> ExitCode {
         {
             return storage_rewrite(storage_addr, &cli.tls, resource).await;
         }
+        if let Command::ControllerManager { .. } = &cli.command {
+            return controller_manager(&cli).await;
+        }
         let ch = match connect_with(&cli.registry, &cli.tls).await {
             Ok(c) => c,
             Err(e) => {
@@ -160,6 +193,60 @@ fn main() -> ExitCode {
     // Flush spans outside block_on (the SDK's flush blocks).
     guard.shutdown();
     code
+}
+
+async fn controller_manager(cli: &Cli) -> ExitCode {
+    let Command::ControllerManager {
+        identity,
+        leader_elect_lease_duration,
+        leader_elect_renew_deadline,
+        leader_elect_retry_period,
+        leader_elect_resource_namespace,
+        leader_elect_resource_name,
+        concurrent_gc_syncs,
+        metrics_addr,
+    } = &cli.command
+    else {
+        return ExitCode::FAILURE;
+    };
+    let ch = match kubestore_cli::connect_lazy_with(&cli.registry, &cli.tls) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("kubestore: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut config =
+        manager::ManagerConfig::new(identity.clone().unwrap_or_else(manager::default_identity));
+    config.leader.lease_duration = *leader_elect_lease_duration;
+    config.leader.renew_deadline = *leader_elect_renew_deadline;
+    config.leader.retry_period = *leader_elect_retry_period;
+    config.leader.namespace = leader_elect_resource_namespace.clone();
+    config.leader.name = leader_elect_resource_name.clone();
+    config.gc.workers = *concurrent_gc_syncs;
+    config.metrics_addr = *metrics_addr;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown::signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let identity = config.leader.identity.clone();
+    match manager::run(ch, config, stop_rx, |h| {
+        println!(
+            "controller-manager {identity}: campaigning for the lease{} (Ctrl-C stops)",
+            h.metrics_addr
+                .map(|a| format!("; metrics on http://{a}/metrics"))
+                .unwrap_or_default()
+        );
+    })
+    .await
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kubestore: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn storage_rewrite(
@@ -260,7 +347,7 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
         Command::Apply { filename } => manifest_command(&ch, &namespace, &filename, true).await,
         Command::Delete { filename } => manifest_command(&ch, &namespace, &filename, false).await,
         // Handled before connecting to registry-svc (it talks to storage-svc).
-        Command::Storage { .. } => ExitCode::FAILURE,
+        Command::Storage { .. } | Command::ControllerManager { .. } => ExitCode::FAILURE,
     }
 }
 

@@ -4,6 +4,7 @@
 //! - [`storage::v1`]: the resource-agnostic `Storage` service (storage-svc).
 //! - [`core::v1`]: the typed resources served by registry-svc (`Pods`, `ConfigMaps`, `Events`).
 //! - [`apiextensions::v1`]: custom kinds (`CustomResourceDefinitions`, `CustomObjects`).
+//! - [`coordination::v1`]: `Leases` (leader election).
 //!
 //! - [`codec`]: the codec of every generated client and server (malformed = INVALID_ARGUMENT);
 //! - [`amplification`]: what a request may decode into, checked before decoding;
@@ -85,3 +86,12 @@ pub const STORAGE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("s
 /// Encoded `FileDescriptorSet` of `core.v1` and `apiextensions.v1` and what they import, for
 /// registry-svc's reflection.
 pub const CORE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("core_descriptor");
+
+/// Leases (leader election), served by registry-svc.
+pub mod coordination {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("coordination.v1");
+        include!(concat!(env!("OUT_DIR"), "/coordination.v1.serde.rs"));
+    }
+}

@@ -49,6 +49,11 @@ use kubestore_proto::apiextensions::v1::{
     custom_objects_server::CustomObjectsServer,
     custom_resource_definitions_server::CustomResourceDefinitionsServer,
 };
+use kubestore_proto::coordination::v1::{
+    CreateLeaseRequest, DeleteCollectionLeasesRequest, DeleteLeaseRequest, DeleteLeaseResponse,
+    GetLeaseRequest, Lease, LeaseList, LeaseWatchEvent, ListLeasesRequest, UpdateLeaseRequest,
+    WatchLeasesRequest, leases_server::LeasesServer,
+};
 use kubestore_proto::core::v1::{
     ConfigMap, ConfigMapList, ConfigMapWatchEvent, CreateConfigMapRequest, CreateEventRequest,
     CreatePodRequest, DeleteCollectionConfigMapsRequest, DeleteCollectionEventsRequest,
@@ -80,7 +85,7 @@ use tonic_health::{
 
 use crate::{
     kinds::{
-        configmap::ConfigMapStrategy, event::EventStrategy, pod::PodStrategy,
+        configmap::ConfigMapStrategy, event::EventStrategy, lease::LeaseStrategy, pod::PodStrategy,
         secret::SecretStrategy,
     },
     passthrough::PassThrough,
@@ -149,6 +154,22 @@ grpc_service!(
     WatchSecretsRequest,
     SecretWatchEvent,
     DeleteCollectionSecretsRequest
+);
+
+grpc_service!(
+    kubestore_proto::coordination::v1::leases_server::Leases,
+    Lease,
+    lease,
+    CreateLeaseRequest,
+    GetLeaseRequest,
+    UpdateLeaseRequest,
+    DeleteLeaseRequest,
+    DeleteLeaseResponse,
+    ListLeasesRequest,
+    LeaseList,
+    WatchLeasesRequest,
+    LeaseWatchEvent,
+    DeleteCollectionLeasesRequest
 );
 
 /// Command-line and environment configuration (CLI > env > defaults).
@@ -376,6 +397,10 @@ pub async fn run_with_metrics(
         .add_service(serve!(
             SecretsServer,
             Store::new(storage.clone(), SecretStrategy)
+        ))
+        .add_service(serve!(
+            LeasesServer,
+            Store::new(storage.clone(), LeaseStrategy)
         ))
         .add_service(
             CustomResourceDefinitionsServer::new(custom.clone())

@@ -75,6 +75,13 @@ resource!(
     WatchEventsRequest
 );
 resource!(
+    kubestore_proto::coordination::v1::Lease,
+    "Lease",
+    "leases",
+    kubestore_proto::coordination::v1::ListLeasesRequest,
+    kubestore_proto::coordination::v1::WatchLeasesRequest
+);
+resource!(
     Secret,
     "Secret",
     "secrets",

@@ -5,6 +5,7 @@
 pub mod configmap;
 pub mod event;
 pub mod hugepages;
+pub mod lease;
 pub mod pod;
 pub mod pod_defaults;
 pub mod secret;

@@ -1,0 +1,177 @@
+//! The informer every controller uses (client-go's reflector): list in pages, then watch from
+//! the list's resourceVersion with bookmarks; when a watch ends, resume from the last
+//! resourceVersion seen; when that version is too old (OUT_OF_RANGE, reason Expired), list
+//! again. Refusals wait as [`crate::backoff`] says (a server's RetryInfo wins), so a registry-svc
+//! that is down is retried at most every few seconds, never in a busy loop.
+//!
+//! What it saw goes to one bounded channel as [`Delta`]s: a whole list as `Replace` (the
+//! consumer drops what the list no longer holds), then each change. A full channel holds the
+//! informer back rather than buffering without bound.
+
+use std::{future::Future, pin::Pin, time::Duration};
+
+use kubestore_proto::meta::v1::{ListMeta, ListOptions, ObjectMeta, WatchEventType};
+use tokio::sync::{mpsc, watch};
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Code, Status};
+
+use crate::{backoff::Backoff, client::KindClient};
+
+/// Objects per list page (kubectl's and client-go's chunk size).
+pub const PAGE: i64 = 500;
+
+/// What an informer saw.
+#[derive(Debug, Clone)]
+pub enum Delta<T> {
+    /// Every object there is (after a list): what is not here is gone.
+    Replace(Vec<T>),
+    /// An object was added or changed.
+    Upsert(T),
+    /// An object was deleted (its last state).
+    Delete(T),
+}
+
+/// A watch's events.
+pub type Events<T> = Pin<Box<dyn Stream<Item = Result<(WatchEventType, T), Status>> + Send>>;
+
+/// What an informer lists and watches.
+pub trait Source: Send + Sync + 'static {
+    /// The objects.
+    type Item: Send + 'static;
+    /// An object's resourceVersion.
+    fn resource_version(item: &Self::Item) -> String;
+    /// One page.
+    fn list(
+        &self,
+        options: ListOptions,
+    ) -> impl Future<Output = Result<(Vec<Self::Item>, ListMeta), Status>> + Send;
+    /// Changes after `options.resource_version`.
+    fn watch(
+        &self,
+        options: ListOptions,
+    ) -> impl Future<Output = Result<Events<Self::Item>, Status>> + Send;
+}
+
+impl Source for KindClient {
+    type Item = ObjectMeta;
+    fn resource_version(item: &ObjectMeta) -> String {
+        item.resource_version.clone()
+    }
+    async fn list(&self, options: ListOptions) -> Result<(Vec<ObjectMeta>, ListMeta), Status> {
+        let page = KindClient::list(self, "", options).await?;
+        Ok((page.items, page.metadata))
+    }
+    async fn watch(&self, options: ListOptions) -> Result<Events<ObjectMeta>, Status> {
+        KindClient::watch(self, options).await
+    }
+}
+
+/// Whether `s` says "that resourceVersion is gone: list again".
+pub fn expired(s: &Status) -> bool {
+    s.code() == Code::OutOfRange
+}
+
+/// Lists every page; the list's resourceVersion and its items.
+pub async fn list_all<S: Source>(source: &S) -> Result<(Vec<S::Item>, String), Status> {
+    let mut items = Vec::new();
+    let mut token = String::new();
+    loop {
+        let (page, meta) = source
+            .list(ListOptions {
+                limit: PAGE,
+                r#continue: token,
+                ..Default::default()
+            })
+            .await?;
+        items.extend(page);
+        if meta.r#continue.is_empty() {
+            return Ok((items, meta.resource_version));
+        }
+        token = meta.r#continue;
+    }
+}
+
+/// Runs the informer until `stop` is raised or `sink` is closed.
+pub async fn run<S: Source>(
+    source: S,
+    sink: mpsc::Sender<Delta<S::Item>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut backoff = Backoff::default();
+    let mut rv: Option<String> = None;
+    loop {
+        if *stop.borrow() || sink.is_closed() {
+            return;
+        }
+        let failed = match rv.clone() {
+            None => match list_all(&source).await {
+                Ok((items, list_rv)) => {
+                    if sink.send(Delta::Replace(items)).await.is_err() {
+                        return;
+                    }
+                    rv = Some(list_rv);
+                    backoff = Backoff::default();
+                    None
+                }
+                Err(s) => Some(s),
+            },
+            Some(from) => {
+                let options = ListOptions {
+                    resource_version: from,
+                    allow_watch_bookmarks: true,
+                    ..Default::default()
+                };
+                match source.watch(options).await {
+                    Err(s) => Some(s),
+                    Ok(mut events) => loop {
+                        let next = tokio::select! {
+                            _ = stop.changed() => return,
+                            next = events.next() => next,
+                        };
+                        match next {
+                            // The server ended the watch (its timeout, a shutdown): resume.
+                            None => break None,
+                            Some(Err(s)) => break Some(s),
+                            Some(Ok((kind, item))) => {
+                                backoff = Backoff::default();
+                                let item_rv = S::resource_version(&item);
+                                let delta = match kind {
+                                    WatchEventType::Added | WatchEventType::Modified => {
+                                        Some(Delta::Upsert(item))
+                                    }
+                                    WatchEventType::Deleted => Some(Delta::Delete(item)),
+                                    _ => None,
+                                };
+                                if let Some(d) = delta
+                                    && sink.send(d).await.is_err()
+                                {
+                                    return;
+                                }
+                                if !item_rv.is_empty() {
+                                    rv = Some(item_rv);
+                                }
+                            }
+                        }
+                    },
+                }
+            }
+        };
+        let Some(s) = failed else { continue };
+        if expired(&s) {
+            tracing::debug!(error = %s.message(), "informer: resourceVersion expired; listing again");
+            rv = None;
+            continue;
+        }
+        let delay = if rv.is_some() && s.code() == Code::Unavailable {
+            // A watch cut by a restart: come back soon, but not at once.
+            backoff.delay(&s).min(Duration::from_secs(1))
+        } else {
+            backoff.delay(&s)
+        };
+        tracing::debug!(error = %s.message(), code = ?s.code(), ?delay, "informer: call refused; retrying");
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep(delay) => {}
+        }
+    }
+}
