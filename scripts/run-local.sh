@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the stack on this machine: etcd, storage-svc, registry-svc and a node agent for node-1
+# Runs the stack on this machine: etcd, storage-svc, registry-svc, a controller-manager (the
+# garbage collector) and a node agent for node-1
 # (a stand-in kubelet), then the demo client against it. The stack keeps running until Ctrl-C
 # (or exits after the demo with --demo-only).
 #
@@ -54,11 +55,15 @@ OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME_AGENT:-kubestore-agent} \
   "$bin/kubestore" --registry http://127.0.0.1:50052 agent --node node-1 --stop-delay 2s &
 pids+=($!)
 
+OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME_CONTROLLERS:-kubestore-controller-manager} \
+  "$bin/kubestore" --registry http://127.0.0.1:50052 controller-manager --metrics-addr 127.0.0.1:9093 &
+pids+=($!)
+
 "$bin/kubestore" --registry http://127.0.0.1:50052 demo
 if [ "$demo_only" = 1 ]; then
   exit 0
 fi
 echo
-echo "stack running: storage-svc 127.0.0.1:50051, registry-svc 127.0.0.1:50052, metrics :9091 :9092,"
-echo "node agent for node-1 (Ctrl-C stops). Try: $bin/kubestore get pods -A -w"
+echo "stack running: storage-svc 127.0.0.1:50051, registry-svc 127.0.0.1:50052, metrics :9091 :9092 :9093,"
+echo "a controller-manager (garbage collector), node agent for node-1 (Ctrl-C stops). Try: $bin/kubestore get pods -A -w"
 wait

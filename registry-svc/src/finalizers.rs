@@ -3,8 +3,9 @@
 //! and when an update that empties the finalizers must delete the object
 //! (`ShouldDeleteDuringUpdate`).
 //!
-//! kubestore has no garbage collector: `orphan` and `foregroundDeletion` are recorded exactly as
-//! upstream records them, for a controller (or the client) to act on and remove.
+//! `orphan` and `foregroundDeletion` are recorded exactly as upstream records them; the garbage
+//! collector (`kubestore controller-manager`, the `controllers` crate) acts on them and removes
+//! them, as upstream's does.
 
 use kubestore_proto::Timestamp;
 use kubestore_proto::meta::v1::{DeleteOptions, ObjectMeta, PropagationPolicy};
