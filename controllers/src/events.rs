@@ -63,7 +63,17 @@ impl Recorder {
         };
         let event = Event {
             metadata: Some(ObjectMeta {
-                generate_name: format!("{}.", about.name),
+                // client-go's event names: the object's name and the time in hex (a
+                // generateName may not end with a dot).
+                name: format!(
+                    "{}.{:x}",
+                    // 253 characters at most, with the 17 of the suffix.
+                    about.name.get(..about.name.len().min(236)).unwrap_or("event"),
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_nanos()
+                ),
                 namespace: namespace.clone(),
                 annotations: [(
                     "kubestore.io/source".to_string(),

@@ -24,7 +24,10 @@ use kubestore_proto::{
     },
     meta::v1::{DeleteOptions, ListOptions, ObjectMeta, OwnerReference, PropagationPolicy},
 };
-use kubestore_tests::{Cluster, services::channel};
+use kubestore_tests::{
+    Cluster,
+    services::{channel, sample, scrape},
+};
 use serde_json::json;
 use tokio::sync::watch;
 use tonic::{Code, transport::Channel};
@@ -51,6 +54,7 @@ impl Manager {
         config.leader.renew_deadline = lease.mul_f64(0.66);
         config.leader.retry_period = lease / 5;
         config.gc.workers = workers;
+        config.metrics_addr = Some("127.0.0.1:0".parse().expect("addr"));
         let (stop, stop_rx) = watch::channel(false);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let url = url.to_string();
@@ -308,6 +312,49 @@ async fn background_deletion_cascades_three_levels_across_kinds() {
         }
     })
     .await;
+    // What it did is reported: an event on the owner, and the metrics.
+    let events = cluster.events().await;
+    eventually(
+        "a DeletingDependents event names the owner",
+        Duration::from_secs(5),
+        || {
+            let (mut events, uid) = (events.clone(), tab_meta.uid.clone());
+            async move {
+                events
+                    .list(kubestore_proto::core::v1::ListEventsRequest {
+                        namespace: NS.into(),
+                        options: None,
+                    })
+                    .await
+                    .expect("list events")
+                    .into_inner()
+                    .items
+                    .iter()
+                    .any(|e| {
+                        e.reason == "DeletingDependents"
+                            && e.involved_object.as_ref().is_some_and(|o| {
+                                o.uid == uid && o.kind == "CronTab" && o.name == "nightly"
+                            })
+                    })
+            }
+        },
+    )
+    .await;
+    let scraped = scrape(m.handle.metrics_addr.expect("metrics")).await;
+    assert!(
+        sample(&scraped, "garbagecollector_deleted_dependents_total").unwrap_or(0.0) >= 3.0,
+        "{scraped}"
+    );
+    assert_eq!(
+        sample(
+            &scraped,
+            "leader_election_master_status{name=\"kube-controller-manager\"}"
+        ),
+        Some(1.0)
+    );
+    assert!(
+        sample(&scraped, "garbagecollector_removed_owner_references_total").unwrap_or(0.0) >= 1.0
+    );
     let shared = get_cm(&mut cms, "shared")
         .await
         .expect("a live owner keeps it");

@@ -307,7 +307,11 @@ pub async fn run(
         let k = kind.clone();
         tokio::spawn(async move {
             while let Some(d) = rx.recv().await {
-                if forward.send(Change::Objects(k.clone(), Box::new(d))).await.is_err() {
+                if forward
+                    .send(Change::Objects(k.clone(), Box::new(d)))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -340,7 +344,11 @@ pub async fn run(
     let forward = changes.clone();
     tokio::spawn(async move {
         while let Some(d) = defs_rx.recv().await {
-            if forward.send(Change::Definitions(Box::new(d))).await.is_err() {
+            if forward
+                .send(Change::Definitions(Box::new(d)))
+                .await
+                .is_err()
+            {
                 return;
             }
         }
