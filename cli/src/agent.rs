@@ -24,14 +24,20 @@ use std::{
 use kubestore_proto::{
     Timestamp,
     core::v1::{DeletePodRequest, GetPodRequest, Pod, UpdatePodRequest, pods_client::PodsClient},
-    meta::v1::{DeleteOptions, ListOptions, Preconditions, WatchEventType},
+    meta::v1::{DeleteOptions, ListOptions, Preconditions},
 };
 use tokio::sync::watch;
-use tokio_stream::StreamExt;
 use tonic::{Code, Request, Status};
-use tonic_types::StatusExt;
 
-use crate::{Ch, backoff::Backoff, kinds::Kind, pager, table::now};
+use kubestore_controllers::informer::{self, Delta};
+use tokio::sync::mpsc;
+
+use crate::{
+    Ch,
+    backoff::Backoff,
+    kinds::{Kind, Listing},
+    table::now,
+};
 
 /// Longest the agent waits for one call (sent as `grpc-timeout`, and enforced by the client):
 /// a call that hangs must not stall its pod's retries.
@@ -154,97 +160,41 @@ enum Reread {
 }
 
 impl Agent {
-    /// List, then watch from the list's version; on a dropped stream resume from the last
-    /// version seen, on Expired list again. Never returns.
+    /// Lists and watches the node's pods through the informer (pages of 500, resume from the
+    /// last version seen, list again on Expired, back off on refusals). Never returns.
     async fn follow(self: Arc<Self>) {
         let selector = format!("spec.nodeName={}", self.config.node);
-        let mut backoff = Duration::from_millis(100);
-        loop {
-            // In pages of 500, as the kubelet's reflector lists.
-            let options = ListOptions {
-                field_selector: selector.clone(),
+        let source = Listing::<Pod>::new(
+            self.ch.clone(),
+            "",
+            ListOptions {
+                field_selector: selector,
                 ..Default::default()
-            };
-            let rv = match pager::list_all::<Pod>(&self.ch, "", options).await {
-                Ok((meta, pods)) => {
-                    // Pods deleted while the agent was not watching: their workers end.
-                    let listed: std::collections::HashSet<String> =
-                        pods.iter().map(|p| p.meta().uid).collect();
-                    if let Ok(mut work) = self.pods.lock() {
-                        work.retain(|uid, _| listed.contains(uid));
-                    }
-                    for p in pods {
-                        self.clone().handle(p);
-                    }
-                    meta.resource_version
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e.message(), "agent: list failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
-                    continue;
-                }
-            };
-            backoff = Duration::from_millis(100);
-            if let Err(e) = self.clone().watch_from(rv, &selector).await {
-                let expired = e
-                    .get_details_error_info()
-                    .is_some_and(|i| i.reason == "Expired");
-                if !expired {
-                    tracing::warn!(error = %e.message(), "agent: watch ended; listing again");
-                    tokio::time::sleep(backoff).await;
-                }
-            }
-        }
-    }
-
-    /// Watches from `rv`, resuming after drops, until an error that needs a new list.
-    async fn watch_from(self: Arc<Self>, mut rv: String, selector: &str) -> Result<(), Status> {
-        let mut drops = 0;
-        loop {
-            let stream = Pod::watch(
-                &self.ch,
-                "",
-                ListOptions {
-                    field_selector: selector.to_string(),
-                    resource_version: rv.clone(),
-                    allow_watch_bookmarks: true,
-                    ..Default::default()
-                },
-            )
-            .await;
-            let mut stream = match stream {
-                Ok(s) => s,
-                Err(e) if e.code() == Code::Unavailable && drops < 10 => {
-                    drops += 1;
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            while let Some(event) = stream.next().await {
-                match event {
-                    Ok((kind, pod)) => {
-                        rv = pod.meta().resource_version;
-                        drops = 0;
-                        match kind {
-                            WatchEventType::Added | WatchEventType::Modified => {
-                                self.clone().handle(pod)
-                            }
-                            WatchEventType::Deleted => self.forget(&pod),
-                            _ => {}
+            },
+        );
+        let (tx, mut rx) = mpsc::channel::<Delta<Pod>>(256);
+        // Never raised: the agent stops by dropping this future (the informer with it).
+        let (_keep, stop) = watch::channel(false);
+        let consume = async {
+            while let Some(delta) = rx.recv().await {
+                match delta {
+                    Delta::Replace(pods) => {
+                        // Pods deleted while the agent was not watching: their workers end.
+                        let listed: std::collections::HashSet<String> =
+                            pods.iter().map(|p| p.meta().uid).collect();
+                        if let Ok(mut work) = self.pods.lock() {
+                            work.retain(|uid, _| listed.contains(uid));
+                        }
+                        for p in pods {
+                            self.clone().handle(p);
                         }
                     }
-                    // Dropped (shutdown of a service, network): resume from `rv`.
-                    Err(e) if e.code() == Code::Unavailable && drops < 10 => {
-                        drops += 1;
-                        break;
-                    }
-                    Err(e) => return Err(e),
+                    Delta::Upsert(pod) => self.clone().handle(pod),
+                    Delta::Delete(pod) => self.forget(&pod),
                 }
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        };
+        tokio::join!(informer::run(source, tx, stop), consume);
     }
 
     /// The pod is gone (its DELETED event): its worker, if any, ends.

@@ -6,11 +6,16 @@
 //! columns line up); `-w` then watches from the list's resourceVersion, so that it prints what
 //! changed after the list and nothing the list already showed.
 
-use kubestore_proto::meta::v1::{ListOptions, WatchEventType};
-use tokio_stream::StreamExt;
+use kubestore_controllers::informer::{self, Delta};
+use kubestore_proto::meta::v1::ListOptions;
+use tokio::sync::{mpsc, watch};
 use tonic::Status;
 
-use crate::{Ch, kinds::Kind, manifest, pager, table};
+use crate::{
+    Ch,
+    kinds::{Kind, Listing},
+    manifest, pager, table,
+};
 
 /// What to get and how to print it.
 #[derive(Debug, Clone, Default)]
@@ -117,28 +122,34 @@ pub async fn get<K: Kind>(
     if !o.watch {
         return Ok(());
     }
-    let mut events = K::watch(
-        ch,
-        ns,
-        ListOptions {
-            resource_version: meta.resource_version,
-            ..options
-        },
-    )
-    .await?;
-    while let Some(e) = events.next().await {
-        let (kind, obj) = e?;
-        if kind == WatchEventType::Bookmark {
-            continue;
+    // Through the informer: a watch that drops (registry-svc restarting) resumes from the last
+    // version printed; an expired one lists again and prints every object again.
+    let source = Listing::<K>::new(ch.clone(), ns, options);
+    let (tx, mut rx) = mpsc::channel::<Delta<K>>(256);
+    let (_keep, stop) = watch::channel(false);
+    let print = async {
+        while let Some(delta) = rx.recv().await {
+            let objects = match delta {
+                Delta::Replace(all) => all,
+                Delta::Upsert(obj) | Delta::Delete(obj) => vec![obj],
+            };
+            for obj in objects {
+                out(if structured {
+                    manifest::render(&manifest::to_value(&obj), &o.output)
+                        .map_err(Status::internal)?
+                } else {
+                    // Rows padded like the table's header (kubectl does the same).
+                    let h = header::<K>(o);
+                    let t = table::render(&h, &[row(&obj, o)]);
+                    t.lines().nth(1).unwrap_or_default().to_string()
+                });
+            }
         }
-        out(if structured {
-            manifest::render(&manifest::to_value(&obj), &o.output).map_err(Status::internal)?
-        } else {
-            // Rows padded like the table's header (kubectl does the same).
-            let h = header::<K>(o);
-            let t = table::render(&h, &[row(&obj, o)]);
-            t.lines().nth(1).unwrap_or_default().to_string()
-        });
+        Ok::<(), Status>(())
+    };
+    tokio::select! {
+        () = informer::run_from(source, tx, stop, Some(meta.resource_version)) => {}
+        r = print => r?,
     }
     Ok(())
 }

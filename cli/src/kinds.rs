@@ -337,3 +337,60 @@ impl Columns for Secret {
         ]
     }
 }
+
+/// What `options` select of a kind in `ns` ("" = all), as the informer's source
+/// ([`kubestore_controllers::informer`]): the agent and `get -w` list and watch through it.
+pub struct Listing<K> {
+    ch: Ch,
+    ns: String,
+    options: ListOptions,
+    _kind: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K> Listing<K> {
+    /// The objects `options` (selectors) select in `ns`.
+    pub fn new(ch: Ch, ns: &str, options: ListOptions) -> Self {
+        Self {
+            ch,
+            ns: ns.to_string(),
+            options,
+            _kind: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<K: Kind + Send> kubestore_controllers::informer::Source for Listing<K> {
+    type Item = K;
+    fn resource_version(item: &K) -> String {
+        item.meta().resource_version
+    }
+    async fn list(&self, page: ListOptions) -> Result<(Vec<K>, ListMeta), Status> {
+        let options = ListOptions {
+            limit: page.limit,
+            // A continue token carries its revision; upstream refuses both together.
+            resource_version: if page.r#continue.is_empty() {
+                self.options.resource_version.clone()
+            } else {
+                String::new()
+            },
+            r#continue: page.r#continue,
+            ..self.options.clone()
+        };
+        let (meta, items) = K::list(&self.ch, &self.ns, options).await?;
+        Ok((items, meta))
+    }
+    async fn watch(&self, from: ListOptions) -> Result<Events<K>, Status> {
+        K::watch(
+            &self.ch,
+            &self.ns,
+            ListOptions {
+                resource_version: from.resource_version,
+                allow_watch_bookmarks: from.allow_watch_bookmarks,
+                limit: 0,
+                r#continue: String::new(),
+                ..self.options.clone()
+            },
+        )
+        .await
+    }
+}

@@ -68,7 +68,10 @@ impl Recorder {
                 name: format!(
                     "{}.{:x}",
                     // 253 characters at most, with the 17 of the suffix.
-                    about.name.get(..about.name.len().min(236)).unwrap_or("event"),
+                    about
+                        .name
+                        .get(..about.name.len().min(236))
+                        .unwrap_or("event"),
                     std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .unwrap_or_default()

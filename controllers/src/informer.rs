@@ -44,12 +44,12 @@ pub trait Source: Send + Sync + 'static {
     fn list(
         &self,
         options: ListOptions,
-    ) -> impl Future<Output = Result<(Vec<Self::Item>, ListMeta), Status>> + Send;
+    ) -> impl Future<Output = Result<(Vec<Self::Item>, ListMeta), Status>>;
     /// Changes after `options.resource_version`.
     fn watch(
         &self,
         options: ListOptions,
-    ) -> impl Future<Output = Result<Events<Self::Item>, Status>> + Send;
+    ) -> impl Future<Output = Result<Events<Self::Item>, Status>>;
 }
 
 impl Source for KindClient {
@@ -66,23 +66,32 @@ impl Source for KindClient {
     }
 }
 
-/// Whether `s` says "that resourceVersion is gone: list again".
+/// Whether `s` says "that resourceVersion is gone: list again" (410 Gone, reason Expired).
 pub fn expired(s: &Status) -> bool {
     s.code() == Code::OutOfRange
 }
 
-/// Lists every page; the list's resourceVersion and its items.
+/// Lists every page; the list's resourceVersion and its items. A continue token that expired
+/// between two pages makes it list again in one call (client-go's pager,
+/// `FullListIfExpired`): pages of different revisions would not be one snapshot.
 pub async fn list_all<S: Source>(source: &S) -> Result<(Vec<S::Item>, String), Status> {
     let mut items = Vec::new();
     let mut token = String::new();
     loop {
-        let (page, meta) = source
+        let paged = source
             .list(ListOptions {
                 limit: PAGE,
-                r#continue: token,
+                r#continue: token.clone(),
                 ..Default::default()
             })
-            .await?;
+            .await;
+        let (page, meta) = match paged {
+            Err(s) if !token.is_empty() && expired(&s) => {
+                let (all, meta) = source.list(ListOptions::default()).await?;
+                return Ok((all, meta.resource_version));
+            }
+            other => other?,
+        };
         items.extend(page);
         if meta.r#continue.is_empty() {
             return Ok((items, meta.resource_version));
@@ -95,10 +104,21 @@ pub async fn list_all<S: Source>(source: &S) -> Result<(Vec<S::Item>, String), S
 pub async fn run<S: Source>(
     source: S,
     sink: mpsc::Sender<Delta<S::Item>>,
+    stop: watch::Receiver<bool>,
+) {
+    run_from(source, sink, stop, None).await
+}
+
+/// [`run`], starting with a watch from `resource_version` when given (the caller listed
+/// already, as `kubestore get -w` does) instead of a list.
+pub async fn run_from<S: Source>(
+    source: S,
+    sink: mpsc::Sender<Delta<S::Item>>,
     mut stop: watch::Receiver<bool>,
+    resource_version: Option<String>,
 ) {
     let mut backoff = Backoff::default();
-    let mut rv: Option<String> = None;
+    let mut rv: Option<String> = resource_version;
     loop {
         if *stop.borrow() || sink.is_closed() {
             return;
