@@ -11,6 +11,7 @@
 //! mode, i.e. the same library `run` and env-configured telemetry as the real binaries), so
 //! each has its own RSS. Timings are reported, never asserted.
 
+mod gc;
 mod listwatch;
 mod procs;
 mod report;
@@ -89,6 +90,10 @@ struct Cli {
     /// A few operations only (CI smoke test); writes target/bench-smoke.md.
     #[arg(long)]
     smoke: bool,
+    /// Instead of the benchmark: the garbage collector's background cascade of this many
+    /// dependents (`gc.rs`); prints its report row.
+    #[arg(long, value_name = "N")]
+    gc_cascade: Option<usize>,
     /// Instead of the benchmark: a steady load for this many seconds, sampling RSS, fds and
     /// tasks (`soak.rs`); writes target/soak.md unless --out says otherwise.
     #[arg(long, value_name = "SECS")]
@@ -103,6 +108,16 @@ enum Command {
     /// Run registry-svc (used by the benchmark itself).
     #[command(hide = true)]
     ServeRegistry(registry_svc::Config),
+    /// Run a controller-manager (used by the benchmark itself).
+    #[command(hide = true)]
+    ServeControllers {
+        /// registry-svc's URL.
+        #[arg(long)]
+        registry: String,
+        /// Where `/metrics` is served.
+        #[arg(long)]
+        metrics_addr: std::net::SocketAddr,
+    },
 }
 
 /// Measures `$obj.$method(i)` as one row.
@@ -636,6 +651,36 @@ async fn bench(cli: Cli) -> Result<(), String> {
     Ok(())
 }
 
+/// A controller-manager with default settings against `registry` (the cascade benchmark).
+fn serve_controllers(registry: &str, metrics_addr: std::net::SocketAddr) -> ExitCode {
+    let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    else {
+        return ExitCode::FAILURE;
+    };
+    let result = rt.block_on(async {
+        let endpoint = tonic::transport::Endpoint::from_shared(registry.to_string())
+            .map_err(|e| e.to_string())?;
+        let ch = tower::ServiceBuilder::new()
+            .layer(kubestore_telemetry::GrpcTraceLayer::client())
+            .service(endpoint.connect_lazy());
+        let mut config = kubestore_controllers::manager::ManagerConfig::new(
+            kubestore_controllers::manager::default_identity(),
+        );
+        config.metrics_addr = Some(metrics_addr);
+        let (_stop_tx, stop) = tokio::sync::watch::channel(false);
+        kubestore_controllers::manager::run(ch, config, stop, |_| {}).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kubestore-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let mut cli = Cli::parse();
     match cli.command.take() {
@@ -659,6 +704,10 @@ fn main() -> ExitCode {
                 |l, stop| registry_svc::run(l, config, stop),
             );
         }
+        Some(Command::ServeControllers {
+            registry,
+            metrics_addr,
+        }) => return serve_controllers(&registry, metrics_addr),
         None => {}
     }
     if cli.smoke {
@@ -677,6 +726,15 @@ fn main() -> ExitCode {
     else {
         return ExitCode::FAILURE;
     };
+    if let Some(n) = cli.gc_cascade {
+        return match rt.block_on(gc::cascade(n)) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kubestore-bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let done = match cli.soak {
         Some(secs) => {
             let out = if cli.out == std::path::Path::new("BENCHMARKS.md") {
