@@ -103,14 +103,14 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run storage-svc (used by the benchmark itself).
-    #[command(hide = true)]
-    ServeStorage(storage_svc::Config),
+    #[command(hide = true, name = "serve-storage")]
+    Storage(storage_svc::Config),
     /// Run registry-svc (used by the benchmark itself).
-    #[command(hide = true)]
-    ServeRegistry(registry_svc::Config),
+    #[command(hide = true, name = "serve-registry")]
+    Registry(registry_svc::Config),
     /// Run a controller-manager (used by the benchmark itself).
-    #[command(hide = true)]
-    ServeControllers {
+    #[command(hide = true, name = "serve-controllers")]
+    Controllers {
         /// registry-svc's URL.
         #[arg(long)]
         registry: String,
@@ -684,7 +684,7 @@ fn serve_controllers(registry: &str, metrics_addr: std::net::SocketAddr) -> Exit
 fn main() -> ExitCode {
     let mut cli = Cli::parse();
     match cli.command.take() {
-        Some(Command::ServeStorage(config)) => {
+        Some(Command::Storage(config)) => {
             let (fmt, listen) = (config.log_format, config.listen_addr);
             return kubestore_telemetry::process::main(
                 "storage-svc",
@@ -694,7 +694,7 @@ fn main() -> ExitCode {
                 |l, stop| storage_svc::run(l, config, stop),
             );
         }
-        Some(Command::ServeRegistry(config)) => {
+        Some(Command::Registry(config)) => {
             let (fmt, listen) = (config.log_format, config.listen_addr);
             return kubestore_telemetry::process::main(
                 "registry-svc",
@@ -704,7 +704,7 @@ fn main() -> ExitCode {
                 |l, stop| registry_svc::run(l, config, stop),
             );
         }
-        Some(Command::ServeControllers {
+        Some(Command::Controllers {
             registry,
             metrics_addr,
         }) => return serve_controllers(&registry, metrics_addr),
