@@ -4,12 +4,24 @@
 # (a stand-in kubelet), then the demo client against it. The stack keeps running until Ctrl-C
 # (or exits after the demo with --demo-only).
 #
+#   scripts/run-local.sh                      the stack and the demo; runs until Ctrl-C
+#   scripts/run-local.sh --demo-only          exits after the demo
+#   scripts/run-local.sh --demo-only --then CMD...   runs CMD against the stack after the demo
+#                                             and exits with its status (CI: the client examples)
+#
 # Ports: etcd 2379 (peer 2380), storage-svc 50051, registry-svc 50052, metrics 9091/9092.
 # Set OTEL_EXPORTER_OTLP_ENDPOINT to export traces (e.g. to a local Jaeger on :4317).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 demo_only=0
-[ "${1:-}" = "--demo-only" ] && demo_only=1
+then=()
+while [ $# -gt 0 ]; do
+  case $1 in
+  --demo-only) demo_only=1; shift ;;
+  --then) shift; then=("$@"); break ;;
+  *) echo "usage: $0 [--demo-only] [--then CMD...]" >&2; exit 2 ;;
+  esac
+done
 
 scripts/deps.sh
 cargo build --quiet --bins
@@ -60,6 +72,9 @@ OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME_CONTROLLERS:-kubestore-controller-manager}
 pids+=($!)
 
 "$bin/kubestore" --registry http://127.0.0.1:50052 demo
+if [ "${#then[@]}" -gt 0 ]; then
+  "${then[@]}"
+fi
 if [ "$demo_only" = 1 ]; then
   exit 0
 fi

@@ -11,6 +11,7 @@
 //! mode, i.e. the same library `run` and env-configured telemetry as the real binaries), so
 //! each has its own RSS. Timings are reported, never asserted.
 
+mod custom;
 mod gc;
 mod listwatch;
 mod procs;
@@ -94,6 +95,10 @@ struct Cli {
     /// dependents (`gc.rs`); prints its report row.
     #[arg(long, value_name = "N")]
     gc_cascade: Option<usize>,
+    /// Instead of the benchmark: custom objects against ConfigMaps (`custom.rs`): Create, Get,
+    /// a 1,000-object List, the schema's share of a Create, registration to first Create.
+    #[arg(long)]
+    custom_kinds: bool,
     /// Instead of the benchmark: a steady load for this many seconds, sampling RSS, fds and
     /// tasks (`soak.rs`); writes target/soak.md unless --out says otherwise.
     #[arg(long, value_name = "SECS")]
@@ -729,6 +734,16 @@ fn main() -> ExitCode {
     if let Some(n) = cli.gc_cascade {
         return match rt.block_on(gc::cascade(n)) {
             Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kubestore-bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if cli.custom_kinds {
+        let registrations = if cli.smoke { 3 } else { 50 };
+        return match rt.block_on(custom::custom_kinds(cli.ops, registrations)) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("kubestore-bench: {e}");
                 ExitCode::FAILURE

@@ -5,7 +5,9 @@
 //!   `rpc.service`, `rpc.method` and, once known, `rpc.grpc.status_code`;
 //! - servers continue the caller's trace from the W3C `traceparent` header; clients inject the
 //!   current span's context into the outgoing headers;
-//! - servers record `grpc_server_requests_total` and `grpc_server_request_duration_seconds`.
+//! - servers record go-grpc-prometheus's `grpc_server_started_total`,
+//!   `grpc_server_handled_total{grpc_type,grpc_service,grpc_method,grpc_code}` and, for unary
+//!   calls, `grpc_server_handling_seconds` (what Grafana's gRPC dashboards query).
 //!
 //! The status code is read from the response headers (a "trailers-only" error) or, for
 //! responses with a body, from the trailers, so a streaming RPC that fails mid-stream is recorded
@@ -17,7 +19,7 @@
 //! from request paths would let any client grow `/metrics` without bound.
 
 use std::{
-    collections::HashSet,
+    collections::HashMap,
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
@@ -30,7 +32,7 @@ use opentelemetry::propagation::{Extractor, Injector};
 use tracing::{Instrument, Span, field::Empty};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::metrics::{RpcLabels, RpcMetrics};
+use crate::metrics::{RpcLabels, RpcMethodLabels, RpcMetrics, RpcType};
 
 /// Which side of the call this layer wraps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,13 +48,13 @@ pub enum Kind {
 pub struct GrpcTraceLayer {
     kind: Kind,
     metrics: Option<RpcMetrics>,
-    known: Option<Arc<HashSet<String>>>,
+    known: Option<Arc<HashMap<String, RpcType>>>,
 }
 
 impl GrpcTraceLayer {
-    /// For a server serving the method paths in `known` (`/package.Service/Method`), recording
-    /// RPC metrics into `metrics`.
-    pub fn server(metrics: RpcMetrics, known: Arc<HashSet<String>>) -> Self {
+    /// For a server serving the method paths in `known` (`/package.Service/Method`, with their
+    /// streaming types), recording RPC metrics into `metrics`.
+    pub fn server(metrics: RpcMetrics, known: Arc<HashMap<String, RpcType>>) -> Self {
         Self {
             kind: Kind::Server,
             metrics: Some(metrics),
@@ -88,7 +90,7 @@ pub struct GrpcTraceService<S> {
     inner: S,
     kind: Kind,
     metrics: Option<RpcMetrics>,
-    known: Option<Arc<HashSet<String>>>,
+    known: Option<Arc<HashMap<String, RpcType>>>,
 }
 
 /// Label value of a service or method that is not served.
@@ -196,7 +198,9 @@ struct Outcome {
     /// A server span (OpenTelemetry's gRPC conventions mark fewer codes as errors there).
     server: bool,
     start: Instant,
-    labels: Option<(String, String)>,
+    labels: Option<RpcMethodLabels>,
+    /// Unary: observed in `grpc_server_handling_seconds`.
+    unary: bool,
     metrics: Option<RpcMetrics>,
     done: bool,
 }
@@ -211,16 +215,20 @@ impl Outcome {
         if is_error(code, self.server) {
             self.span.record("otel.status_code", "ERROR");
         }
-        if let (Some(m), Some((service, method))) = (&self.metrics, self.labels.take()) {
-            let labels = RpcLabels {
-                service,
-                method,
-                code: grpc_code_name(code).to_string(),
-            };
-            m.requests.get_or_create(&labels).inc();
-            m.duration
-                .get_or_create(&labels)
-                .observe(self.start.elapsed().as_secs_f64());
+        if let (Some(m), Some(labels)) = (&self.metrics, self.labels.take()) {
+            if self.unary {
+                m.handling
+                    .get_or_create(&labels)
+                    .observe(self.start.elapsed().as_secs_f64());
+            }
+            m.handled
+                .get_or_create(&RpcLabels {
+                    grpc_type: labels.grpc_type,
+                    grpc_service: labels.grpc_service,
+                    grpc_method: labels.grpc_method,
+                    grpc_code: grpc_code_name(code).to_string(),
+                })
+                .inc();
         }
     }
 }
@@ -323,7 +331,11 @@ where
                 Ok(resp.map(tonic::body::Body::new))
             });
         }
-        let served = self.known.as_ref().is_none_or(|k| k.contains(&path));
+        let rpc_type = match &self.known {
+            Some(k) => k.get(&path).copied(),
+            None => Some(RpcType::Unary),
+        };
+        let served = rpc_type.is_some();
         let (service, method, name) = if served {
             (
                 service.to_string(),
@@ -378,11 +390,22 @@ where
             }
             Kind::Client => inject(&span, req.headers_mut()),
         }
+        // An unknown method is answered UNIMPLEMENTED at once: counted as unary.
+        let rpc_type = rpc_type.unwrap_or(RpcType::Unary);
+        let labels = RpcMethodLabels {
+            grpc_type: rpc_type.as_str().to_string(),
+            grpc_service: service,
+            grpc_method: method,
+        };
+        if let Some(m) = &self.metrics {
+            m.started.get_or_create(&labels).inc();
+        }
         let mut outcome = Outcome {
             server: matches!(self.kind, Kind::Server),
             span: span.clone(),
             start: Instant::now(),
-            labels: Some((service, method)),
+            labels: Some(labels),
+            unary: rpc_type == RpcType::Unary,
             metrics: self.metrics.clone(),
             done: false,
         };

@@ -9,7 +9,7 @@
 //! - accepted connections with TCP_NODELAY, and per-connection limits (streams, concurrency);
 //! - the tracing/metrics layer on every RPC.
 
-use std::{collections::HashSet, future::Future, sync::Arc, time::Duration};
+use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 
 use prost::Message;
 
@@ -25,6 +25,7 @@ use tower::layer::util::{Identity, Stack};
 use crate::{
     GrpcTraceLayer, Metrics,
     inflight::{InflightLimitLayer, RequestTimeouts},
+    metrics::RpcType,
     oversize::OversizeLayer,
     tls::{AllowedNamesLayer, ServerTlsArgs, TlsError},
 };
@@ -69,17 +70,18 @@ pub struct Serving {
     health: HealthReporter,
     /// Health service names: "" (the whole server) and each gRPC service.
     services: Vec<String>,
-    /// `/package.Service/Method` of every served method (the others share one metric label).
-    methods: Arc<HashSet<String>>,
+    /// `/package.Service/Method` of every served method, with its streaming type (the
+    /// others share one metric label).
+    methods: Arc<HashMap<String, RpcType>>,
     descriptor_sets: Vec<&'static [u8]>,
     stop: watch::Receiver<bool>,
 }
 
-/// The services (`package.Service`) and method paths (`/package.Service/Method`) declared in
-/// encoded `FileDescriptorSet`s.
-pub fn declared_methods(descriptor_sets: &[&[u8]]) -> (Vec<String>, HashSet<String>) {
+/// The services (`package.Service`) and method paths (`/package.Service/Method`, with their
+/// streaming types) declared in encoded `FileDescriptorSet`s.
+pub fn declared_methods(descriptor_sets: &[&[u8]]) -> (Vec<String>, HashMap<String, RpcType>) {
     let mut services = Vec::new();
-    let mut methods = HashSet::new();
+    let mut methods = HashMap::new();
     for set in descriptor_sets {
         let Ok(set) = prost_types::FileDescriptorSet::decode(*set) else {
             continue;
@@ -93,7 +95,10 @@ pub fn declared_methods(descriptor_sets: &[&[u8]]) -> (Vec<String>, HashSet<Stri
                     format!("{package}.{}", svc.name())
                 };
                 for m in &svc.method {
-                    methods.insert(format!("/{full}/{}", m.name()));
+                    methods.insert(
+                        format!("/{full}/{}", m.name()),
+                        RpcType::of(m.client_streaming(), m.server_streaming()),
+                    );
                 }
                 if !services.contains(&full) {
                     services.push(full);
@@ -120,6 +125,7 @@ impl Serving {
             let _ = tx.send(true);
         });
         let (declared, methods) = declared_methods(descriptor_sets);
+        metrics.rpc.initialize(&methods);
         let mut all = vec![String::new()];
         all.extend(declared);
         let me = Self {

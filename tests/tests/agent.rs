@@ -241,7 +241,7 @@ async fn hold(storage_url: &str) -> Hold {
 async fn refused_status_updates(registry: &ServiceHandle) -> f64 {
     sample(
         &scrape(registry.metrics_addr).await,
-        r#"grpc_server_requests_total{service="core.v1.Pods",method="UpdateStatus",code="RESOURCE_EXHAUSTED"}"#,
+        r#"grpc_server_handled_total{grpc_type="unary",grpc_service="core.v1.Pods",grpc_method="UpdateStatus",grpc_code="RESOURCE_EXHAUSTED"}"#,
     )
     .unwrap_or(0.0)
 }

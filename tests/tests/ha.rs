@@ -348,7 +348,7 @@ async fn two_storage_replicas_keep_counters_exact() {
         let text = kubestore_tests::services::scrape(r.metrics_addr).await;
         let updates = kubestore_tests::services::sample(
             &text,
-            r#"grpc_server_requests_total{service="storage.v1.Storage",method="GuaranteedUpdate",code="OK"}"#,
+            r#"grpc_server_handled_total{grpc_type="bidi_stream",grpc_service="storage.v1.Storage",grpc_method="GuaranteedUpdate",grpc_code="OK"}"#,
         )
         .unwrap_or(0.0);
         assert!(updates > 0.0, "a replica took no updates");

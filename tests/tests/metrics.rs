@@ -70,7 +70,7 @@ async fn both_services_export_rpc_etcd_update_and_lease_metrics() {
     assert_eq!(
         sample(
             &registry,
-            r#"grpc_server_requests_total{service="core.v1.Pods",method="Create",code="OK"}"#
+            r#"grpc_server_handled_total{grpc_type="unary",grpc_service="core.v1.Pods",grpc_method="Create",grpc_code="OK"}"#
         ),
         Some(1.0),
         "{registry}"
@@ -78,21 +78,21 @@ async fn both_services_export_rpc_etcd_update_and_lease_metrics() {
     assert_eq!(
         sample(
             &registry,
-            r#"grpc_server_requests_total{service="core.v1.Pods",method="Get",code="OK"}"#
+            r#"grpc_server_handled_total{grpc_type="unary",grpc_service="core.v1.Pods",grpc_method="Get",grpc_code="OK"}"#
         ),
         Some(1.0)
     );
     assert_eq!(
         sample(
             &registry,
-            r#"grpc_server_requests_total{service="core.v1.Pods",method="Get",code="NOT_FOUND"}"#
+            r#"grpc_server_handled_total{grpc_type="unary",grpc_service="core.v1.Pods",grpc_method="Get",grpc_code="NOT_FOUND"}"#
         ),
         Some(1.0)
     );
     assert_eq!(
         sample(
             &registry,
-            r#"grpc_server_request_duration_seconds_count{service="core.v1.Pods",method="Create",code="OK"}"#
+            r#"grpc_server_handling_seconds_count{grpc_type="unary",grpc_service="core.v1.Pods",grpc_method="Create"}"#
         ),
         Some(1.0)
     );
@@ -105,7 +105,7 @@ async fn both_services_export_rpc_etcd_update_and_lease_metrics() {
     assert_eq!(
         sample(
             &storage,
-            r#"grpc_server_requests_total{service="storage.v1.Storage",method="Create",code="OK"}"#
+            r#"grpc_server_handled_total{grpc_type="unary",grpc_service="storage.v1.Storage",grpc_method="Create",grpc_code="OK"}"#
         ),
         Some(2.0),
         "{storage}"
@@ -194,4 +194,78 @@ async fn both_services_export_rpc_etcd_update_and_lease_metrics() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert!(closed, "a watch whose client left is closed");
+}
+
+/// go-grpc-prometheus's names: every served method's series exist (at zero) before its first
+/// call; streams are counted with their type and kept out of the latency histogram; the process
+/// metrics dashboards expect are there.
+#[tokio::test(flavor = "multi_thread")]
+async fn rpc_series_follow_the_grpc_ecosystem_names_from_the_start() {
+    let cluster = Cluster::full().await;
+    let addr = cluster.registry.as_ref().expect("registry").metrics_addr;
+    let registry = scrape(addr).await;
+    for (series, want) in [
+        (
+            r#"grpc_server_started_total{grpc_type="unary",grpc_service="core.v1.Secrets",grpc_method="Create"}"#,
+            0.0,
+        ),
+        (
+            r#"grpc_server_handled_total{grpc_type="unary",grpc_service="core.v1.Secrets",grpc_method="Create",grpc_code="OK"}"#,
+            0.0,
+        ),
+        (
+            r#"grpc_server_handling_seconds_count{grpc_type="unary",grpc_service="core.v1.Secrets",grpc_method="Create"}"#,
+            0.0,
+        ),
+        (
+            r#"grpc_server_handled_total{grpc_type="server_stream",grpc_service="core.v1.Pods",grpc_method="Watch",grpc_code="OK"}"#,
+            0.0,
+        ),
+    ] {
+        assert_eq!(
+            sample(&registry, series),
+            Some(want),
+            "{series}\n{registry}"
+        );
+    }
+    let storage = scrape(cluster.storage.metrics_addr).await;
+    assert!(
+        storage.contains(r#"grpc_server_started_total{grpc_type="bidi_stream",grpc_service="storage.v1.Storage",grpc_method="GuaranteedUpdate"}"#),
+        "{storage}"
+    );
+
+    // A watch: started at once, handled with its code when it ends, never in the histogram.
+    let mut pods = cluster.pods().await;
+    let watch = pods
+        .watch(kubestore_proto::core::v1::WatchPodsRequest {
+            namespace: "default".into(),
+            options: None,
+        })
+        .await
+        .expect("watch");
+    let started = r#"grpc_server_started_total{grpc_type="server_stream",grpc_service="core.v1.Pods",grpc_method="Watch"}"#;
+    assert_eq!(sample(&scrape(addr).await, started), Some(1.0));
+    drop(watch);
+    let registry = scrape(addr).await;
+    assert!(
+        !registry.contains(r#"grpc_server_handling_seconds_count{grpc_type="server_stream""#),
+        "streams stay out of the latency histogram: {registry}"
+    );
+
+    // Process metrics.
+    let cpu = sample(&registry, "process_cpu_seconds_total").expect("process_cpu_seconds_total");
+    assert!(cpu > 0.0, "{cpu}");
+    let start = sample(&registry, "process_start_time_seconds").expect("start time");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    assert!(
+        start <= now + 1.0 && start > now - 3600.0 * 24.0,
+        "started {start}, now {now}"
+    );
+    assert!(
+        registry.contains("# TYPE process_cpu_seconds counter"),
+        "{registry}"
+    );
 }

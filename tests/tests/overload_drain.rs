@@ -179,7 +179,7 @@ async fn calls_beyond_max_requests_inflight_are_refused_at_once_with_a_retry_hin
     assert!(
         sample(
             &text,
-            r#"grpc_server_requests_total{service="storage.v1.Storage",method="Get",code="RESOURCE_EXHAUSTED"}"#
+            r#"grpc_server_handled_total{grpc_type="unary",grpc_service="storage.v1.Storage",grpc_method="Get",grpc_code="RESOURCE_EXHAUSTED"}"#
         )
         .is_some_and(|n| n >= 1.0),
         "refusals are counted like any outcome"

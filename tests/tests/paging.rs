@@ -32,7 +32,7 @@ async fn lists(cluster: &Cluster) -> f64 {
     let registry = cluster.registry.as_ref().expect("registry");
     sample(
         &scrape(registry.metrics_addr).await,
-        r#"grpc_server_requests_total{service="core.v1.ConfigMaps",method="List",code="OK"}"#,
+        r#"grpc_server_handled_total{grpc_type="unary",grpc_service="core.v1.ConfigMaps",grpc_method="List",grpc_code="OK"}"#,
     )
     .unwrap_or(0.0)
 }

@@ -305,11 +305,15 @@ fn prune_object(node: &Node, m: &mut Map<String, Value>, root: bool) {
         _ => None,
     };
     m.retain(|k, v| {
-        if let Some(child) = node.properties.get(k) {
-            prune_value(child, v);
+        // A resource's apiVersion, kind and metadata are the API's, whatever the schema says of
+        // them: generated schemas (kubebuilder's) declare `metadata: {type: object}` with no
+        // properties, and pruning by it would drop the object's name. Upstream skips them too
+        // (`pruning.prune` on an embedded resource; ObjectMeta has its own coercion).
+        if embedded && (k == "apiVersion" || k == "kind" || k == "metadata") {
             return true;
         }
-        if embedded && (k == "apiVersion" || k == "kind" || k == "metadata") {
+        if let Some(child) = node.properties.get(k) {
+            prune_value(child, v);
             return true;
         }
         if let Some(s) = additional {

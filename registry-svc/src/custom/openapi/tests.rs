@@ -280,6 +280,9 @@ fn controller_gen_shapes_are_structural() {
         "status": {"conditions": [{"type": "Accepted", "lastTransitionTime": "2026-01-02T03:04:05Z"}]}});
     s.prune(&mut o);
     s.default(&mut o);
+    // `metadata: {type: object}` declares nothing: the object's metadata is the API's, kept.
+    assert_eq!(o["metadata"], json!({"name": "a"}), "{o}");
+    assert_eq!(o["apiVersion"], json!("m/v1"));
     assert_eq!(o["spec"]["endpoints"][0]["action"], json!("replace"));
     assert_eq!(o["spec"]["endpoints"][0]["secret"]["name"], json!(""));
     assert_eq!(s.validate(&o), vec![]);
