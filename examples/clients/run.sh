@@ -49,8 +49,10 @@ for client in $clients; do
     NODE_PATH="$tools/node/node_modules" node examples/clients/node/configmaps.js "$address" "$root/proto"
     ;;
   go)
+    # grpc's codec goes through github.com/golang/protobuf: its 1.5 line (APIv2 underneath)
+    # reads the messages protoc-gen-go writes; the 1.3 line Debian may pull in cannot.
     apt_install golang-go protobuf-compiler protoc-gen-go protoc-gen-go-grpc \
-      golang-google-grpc-dev golang-google-protobuf-dev
+      golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
     gopath=$gen/gopath
     rm -rf "$gopath" && mkdir -p "$gopath/src/kubestore.io/examples/configmaps"
     protoc -I proto --go_out="$gopath/src" --go-grpc_out="$gopath/src" \
