@@ -124,16 +124,34 @@ struct FileKey {
     secret: String,
 }
 
-/// The resource a configuration entry names, as our keys spell it: `secrets` and `secrets.`
-/// (the core group) are `secrets`; `*.` and `*.*` are every resource; a resource of another
-/// group never matches (kubestore stores only core kinds).
-fn resource_name(entry: &str) -> Result<Option<String>, String> {
-    match entry {
-        "*." | "*.*" => Ok(Some("*".into())),
-        "" => Err("an empty resource name".into()),
-        e => match e.split_once('.') {
-            None | Some((_, "")) => Ok(Some(e.trim_end_matches('.').to_string())),
-            Some(_) => Ok(None),
+/// The resource a configuration entry names, as [`Transformer::providers`] matches it:
+/// `secrets` and `secrets.` (the core group) are `secrets`; a custom kind is
+/// `<plural>.<group>` (`crontabs.stable.example.com`), as upstream names it; `*.` (every core
+/// resource), `*.<group>` (every resource of a group) and `*.*` (everything) stay as written.
+fn resource_name(entry: &str) -> Result<String, String> {
+    match entry.split_once('.') {
+        _ if entry.is_empty() => Err("an empty resource name".into()),
+        Some(("", _)) => Err(format!("{entry:?}: a resource name before the group")),
+        Some((r, "")) if r != "*" => Ok(r.to_string()),
+        _ => Ok(entry.to_string()),
+    }
+}
+
+/// Whether an earlier entry `claimed` already covers `entry` (both as [`resource_name`] gives
+/// them): upstream refuses such an entry, as it could never apply. `*.*` after `*.` or after
+/// `*.<group>` is allowed: it adds the resources they leave out.
+fn masks(claimed: &str, entry: &str) -> bool {
+    let group = |e: &str| e.split_once('.').map(|(_, g)| g.to_string());
+    match claimed {
+        "*.*" => true,
+        c if c == entry => true,
+        // Every core resource: names without a group.
+        "*." => entry != "*.*" && !entry.contains('.'),
+        c => match c.strip_prefix("*.") {
+            Some(g) => {
+                entry != "*.*" && !entry.starts_with("*.") && group(entry).as_deref() == Some(g)
+            }
+            None => false,
         },
     }
 }
@@ -212,8 +230,8 @@ impl Transformer {
             return Err("resources: Required value: at least one rule".into());
         }
         let mut rules = Vec::new();
-        // What earlier entries cover, as written: `*.*` (everything), `*.` (every core
-        // resource, which is all of ours) or a resource name.
+        // What earlier entries cover: `*.*` (everything), `*.` (every core resource),
+        // `*.<group>`, or a resource name.
         let mut claimed: Vec<String> = Vec::new();
         for (i, r) in file.resources.iter().enumerate() {
             if r.resources.is_empty() {
@@ -223,26 +241,17 @@ impl Transformer {
             }
             let mut resources = Vec::new();
             for (j, e) in r.resources.iter().enumerate() {
-                if let Some(name) = resource_name(e).map_err(|m| format!("resources[{i}]: {m}"))? {
-                    // Upstream's masking rule: an entry an earlier one already covers would
-                    // never apply. `*.*` after `*.` is allowed (it adds other groups).
-                    let token = if name == "*" {
-                        e.as_str()
-                    } else {
-                        name.as_str()
-                    };
-                    let masked = claimed
-                        .iter()
-                        .any(|c| c == "*.*" || c == token || (c == "*." && token != "*.*"));
-                    if masked {
-                        return Err(format!(
-                            "resources[{i}].resources[{j}]: Duplicate value: {e:?} is already \
-                             covered by an earlier entry"
-                        ));
-                    }
-                    claimed.push(token.to_string());
-                    resources.push(name);
+                let name = resource_name(e).map_err(|m| format!("resources[{i}]: {m}"))?;
+                // Upstream's masking rule: an entry an earlier one already covers would never
+                // apply.
+                if claimed.iter().any(|c| masks(c, &name)) {
+                    return Err(format!(
+                        "resources[{i}].resources[{j}]: Duplicate value: {e:?} is already \
+                         covered by an earlier entry"
+                    ));
                 }
+                claimed.push(name.clone());
+                resources.push(name);
             }
             if r.providers.is_empty() {
                 return Err(format!("resources[{i}]: no providers"));
@@ -336,8 +345,7 @@ impl Transformer {
             _ => (first, String::new()),
         };
         let matches = |n: &String| {
-            n == "*"
-                || *n == resource
+            *n == resource
                 || n == "*.*"
                 || (n == "*." && group.is_empty())
                 || (!group.is_empty() && n.strip_prefix("*.") == Some(group.as_str()))
@@ -622,6 +630,52 @@ mod tests {
         assert_eq!(new_only.decrypt(KEY, &boxed, 4).expect("secretbox"), b"w");
         // No identity: plaintext is refused, not passed off as data.
         assert!(new_only.decrypt(KEY, b"\x0aplain", 8).is_err());
+    }
+
+    /// Custom kinds are named `<plural>.<group>` (their keys are `/<group>/<plural>/...`),
+    /// `*.<group>` covers a group, `*.` only the core group, `*.*` everything.
+    #[test]
+    fn custom_kinds_are_named_by_plural_and_group() {
+        let aes = format!(
+            "    providers:\n      - aesgcm:\n          keys:\n            - name: key1\n              secret: {K1}\n"
+        );
+        let identity = "    providers:\n      - identity: {}\n";
+        let with = |resources: &str| {
+            Transformer::parse(
+                &format!(
+                    "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [{resources}]\n{aes}  - resources: ['*.*']\n{identity}"
+                ),
+                "/registry/",
+            )
+            .expect("parses")
+        };
+        let crontab: &[u8] = b"/registry/stable.example.com/crontabs/default/c";
+        let widget: &[u8] = b"/registry/other.example.com/widgets/default/w";
+        let secret: &[u8] = b"/registry/secrets/default/s";
+        let sealed = |t: &Transformer, key: &[u8]| {
+            t.encrypt(key, b"v")
+                .expect("encrypt")
+                .starts_with(b"k8s:enc:aesgcm:")
+        };
+        let t = with("crontabs.stable.example.com");
+        assert!(sealed(&t, crontab));
+        assert!(!sealed(&t, widget) && !sealed(&t, secret));
+        let t = with("'*.stable.example.com'");
+        assert!(sealed(&t, crontab) && !sealed(&t, widget) && !sealed(&t, secret));
+        let t = with("'*.'");
+        assert!(sealed(&t, secret) && !sealed(&t, crontab));
+        // An entry a group wildcard already covers is a duplicate; `*.` does not cover groups.
+        let twice = format!(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: ['*.stable.example.com']\n{identity}  - resources: [crontabs.stable.example.com]\n{identity}"
+        );
+        let e = Transformer::parse(&twice, "/registry/")
+            .err()
+            .expect("masked");
+        assert!(e.contains("resources[1].resources[0]: Duplicate"), "{e}");
+        let core_then_custom = format!(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: ['*.']\n{identity}  - resources: [crontabs.stable.example.com]\n{identity}"
+        );
+        assert!(Transformer::parse(&core_then_custom, "/registry/").is_ok());
     }
 
     #[test]

@@ -125,10 +125,10 @@ impl Store {
                 Err(e) => Err(e),
             };
         }
-        span.record("etcd_reads", reads);
+        span.record("etcd_reads", i64::from(reads));
         match &result {
             Ok(page) => {
-                span.record("items", page.items.len());
+                span.record("items", page.items.len() as i64);
                 self.etcd.metrics.list_items.inc_by(page.items.len() as u64);
             }
             Err(_) => {

@@ -448,7 +448,7 @@ impl Store {
             .delete_loop(key, pre, dry_run, cached, deadline, &mut attempts)
             .instrument(span.clone())
             .await;
-        span.record("attempts", attempts);
+        span.record("attempts", i64::from(attempts));
         if result.is_err() {
             span.record("otel.status_code", "ERROR");
         }

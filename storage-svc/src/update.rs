@@ -146,7 +146,7 @@ impl Store {
             .instrument(span.clone())
             .await;
         // Recorded once, at the end: a field recorded twice is exported twice.
-        span.record("attempts", attempts);
+        span.record("attempts", i64::from(attempts));
         if result.is_err() {
             span.record("otel.status_code", "ERROR");
         }

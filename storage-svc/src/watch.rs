@@ -256,7 +256,7 @@ impl Store {
                     }
                 };
                 let span = tracing::Span::current();
-                span.record("events", sink.sent);
+                span.record("events", i64::try_from(sink.sent).unwrap_or(i64::MAX));
                 metrics.watch_events.inc_by(sink.sent);
                 metrics.watches_open.dec();
                 match result {

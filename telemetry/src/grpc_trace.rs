@@ -192,6 +192,17 @@ fn grpc_status(headers: &HeaderMap) -> Option<i32> {
         .and_then(|s| s.parse().ok())
 }
 
+/// The remote address tonic recorded for the connection (plaintext or TLS).
+fn peer_addr(ext: &http::Extensions) -> Option<std::net::SocketAddr> {
+    use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
+    ext.get::<TcpConnectInfo>()
+        .and_then(TcpConnectInfo::remote_addr)
+        .or_else(|| {
+            ext.get::<TlsConnectInfo<TcpConnectInfo>>()
+                .and_then(|t| t.get_ref().remote_addr())
+        })
+}
+
 /// Records the outcome of one RPC on its span and in the metrics, exactly once.
 struct Outcome {
     span: Span,
@@ -202,8 +213,15 @@ struct Outcome {
     /// Unary: observed in `grpc_server_handling_seconds`.
     unary: bool,
     metrics: Option<RpcMetrics>,
+    /// The caller's address and trace id (servers), for the access log.
+    peer: Option<std::net::SocketAddr>,
+    trace_id: Option<String>,
     done: bool,
 }
+
+/// Target of the access log: one line per served call at `info`
+/// (`RUST_LOG=info,kubestore::access=off` silences it).
+pub const ACCESS_LOG: &str = "kubestore::access";
 
 impl Outcome {
     fn finish(&mut self, code: i32) {
@@ -215,11 +233,27 @@ impl Outcome {
         if is_error(code, self.server) {
             self.span.record("otel.status_code", "ERROR");
         }
+        let elapsed = self.start.elapsed();
+        if self.server
+            && tracing::enabled!(target: ACCESS_LOG, tracing::Level::INFO)
+            && let Some(labels) = &self.labels
+        {
+            tracing::info!(
+                target: ACCESS_LOG,
+                parent: None,
+                method = %format_args!("/{}/{}", labels.grpc_service, labels.grpc_method),
+                code = grpc_code_name(code),
+                duration_ms = (elapsed.as_secs_f64() * 1e6).round() / 1e3,
+                peer = %self.peer.map_or_else(|| "-".to_string(), |p| p.to_string()),
+                trace_id = self.trace_id.as_deref().unwrap_or("-"),
+                "handled"
+            );
+        }
         if let (Some(m), Some(labels)) = (&self.metrics, self.labels.take()) {
             if self.unary {
                 m.handling
                     .get_or_create(&labels)
-                    .observe(self.start.elapsed().as_secs_f64());
+                    .observe(elapsed.as_secs_f64());
             }
             m.handled
                 .get_or_create(&RpcLabels {
@@ -372,6 +406,7 @@ where
                 rpc.grpc.status_code = Empty,
             ),
         };
+        let mut trace_id_seen = None;
         match self.kind {
             Kind::Server => {
                 // The parent must be set before the span is first entered.
@@ -386,10 +421,16 @@ where
                 let _ = span.set_parent(parent);
                 if let Some(id) = trace_id(&span).or(remote) {
                     span.record("trace_id", id.as_str());
+                    trace_id_seen = Some(id);
                 }
             }
             Kind::Client => inject(&span, req.headers_mut()),
         }
+        let peer = match self.kind {
+            Kind::Server => peer_addr(req.extensions()),
+            Kind::Client => None,
+        };
+        let trace_id = trace_id_seen;
         // An unknown method is answered UNIMPLEMENTED at once: counted as unary.
         let rpc_type = rpc_type.unwrap_or(RpcType::Unary);
         let labels = RpcMethodLabels {
@@ -407,6 +448,8 @@ where
             labels: Some(labels),
             unary: rpc_type == RpcType::Unary,
             metrics: self.metrics.clone(),
+            peer,
+            trace_id,
             done: false,
         };
         let fut = inner.call(req).instrument(span);

@@ -48,6 +48,28 @@ impl ReceivedSpan {
             .and_then(|kv| kv.value.as_ref())
             .and_then(value_str)
     }
+    /// An attribute exported as an integer (not a string that reads as one).
+    pub fn int(&self, key: &str) -> Option<i64> {
+        self.value(key).and_then(|v| match v {
+            any_value::Value::IntValue(i) => Some(*i),
+            _ => None,
+        })
+    }
+    /// An attribute exported as a boolean.
+    pub fn boolean(&self, key: &str) -> Option<bool> {
+        self.value(key).and_then(|v| match v {
+            any_value::Value::BoolValue(b) => Some(*b),
+            _ => None,
+        })
+    }
+    fn value(&self, key: &str) -> Option<&any_value::Value> {
+        self.span
+            .attributes
+            .iter()
+            .find(|kv| kv.key == key)
+            .and_then(|kv| kv.value.as_ref())
+            .and_then(|v| v.value.as_ref())
+    }
     /// Names of the span's events.
     pub fn events(&self) -> Vec<String> {
         self.span.events.iter().map(|e| e.name.clone()).collect()

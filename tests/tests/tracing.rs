@@ -500,10 +500,8 @@ async fn one_trace_from_client_to_etcd() {
             .any(|e| e == "Txn call succeeded")
     );
     let registry_server = create.one("registry-svc", "core.v1.Pods/Create");
-    assert_eq!(
-        registry_server.attr("rpc.grpc.status_code").as_deref(),
-        Some("0")
-    );
+    // Numbers travel as numbers (OpenTelemetry's int attributes), not as strings.
+    assert_eq!(registry_server.int("rpc.grpc.status_code"), Some(0));
     assert!(
         create.named("grpc.health.v1.Health/Check").is_empty(),
         "health checks are not traced"
@@ -519,10 +517,7 @@ async fn one_trace_from_client_to_etcd() {
     );
     let gu = retried.one("storage-svc", "GuaranteedUpdate etcd3");
     assert!(
-        gu.attr("attempts")
-            .and_then(|a| a.parse::<u32>().ok())
-            .unwrap_or(0)
-            >= 2,
+        gu.int("attempts").unwrap_or(0) >= 2,
         "attempts = {:?}",
         gu.attr("attempts")
     );
@@ -552,10 +547,10 @@ async fn one_trace_from_client_to_etcd() {
         "GuaranteedUpdate etcd3",
     );
     let decision = delete.one("registry-svc", "DeletionDecision");
-    assert_eq!(decision.attr("graceful").as_deref(), Some("true"));
-    assert_eq!(decision.attr("grace_period_seconds").as_deref(), Some("30"));
-    assert_eq!(decision.attr("pending").as_deref(), Some("false"));
-    assert_eq!(decision.attr("deleted").as_deref(), Some("false"));
+    assert_eq!(decision.boolean("graceful"), Some(true));
+    assert_eq!(decision.int("grace_period_seconds"), Some(30));
+    assert_eq!(decision.boolean("pending"), Some(false));
+    assert_eq!(decision.boolean("deleted"), Some(false));
     assert!(!delete.named("BeforeDelete").is_empty());
     for s in &delete.spans {
         if let Some(code) = s.attr("rpc.grpc.status_code") {
@@ -575,17 +570,15 @@ async fn one_trace_from_client_to_etcd() {
     list.assert_connected();
     list.assert_path("client List", "List", "List etcd3");
     let l = list.one("storage-svc", "List etcd3");
-    assert_eq!(l.attr("items").as_deref(), Some("1"));
-    assert_eq!(l.attr("etcd_reads").as_deref(), Some("1"));
+    assert_eq!(l.int("items"), Some(1));
+    assert_eq!(l.int("etcd_reads"), Some(1));
 
     let watched = Trace::of(&all, &watch_trace);
     watched.assert_connected();
     watched.assert_path("client Watch", "Watch", "Watch etcd3");
     let w = watched.one("storage-svc", "Watch etcd3");
     assert!(
-        w.attr("events")
-            .and_then(|e| e.parse::<u64>().ok())
-            .is_some_and(|n| n >= 1),
+        w.int("events").is_some_and(|n| n >= 1),
         "events = {:?}",
         w.attr("events")
     );
