@@ -94,9 +94,11 @@ impl CustomObject {
     /// numbers as in Kubernetes, not as proto3 JSON strings).
     pub fn to_json(&self) -> Result<Map<String, Value>, ApiError> {
         let mut object = self.content()?;
-        let meta = self.metadata.clone().unwrap_or_default();
-        let mut meta = serde_json::to_value(&meta)
-            .map_err(|e| ApiError::Internal(format!("encoding metadata: {e}")))?;
+        let mut meta = match &self.metadata {
+            Some(m) => serde_json::to_value(m),
+            None => Ok(Value::Object(Map::new())),
+        }
+        .map_err(|e| ApiError::Internal(format!("encoding metadata: {e}")))?;
         if let Value::Object(m) = &mut meta {
             for field in ["generation", "deletionGracePeriodSeconds"] {
                 if let Some(Value::String(s)) = m.get(field)
@@ -156,10 +158,34 @@ pub fn from_struct(s: pbjson_types::Struct) -> Result<Map<String, Value>, ApiErr
     }
 }
 
-/// A `google.protobuf.Struct` from a JSON object.
+/// A `google.protobuf.Struct` from a JSON object, built directly (every Get, List item and
+/// watch event goes through here: a serde round trip through `Struct`'s deserializer cost a
+/// List of custom objects a fifth of its time).
 pub fn to_struct(m: Map<String, Value>) -> Result<pbjson_types::Struct, ApiError> {
-    serde_json::from_value(Value::Object(m))
-        .map_err(|e| ApiError::Internal(format!("encoding an object as a Struct: {e}")))
+    Ok(struct_of(m))
+}
+
+fn struct_of(m: Map<String, Value>) -> pbjson_types::Struct {
+    pbjson_types::Struct {
+        fields: m.into_iter().map(|(k, v)| (k, value_of(v))).collect(),
+    }
+}
+
+fn value_of(v: Value) -> pbjson_types::Value {
+    use pbjson_types::value::Kind;
+    let kind = match v {
+        Value::Null => Kind::NullValue(0),
+        Value::Bool(b) => Kind::BoolValue(b),
+        // A Struct's numbers are doubles, as in JSON: an int64 beyond 2^53 loses precision,
+        // as it would in any JSON client.
+        Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or(0.0)),
+        Value::String(s) => Kind::StringValue(s),
+        Value::Array(a) => Kind::ListValue(pbjson_types::ListValue {
+            values: a.into_iter().map(value_of).collect(),
+        }),
+        Value::Object(m) => Kind::StructValue(struct_of(m)),
+    };
+    pbjson_types::Value { kind: Some(kind) }
 }
 
 /// How deep a custom object may nest (upstream's JSON decoder allows 10,000; our schema
@@ -214,6 +240,28 @@ pub fn type_name(v: &Value) -> &'static str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_struct_built_directly_is_the_one_serde_builds() {
+        let Value::Object(m) = json!({
+            "b": true, "c": 1.5, "d": -3, "e": "s",
+            "f": [1, "x", {"g": [false]}], "h": {"i": {"j": 2}}
+        }) else {
+            unreachable!()
+        };
+        let via_serde: pbjson_types::Struct =
+            serde_json::from_value(Value::Object(m.clone())).expect("serde");
+        assert_eq!(to_struct(m).expect("direct"), via_serde);
+        // null is sent as protobuf's explicit `null_value` (serde's path left the kind unset,
+        // which some clients cannot print).
+        let Value::Object(m) = json!({"a": null}) else {
+            unreachable!()
+        };
+        assert_eq!(
+            to_struct(m).expect("direct").fields["a"].kind,
+            Some(pbjson_types::value::Kind::NullValue(0))
+        );
+    }
 
     #[test]
     fn json_round_trips_through_storage_with_metadata_in_field_1() {
