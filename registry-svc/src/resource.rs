@@ -89,6 +89,27 @@ resource!(
     WatchSecretsRequest
 );
 
+/// The names the built-in kinds hold: kind, plural, and kubectl's short names. A custom kind may
+/// take none of them (issue 17: such a definition gets `NamesAccepted=False`), so that a name
+/// given to `kubestore get` or a manifest's `kind` always means one kind. Upstream checks
+/// names within a group only; see the README's deviations.
+pub const BUILT_IN_NAMES: &[(&str, &str, &[&str])] = &[
+    (Pod::KIND, Pod::RESOURCE, &["po"]),
+    (ConfigMap::KIND, ConfigMap::RESOURCE, &["cm"]),
+    (Event::KIND, Event::RESOURCE, &["ev"]),
+    (
+        <kubestore_proto::coordination::v1::Lease as Resource>::KIND,
+        <kubestore_proto::coordination::v1::Lease as Resource>::RESOURCE,
+        &[],
+    ),
+    (Secret::KIND, Secret::RESOURCE, &[]),
+    (
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        &["crd", "crds"],
+    ),
+];
+
 /// Shorthand accessors over [`Resource::meta`].
 pub trait MetaExt {
     /// `metadata.name` or "".

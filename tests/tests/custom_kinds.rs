@@ -488,6 +488,83 @@ async fn a_definition_whose_names_are_taken_is_not_served_and_bad_ones_are_refus
         .expect_err("not served");
     assert_eq!(e.code(), Code::NotFound);
 
+    // A built-in kind's names are taken too, in any group: plural `pods`, short name `cm`.
+    for (plural, short, want) in [
+        ("pods", "zz", "PluralConflict"),
+        ("widgets", "cm", "ShortNamesConflict"),
+    ] {
+        let group = format!("{plural}.example.com");
+        let name = format!("{plural}.{group}");
+        let mut clash = crontab_crd();
+        clash.metadata.as_mut().expect("meta").name = name.clone();
+        let spec = clash.spec.as_mut().expect("spec");
+        spec.group = group;
+        let names = spec.names.as_mut().expect("names");
+        names.plural = plural.into();
+        names.singular = format!("{plural}one");
+        names.kind = "Widget".into();
+        names.list_kind = String::new();
+        names.short_names = vec![short.into()];
+        defs.create(CreateCustomResourceDefinitionRequest {
+            custom_resource_definition: Some(clash),
+            dry_run: false,
+        })
+        .await
+        .expect("create a clashing definition");
+        let until = Instant::now() + Duration::from_secs(10);
+        let condition = loop {
+            let crd = defs
+                .get(GetCustomResourceDefinitionRequest { name: name.clone() })
+                .await
+                .expect("get")
+                .into_inner();
+            if let Some(c) = crd
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.iter().find(|c| c.r#type == "NamesAccepted"))
+            {
+                break c.clone();
+            }
+            assert!(Instant::now() < until, "names never judged");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(
+            (condition.status.as_str(), condition.reason.as_str()),
+            ("False", want),
+            "{condition:?}"
+        );
+    }
+
+    // Names as upstream validates them: DNS labels, a CamelCase kind.
+    let mut bad = crontab_crd();
+    bad.metadata.as_mut().expect("meta").name = "Cron_Tabs.stable.example.com".into();
+    let names = bad
+        .spec
+        .as_mut()
+        .expect("spec")
+        .names
+        .as_mut()
+        .expect("names");
+    names.plural = "Cron_Tabs".into();
+    names.kind = "Cron_Tab".into();
+    let e = defs
+        .create(CreateCustomResourceDefinitionRequest {
+            custom_resource_definition: Some(bad),
+            dry_run: false,
+        })
+        .await
+        .expect_err("invalid names");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    let fields: Vec<String> = {
+        use tonic_types::StatusExt;
+        e.get_details_bad_request()
+            .map(|b| b.field_violations.into_iter().map(|v| v.field).collect())
+            .unwrap_or_default()
+    };
+    for field in ["spec.names.plural", "spec.names.kind", "metadata.name"] {
+        assert!(fields.iter().any(|f| f == field), "{field} in {fields:?}");
+    }
+
     // Static validation: a name that is not <plural>.<group>, no storage version.
     let mut bad = crontab_crd();
     bad.metadata.as_mut().expect("meta").name = "wrong.stable.example.com".into();

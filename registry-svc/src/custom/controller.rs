@@ -143,6 +143,14 @@ fn status_for(
             kinds.insert(n.list_kind.clone());
         }
     }
+    // And the built-in kinds' names, whatever the group (see `BUILT_IN_NAMES`).
+    for (kind, plural, short) in crate::resource::BUILT_IN_NAMES {
+        resources.insert((*plural).to_string());
+        resources.insert(kind.to_lowercase());
+        resources.extend(short.iter().map(|s| (*s).to_string()));
+        kinds.insert((*kind).to_string());
+        kinds.insert(format!("{kind}List"));
+    }
     let current = crd
         .status
         .as_ref()
