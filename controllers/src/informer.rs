@@ -195,3 +195,124 @@ pub async fn run_from<S: Source>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The reflector's decisions, on a scripted source (pure logic; the end-to-end tests run
+    //! it against registry-svc).
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// Items are (name, resourceVersion); each list and each watch takes the next script step.
+    #[derive(Clone, Default)]
+    struct Scripted {
+        lists: Arc<Mutex<Vec<Result<(Vec<(String, String)>, String), Status>>>>,
+        watches: Arc<Mutex<Vec<Vec<Result<(WatchEventType, (String, String)), Status>>>>>,
+        watched_from: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Source for Scripted {
+        type Item = (String, String);
+        fn resource_version(item: &(String, String)) -> String {
+            item.1.clone()
+        }
+        async fn list(
+            &self,
+            _options: ListOptions,
+        ) -> Result<(Vec<(String, String)>, ListMeta), Status> {
+            let next = self.lists.lock().expect("lock").remove(0);
+            next.map(|(items, rv)| {
+                (
+                    items,
+                    ListMeta {
+                        resource_version: rv,
+                        ..Default::default()
+                    },
+                )
+            })
+        }
+        async fn watch(&self, options: ListOptions) -> Result<Events<(String, String)>, Status> {
+            self.watched_from
+                .lock()
+                .expect("lock")
+                .push(options.resource_version);
+            let mut watches = self.watches.lock().expect("lock");
+            if watches.is_empty() {
+                // Nothing more scripted: a watch that never ends.
+                return Ok(Box::pin(tokio_stream::pending()));
+            }
+            Ok(Box::pin(tokio_stream::iter(watches.remove(0))))
+        }
+    }
+
+    fn item(name: &str, rv: &str) -> (String, String) {
+        (name.to_string(), rv.to_string())
+    }
+
+    fn expired_status() -> Status {
+        Status::out_of_range("too old resource version: 5 (12)")
+    }
+
+    #[tokio::test]
+    async fn a_watch_resumes_from_the_last_version_and_an_expired_one_lists_again() {
+        let source = Scripted::default();
+        *source.lists.lock().expect("lock") = vec![
+            Ok((vec![item("a", "5")], "10".into())),
+            Ok((vec![item("a", "5"), item("b", "20")], "21".into())),
+        ];
+        *source.watches.lock().expect("lock") = vec![
+            // From the list's version: one change, then the server ends the watch (OK).
+            vec![Ok((WatchEventType::Added, item("c", "11")))],
+            // Resumed from 11: the version is gone.
+            vec![Err(expired_status())],
+        ];
+        let (tx, mut rx) = mpsc::channel(16);
+        let (_stop_tx, stop) = watch::channel(false);
+        let task = tokio::spawn(run(source.clone(), tx, stop));
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            seen.push(
+                tokio::time::timeout(Duration::from_secs(5), rx.recv())
+                    .await
+                    .expect("in time")
+                    .expect("open"),
+            );
+        }
+        assert!(matches!(&seen[0], Delta::Replace(v) if v == &[item("a", "5")]));
+        assert!(matches!(&seen[1], Delta::Upsert(i) if i == &item("c", "11")));
+        // Expired: a second list replaces everything, and the watch goes on from it.
+        assert!(matches!(&seen[2], Delta::Replace(v) if v.len() == 2));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            *source.watched_from.lock().expect("lock"),
+            ["10", "11", "21"],
+            "resumed from the last version seen, then from the new list's"
+        );
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn refusals_back_off_instead_of_looping() {
+        let source = Scripted::default();
+        *source.lists.lock().expect("lock") = vec![
+            Err(Status::unavailable("registry-svc is down")),
+            Err(Status::unavailable("registry-svc is down")),
+            Ok((vec![], "3".into())),
+        ];
+        let (tx, mut rx) = mpsc::channel(16);
+        let (_stop_tx, stop) = watch::channel(false);
+        let start = std::time::Instant::now();
+        let task = tokio::spawn(run(source, tx, stop));
+        let first = rx.recv().await.expect("the list, in the end");
+        assert!(matches!(first, Delta::Replace(v) if v.is_empty()));
+        // Two refusals: at least the first two backoff steps (200 ms, 400 ms, less jitter),
+        // a lower bound only: no busy loop.
+        assert!(
+            start.elapsed() >= Duration::from_millis(450),
+            "{:?}",
+            start.elapsed()
+        );
+        task.abort();
+    }
+}

@@ -560,7 +560,33 @@ async fn dangling_references_and_recreated_owners_are_judged_by_uid() {
         &[],
     )
     .await;
-    // An owner of a kind that exists, but in another namespace: absent, as upstream.
+    // An owner that exists, but in another namespace: a namespaced dependent's owner must be
+    // in its own namespace, so it is absent (the dependent is collected) and upstream's
+    // Warning event `OwnerRefInvalidNamespace` is recorded on the dependent.
+    let foreign = cms
+        .create(CreateConfigMapRequest {
+            namespace: "other".into(),
+            config_map: Some(ConfigMap {
+                metadata: Some(ObjectMeta {
+                    name: "foreign-owner".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            dry_run: false,
+        })
+        .await
+        .expect("create the owner elsewhere")
+        .into_inner()
+        .metadata
+        .expect("meta");
+    let foreign_dep = create_cm(
+        &mut cms,
+        "foreign-dep",
+        vec![owner("v1", "ConfigMap", &foreign, None)],
+        &[],
+    )
+    .await;
     let mut m = Manager::start(&url, "gc-1", Duration::from_secs(5), 4).await;
     m.wait_leading(Duration::from_secs(5)).await;
     eventually(
@@ -577,6 +603,52 @@ async fn dangling_references_and_recreated_owners_are_judged_by_uid() {
         "the new owner's dependent stays"
     );
     assert!(get_cm(&mut cms, "owner").await.is_some());
+    eventually(
+        "the dependent of an owner in another namespace is collected",
+        Duration::from_secs(10),
+        || {
+            let cms = cms.clone();
+            async move { gone(&cms, "foreign-dep").await }
+        },
+    )
+    .await;
+    let events = cluster.events().await;
+    eventually(
+        "an OwnerRefInvalidNamespace Warning names the dependent",
+        Duration::from_secs(5),
+        || {
+            let (mut events, uid) = (events.clone(), foreign_dep.uid.clone());
+            async move {
+                events
+                    .list(kubestore_proto::core::v1::ListEventsRequest {
+                        namespace: NS.into(),
+                        options: None,
+                    })
+                    .await
+                    .expect("list events")
+                    .into_inner()
+                    .items
+                    .iter()
+                    .any(|e| {
+                        e.reason == "OwnerRefInvalidNamespace"
+                            && e.r#type == "Warning"
+                            && e.involved_object
+                                .as_ref()
+                                .is_some_and(|o| o.uid == uid && o.name == "foreign-dep")
+                    })
+            }
+        },
+    )
+    .await;
+    // The owner itself, in its own namespace, is untouched.
+    assert!(
+        cms.get(GetConfigMapRequest {
+            namespace: "other".into(),
+            name: "foreign-owner".into(),
+        })
+        .await
+        .is_ok()
+    );
 }
 
 async fn count(cms: &mut ConfigMapsClient<Channel>, selector: &str) -> usize {
