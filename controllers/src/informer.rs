@@ -204,11 +204,15 @@ mod tests {
 
     use super::*;
 
+    type Item = (String, String);
+    type ListStep = Result<(Vec<Item>, String), Status>;
+    type WatchStep = Vec<Result<(WatchEventType, Item), Status>>;
+
     /// Items are (name, resourceVersion); each list and each watch takes the next script step.
     #[derive(Clone, Default)]
     struct Scripted {
-        lists: Arc<Mutex<Vec<Result<(Vec<(String, String)>, String), Status>>>>,
-        watches: Arc<Mutex<Vec<Vec<Result<(WatchEventType, (String, String)), Status>>>>>,
+        lists: Arc<Mutex<Vec<ListStep>>>,
+        watches: Arc<Mutex<Vec<WatchStep>>>,
         watched_from: Arc<Mutex<Vec<String>>>,
     }
 
