@@ -12,6 +12,14 @@ use crate::{
     manifest::{self, Object, Parsed},
 };
 
+/// Whether a line apply/delete returned is a diagnostic, for standard error (as kubectl
+/// writes warnings and errors), rather than a result for standard output.
+pub fn is_diagnostic(line: &str) -> bool {
+    line.starts_with("Warning:")
+        || line.starts_with("Error from server")
+        || line.starts_with("error:")
+}
+
 /// Reads and parses a manifest file (`-` is standard input).
 pub fn read(path: &str) -> Result<Vec<Parsed>, String> {
     let text = if path == "-" {
@@ -162,4 +170,21 @@ async fn delete_one<K: Kind>(ch: &Ch, default_ns: &str, obj: K) -> Result<String
     };
     K::delete(ch, ns, &m.name, None).await?;
     Ok(format!("{} \"{}\" deleted", K::KIND.to_lowercase(), m.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_and_errors_are_diagnostics_results_are_not() {
+        assert!(is_diagnostic(
+            "Warning: unknown field \"spec.ports\" ignored (kubestore does not model it)"
+        ));
+        assert!(is_diagnostic(
+            "Error from server (Invalid): pods \"x\" is invalid"
+        ));
+        assert!(!is_diagnostic("pod/web created"));
+        assert!(!is_diagnostic("configmap/settings unchanged"));
+    }
 }

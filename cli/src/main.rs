@@ -364,8 +364,14 @@ async fn manifest_command(ch: &Ch, ns: &str, file: &str, apply_it: bool) -> Exit
     } else {
         apply::delete(ch, ns, docs).await
     };
+    // Results on stdout, warnings and errors on stderr: `apply -f x.yaml | grep created` and
+    // scripts reading stdout see only what was done.
     for l in lines {
-        println!("{l}");
+        if apply::is_diagnostic(&l) {
+            eprintln!("{l}");
+        } else {
+            println!("{l}");
+        }
     }
     if ok {
         ExitCode::SUCCESS
