@@ -62,6 +62,12 @@ impl Strategy<CustomObject> for CustomStrategy {
     }
 
     fn default_object(&self, obj: &mut CustomObject) -> bool {
+        // Every read defaults (Get, List items, watch events): without a `default` in the
+        // schema there is nothing to do, and parsing the JSON to find that out was a fifth of
+        // a List's CPU.
+        if !self.schema.has_defaults() {
+            return false;
+        }
         let Ok(content) = obj.content() else {
             return false;
         };
