@@ -406,9 +406,11 @@ pub async fn run_with_metrics(
             CustomResourceDefinitionsServer::new(custom.clone())
                 .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
         )
-        .add_service(
-            CustomObjectsServer::new(custom).max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
-        )
+        .add_service(custom::passthrough::ObjectsPassThrough::new(
+            CustomObjectsServer::new(custom.clone())
+                .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+            custom,
+        ))
         .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained());
     let result = serving.drain(server, config.shutdown_timeout).await;
     poller.abort();

@@ -80,6 +80,13 @@ pub struct EncodedList {
     items: Vec<Bytes>,
 }
 
+impl EncodedList {
+    /// A page of `items`, each already encoded as the list message's item type.
+    pub(crate) fn new(meta: ListMeta, items: Vec<Bytes>) -> Self {
+        Self { meta, items }
+    }
+}
+
 /// Writes an [`EncodedList`] as the kind's list message.
 #[derive(Debug, Default)]
 pub struct EncodedListEncoder;

@@ -23,9 +23,11 @@ pub mod definition;
 pub mod kinds;
 pub mod object;
 pub mod openapi;
+pub mod passthrough;
 pub mod rules;
 pub mod service;
 pub mod strategy;
+pub mod wire;
 
 use std::sync::Arc;
 

@@ -94,31 +94,37 @@ impl CustomObject {
     /// numbers as in Kubernetes, not as proto3 JSON strings).
     pub fn to_json(&self) -> Result<Map<String, Value>, ApiError> {
         let mut object = self.content()?;
-        let mut meta = match &self.metadata {
-            Some(m) => serde_json::to_value(m),
-            None => Ok(Value::Object(Map::new())),
-        }
-        .map_err(|e| ApiError::Internal(format!("encoding metadata: {e}")))?;
-        if let Value::Object(m) = &mut meta {
-            for field in ["generation", "deletionGracePeriodSeconds"] {
-                if let Some(Value::String(s)) = m.get(field)
-                    && let Ok(n) = s.parse::<i64>()
-                {
-                    m.insert(field.into(), Value::from(n));
-                }
-            }
-            // Kubernetes writes UTC times with `Z` (RFC 3339, as Go's time.RFC3339).
-            for field in ["creationTimestamp", "deletionTimestamp"] {
-                if let Some(Value::String(s)) = m.get_mut(field)
-                    && let Some(utc) = s.strip_suffix("+00:00")
-                {
-                    *s = format!("{utc}Z");
-                }
-            }
-        }
-        object.insert("metadata".into(), meta);
+        object.insert("metadata".into(), metadata_json(self.metadata.as_ref())?);
         Ok(object)
     }
+}
+
+/// `metadata` as upstream's JSON: camelCase fields, int64 values as numbers (as in Kubernetes,
+/// not as proto3 JSON strings), UTC times with `Z`.
+pub fn metadata_json(meta: Option<&ObjectMeta>) -> Result<Value, ApiError> {
+    let mut meta = match meta {
+        Some(m) => serde_json::to_value(m),
+        None => Ok(Value::Object(Map::new())),
+    }
+    .map_err(|e| ApiError::Internal(format!("encoding metadata: {e}")))?;
+    if let Value::Object(m) = &mut meta {
+        for field in ["generation", "deletionGracePeriodSeconds"] {
+            if let Some(Value::String(s)) = m.get(field)
+                && let Ok(n) = s.parse::<i64>()
+            {
+                m.insert(field.into(), Value::from(n));
+            }
+        }
+        // Kubernetes writes UTC times with `Z` (RFC 3339, as Go's time.RFC3339).
+        for field in ["creationTimestamp", "deletionTimestamp"] {
+            if let Some(Value::String(s)) = m.get_mut(field)
+                && let Some(utc) = s.strip_suffix("+00:00")
+            {
+                *s = format!("{utc}Z");
+            }
+        }
+    }
+    Ok(meta)
 }
 
 /// `v` with every object's keys in sorted order.

@@ -188,11 +188,11 @@ impl CustomResourceDefinitions for CustomService {
 }
 
 /// What a custom-object request names.
-struct Target<'a> {
-    group: &'a str,
-    version: &'a str,
-    plural: &'a str,
-    namespace: &'a str,
+pub(crate) struct Target<'a> {
+    pub(crate) group: &'a str,
+    pub(crate) version: &'a str,
+    pub(crate) plural: &'a str,
+    pub(crate) namespace: &'a str,
 }
 
 impl CustomService {
@@ -204,7 +204,7 @@ impl CustomService {
     /// read of its definition, `<plural>.<group>`) before it is refused: the definitions watch
     /// may lag the write that established it, and a client that saw `Established=True` (from
     /// any replica) must be served at once, not get a NOT_FOUND it cannot tell from a typo.
-    async fn resolve(
+    pub(crate) async fn resolve(
         &self,
         ctx: &Ctx,
         t: &Target<'_>,
