@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# The binaries some tests run as processes (kubestore controller-manager).
+cargo build --bins
 set +e
 echo "== with the watch cache (default)"
 cargo test --workspace "$@" 2>&1 | tee "$log"

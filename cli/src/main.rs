@@ -77,6 +77,13 @@ enum Command {
         /// Objects the garbage collector checks at once (kube-controller-manager's flag).
         #[arg(long, default_value_t = 20)]
         concurrent_gc_syncs: usize,
+        /// Requests a second the garbage collector's workers send to registry-svc (0: no
+        /// limit; upstream's default is 20, see the README).
+        #[arg(long, default_value_t = kubestore_controllers::gc::DEFAULT_QPS)]
+        kube_api_qps: f64,
+        /// Requests the workers may send at once before `--kube-api-qps` applies.
+        #[arg(long, default_value_t = kubestore_controllers::gc::DEFAULT_BURST)]
+        kube_api_burst: u32,
         /// Address of the Prometheus `/metrics` endpoint; unset: none.
         #[arg(long, env = "CONTROLLER_METRICS_ADDR", value_parser = kubestore_telemetry::deadline::parse_socket_addr)]
         metrics_addr: Option<std::net::SocketAddr>,
@@ -204,6 +211,8 @@ async fn controller_manager(cli: &Cli) -> ExitCode {
         leader_elect_resource_namespace,
         leader_elect_resource_name,
         concurrent_gc_syncs,
+        kube_api_qps,
+        kube_api_burst,
         metrics_addr,
     } = &cli.command
     else {
@@ -224,6 +233,8 @@ async fn controller_manager(cli: &Cli) -> ExitCode {
     config.leader.namespace = leader_elect_resource_namespace.clone();
     config.leader.name = leader_elect_resource_name.clone();
     config.gc.workers = *concurrent_gc_syncs;
+    config.gc.qps = *kube_api_qps;
+    config.gc.burst = *kube_api_burst;
     config.metrics_addr = *metrics_addr;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {

@@ -139,6 +139,8 @@ pub struct KindClient {
     ch: Ch,
     /// The kind.
     pub kind: Arc<Kind>,
+    /// Taken before each request (none by default).
+    limiter: crate::ratelimit::RateLimiter,
 }
 
 fn request<T>(message: T) -> Request<T> {
@@ -183,7 +185,17 @@ fn to_json(s: Option<pbjson_types::Struct>) -> Result<serde_json::Value, Status>
 impl KindClient {
     /// The client of `kind` over `ch`.
     pub fn new(ch: Ch, kind: Arc<Kind>) -> Self {
-        Self { ch, kind }
+        Self {
+            ch,
+            kind,
+            limiter: crate::ratelimit::RateLimiter::default(),
+        }
+    }
+
+    /// This client, taking a token of `limiter` before each request.
+    pub fn limited(mut self, limiter: crate::ratelimit::RateLimiter) -> Self {
+        self.limiter = limiter;
+        self
     }
 
     fn raw(&self) -> tonic::client::Grpc<Ch> {
@@ -207,6 +219,7 @@ impl KindClient {
 
     /// One page of the kind's objects in `namespace` ("" = all).
     pub async fn list(&self, namespace: &str, options: ListOptions) -> Result<Page, Status> {
+        self.limiter.wait().await;
         match &self.kind.api {
             Api::Builtin(service) => {
                 let body = ListRequest {
@@ -257,6 +270,7 @@ impl KindClient {
 
     /// The kind's changes in every namespace, from `options.resource_version`.
     pub async fn watch(&self, options: ListOptions) -> Result<MetaStream, Status> {
+        self.limiter.wait().await;
         match &self.kind.api {
             Api::Builtin(service) => {
                 let body = ListRequest {
@@ -315,6 +329,7 @@ impl KindClient {
 
     /// A live read of `namespace/name` (None: not found).
     pub async fn get(&self, namespace: &str, name: &str) -> Result<Option<Live>, Status> {
+        self.limiter.wait().await;
         let ns = if self.kind.namespaced { namespace } else { "" };
         let got = match &self.kind.api {
             Api::Builtin(service) => {
@@ -366,6 +381,7 @@ impl KindClient {
         name: &str,
         options: DeleteOptions,
     ) -> Result<bool, Status> {
+        self.limiter.wait().await;
         let ns = if self.kind.namespaced { namespace } else { "" };
         let r = match &self.kind.api {
             Api::Builtin(service) => {
@@ -410,6 +426,7 @@ impl KindClient {
     /// Writes `live` back with `meta` as its metadata; the resourceVersion `live` was read at
     /// goes with it, so a change made meanwhile is a Conflict (ABORTED), never overwritten.
     pub async fn update_meta(&self, live: &Live, meta: &ObjectMeta) -> Result<(), Status> {
+        self.limiter.wait().await;
         let ns = if self.kind.namespaced {
             meta.namespace.clone()
         } else {

@@ -17,6 +17,7 @@ pub mod informer;
 pub mod leader;
 pub mod manager;
 pub mod metrics;
+pub mod ratelimit;
 pub mod raw;
 
 use kubestore_telemetry::GrpcTraceService;

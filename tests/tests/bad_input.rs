@@ -178,7 +178,8 @@ async fn errors_fit_in_every_clients_trailers() {
 async fn made_up_methods_share_one_metric_label() {
     let cluster = Cluster::full().await;
     // Every served method's series exist from the start; what 1,000 made-up paths may add is
-    // the one `unknown` series, not a series each.
+    // the one `unknown` method's series (a histogram among them, a few KiB) and whatever the
+    // calls' own work records, not a series each (that would be 100 KiB and more).
     let mut before = Vec::new();
     for addr in [
         cluster.registry.as_ref().expect("registry").metrics_addr,
@@ -218,7 +219,7 @@ async fn made_up_methods_share_one_metric_label() {
             "{text}"
         );
         assert!(
-            text.len() < before + 4096,
+            text.len() < before + 16 * 1024,
             "{before} bytes before, {} after",
             text.len()
         );

@@ -1,6 +1,7 @@
 //! The garbage collector end to end: real etcd, storage-svc, registry-svc and controller-managers
-//! (each on a runtime of its own, so killing one drops everything it runs, as killing a process
-//! does, and never releases its Lease). Background cascades across kinds (a custom kind owning
+//! (real `kubestore controller-manager` processes where one is killed, SIGKILL, so it never
+//! releases its Lease; elsewhere each on a runtime of its own in the test process, which lets
+//! the tests read its handle). Background cascades across kinds (a custom kind owning
 //! ConfigMaps owning Secrets), foreground with and without blockOwnerDeletion, orphaning,
 //! dangling references, an owner re-created under its name, a controller killed mid-cascade,
 //! and leader election with failover.
@@ -81,17 +82,6 @@ impl Manager {
             .expect("leads in time")
             .expect("running");
     }
-
-    fn leading(&self) -> bool {
-        *self.handle.leading.borrow()
-    }
-
-    /// Ends it at once: nothing it runs survives, and its Lease is not released.
-    fn kill(mut self) {
-        if let Some(r) = self.runtime.take() {
-            r.shutdown_background();
-        }
-    }
 }
 
 impl Drop for Manager {
@@ -100,6 +90,86 @@ impl Drop for Manager {
         if let Some(r) = self.runtime.take() {
             r.shutdown_background();
         }
+    }
+}
+
+/// A real `kubestore controller-manager` process (the binary users run), killed with SIGKILL
+/// as a crashed process is: its Lease is not released.
+struct Process {
+    child: std::process::Child,
+    metrics: std::net::SocketAddr,
+}
+
+impl Process {
+    /// `target/<profile>/kubestore`, next to this test's `deps/` directory. `scripts/test.sh`
+    /// builds it (`cargo build --bins`) before the tests.
+    fn binary() -> std::path::PathBuf {
+        let exe = std::env::current_exe().expect("test executable");
+        let bin = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .map(|dir| dir.join("kubestore"))
+            .expect("target directory");
+        assert!(
+            bin.exists(),
+            "{} is missing: build it with `cargo build --bins` (scripts/test.sh does)",
+            bin.display()
+        );
+        bin
+    }
+
+    fn start(url: &str, identity: &str, lease: Duration, workers: usize) -> Self {
+        let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
+        let ms = |d: Duration| format!("{}ms", d.as_millis());
+        let child = std::process::Command::new(Self::binary())
+            .args([
+                "--registry",
+                url,
+                "controller-manager",
+                "--identity",
+                identity,
+            ])
+            .args(["--leader-elect-lease-duration", &ms(lease)])
+            .args(["--leader-elect-renew-deadline", &ms(lease.mul_f64(0.66))])
+            .args(["--leader-elect-retry-period", &ms(lease / 5)])
+            .args(["--concurrent-gc-syncs", &workers.to_string()])
+            .args(["--metrics-addr", &metrics.to_string()])
+            .env("RUST_LOG", "warn")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("kubestore controller-manager starts");
+        Self { child, metrics }
+    }
+
+    async fn leading(&self) -> bool {
+        tokio::net::TcpStream::connect(self.metrics).await.is_ok()
+            && sample(
+                &scrape(self.metrics).await,
+                r#"leader_election_master_status{name="kube-controller-manager"}"#,
+            ) == Some(1.0)
+    }
+
+    async fn wait_leading(&self, within: Duration) {
+        let until = Instant::now() + within;
+        while !self.leading().await {
+            assert!(Instant::now() < until, "never led");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -706,8 +776,9 @@ async fn a_controller_killed_mid_cascade_finishes_after_a_restart() {
     create_many(&cms, "a", 1000, &a).await;
     create_many(&cms, "b", 20, &b).await;
     let lease = Duration::from_secs(2);
-    let mut first = Manager::start(&url, "gc-first", lease, 2).await;
-    first.wait_leading(Duration::from_secs(5)).await;
+    // Real controller-manager processes, the first killed with SIGKILL mid-cascade.
+    let first = Process::start(&url, "gc-first", lease, 2);
+    first.wait_leading(Duration::from_secs(10)).await;
     delete_cm(&mut cms, "owner-a", PropagationPolicy::Background).await;
     eventually("the cascade started", Duration::from_secs(20), || {
         let mut cms = cms.clone();
@@ -720,7 +791,7 @@ async fn a_controller_killed_mid_cascade_finishes_after_a_restart() {
         left > 0,
         "killed mid-cascade (all {left} were gone already)"
     );
-    let mut second = Manager::start(&url, "gc-second", lease, 20).await;
+    let second = Process::start(&url, "gc-second", lease, 20);
     second.wait_leading(Duration::from_secs(10)).await;
     eventually(
         "every dependent of the deleted owner is gone",
@@ -743,12 +814,37 @@ async fn only_the_leader_acts_and_another_takes_over_within_the_lease_duration()
     let cluster = Cluster::full().await;
     let url = cluster.registry.as_ref().expect("registry").url();
     let lease = Duration::from_secs(3);
-    let mut one = Manager::start(&url, "cm-one", lease, 4).await;
-    one.wait_leading(Duration::from_secs(5)).await;
-    let two = Manager::start(&url, "cm-two", lease, 4).await;
+    // Two real controller-manager processes.
+    let one = Process::start(&url, "cm-one", lease, 4);
+    one.wait_leading(Duration::from_secs(10)).await;
+    let two = Process::start(&url, "cm-two", lease, 4);
     // The second never leads while the first renews.
     tokio::time::sleep(lease * 2).await;
-    assert!(one.leading() && !two.leading());
+    assert!(one.leading().await && !two.leading().await);
+    // Only the leader acts: it collects a dependent, the standby deletes nothing.
+    let mut cms = cluster.config_maps().await;
+    let first_owner = create_cm(&mut cms, "first-owner", vec![], &[]).await;
+    create_cm(
+        &mut cms,
+        "first-dep",
+        vec![owner("v1", "ConfigMap", &first_owner, None)],
+        &[],
+    )
+    .await;
+    delete_cm(&mut cms, "first-owner", PropagationPolicy::Background).await;
+    eventually("the leader collects", Duration::from_secs(10), || {
+        let cms = cms.clone();
+        async move { gone(&cms, "first-dep").await }
+    })
+    .await;
+    let deleted =
+        |text: &str| sample(text, "garbagecollector_deleted_dependents_total").unwrap_or(0.0);
+    assert!(deleted(&scrape(one.metrics).await) >= 1.0);
+    assert_eq!(
+        deleted(&scrape(two.metrics).await),
+        0.0,
+        "the standby acted"
+    );
     let mut leases = LeasesClient::new(channel(&url).await);
     let held = leases
         .get(GetLeaseRequest {
@@ -766,7 +862,6 @@ async fn only_the_leader_acts_and_another_takes_over_within_the_lease_duration()
 
     one.kill();
     let killed = Instant::now();
-    let mut two = two;
     two.wait_leading(lease + Duration::from_secs(3)).await;
     let took = killed.elapsed();
     assert!(
@@ -787,7 +882,6 @@ async fn only_the_leader_acts_and_another_takes_over_within_the_lease_duration()
     assert_eq!(now.lease_transitions, Some(transitions + 1));
 
     // The new leader collects.
-    let mut cms = cluster.config_maps().await;
     let o = create_cm(&mut cms, "owner", vec![], &[]).await;
     create_cm(
         &mut cms,

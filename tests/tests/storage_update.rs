@@ -301,6 +301,20 @@ async fn cached_objects_cost_one_round_trip_when_current_and_are_never_applied_w
     .expect("retried");
     assert!(matches!(end, Ended::Result(_)), "{end:?}");
     assert_eq!(seen.len(), 2);
+
+    // A suggestion that does not say which revision it is: refused, nothing written (the
+    // README's deviations: upstream ignores it).
+    let before = get(&mut c, key).await.expect("get");
+    let s = UpdateStart {
+        cached_object: Some(cm("a", &[("n", "9")]).encode_to_vec()),
+        ..start(key)
+    };
+    let e = guaranteed_update(&mut c, s, increment)
+        .await
+        .expect_err("a suggestion without resourceVersion");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert!(e.message().contains("no resource_version"), "{e:?}");
+    assert_eq!(get(&mut c, key).await.expect("get"), before);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -55,11 +55,27 @@ const ABSENT_CACHE: usize = 500;
 pub struct GcConfig {
     /// Workers per queue (upstream's `--concurrent-gc-syncs`, 20).
     pub workers: usize,
+    /// Requests a second the workers may send, and at once (kube-controller-manager's
+    /// `--kube-api-qps` / `--kube-api-burst`); 0: no limit.
+    pub qps: f64,
+    /// See `qps`.
+    pub burst: u32,
 }
+
+/// Default `--kube-api-qps`. Upstream's is 20 (for an apiserver shared by every controller of a
+/// cluster); ours is what keeps an unrelated client's Get p99 within 2x of idle while a cascade
+/// runs on the 2 cores the services share (BENCHMARKS.md, "Garbage collector").
+pub const DEFAULT_QPS: f64 = 500.0;
+/// Default `--kube-api-burst`.
+pub const DEFAULT_BURST: u32 = 1000;
 
 impl Default for GcConfig {
     fn default() -> Self {
-        Self { workers: 20 }
+        Self {
+            workers: 20,
+            qps: DEFAULT_QPS,
+            burst: DEFAULT_BURST,
+        }
     }
 }
 
@@ -80,9 +96,16 @@ pub struct Collector {
     /// (owner UID, reason) of events already recorded: one per owner and reason.
     recorded: Arc<Mutex<HashSet<(String, String)>>>,
     metrics: ControllerMetrics,
+    /// Shared by every worker's requests (`GcConfig::qps`).
+    limiter: crate::ratelimit::RateLimiter,
 }
 
 impl Collector {
+    /// The client of `kind` for a worker's requests (rate limited).
+    fn client(&self, kind: Arc<Kind>) -> KindClient {
+        KindClient::new(self.ch.clone(), kind).limited(self.limiter.clone())
+    }
+
     fn graph(&self) -> MutexGuard<'_, Graph> {
         self.graph.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -284,6 +307,7 @@ pub async fn run(
         events: Recorder::new(ch.clone(), "garbage-collector-controller"),
         recorded: Arc::default(),
         metrics: metrics.clone(),
+        limiter: crate::ratelimit::RateLimiter::new(config.qps, config.burst),
     };
     let (changes, mut heard) = mpsc::channel::<Change>(1024);
     let mut monitors: HashMap<String, Monitor> = HashMap::new();

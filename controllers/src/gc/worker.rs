@@ -55,7 +55,7 @@ impl Collector {
             uid = %uid,
         );
         async {
-            let client = KindClient::new(self.ch.clone(), node.kind.clone());
+            let client = self.client(node.kind.clone());
             let Some(live) = client.get(&node.meta.namespace, &node.meta.name).await? else {
                 return Ok(());
             };
@@ -129,7 +129,7 @@ impl Collector {
             tracing::warn!(owner = %r.name, "a cluster-scoped object names a namespaced owner; it is never collected");
             return Ok(None);
         }
-        let owners = KindClient::new(self.ch.clone(), owner_kind);
+        let owners = self.client(owner_kind);
         Ok(Some(match owners.get(&item.namespace, &r.name).await? {
             Some(o) if o.meta.uid == r.uid => {
                 if o.meta.deletion_timestamp.is_some()
@@ -308,7 +308,7 @@ impl Collector {
             uid = %uid,
         );
         async {
-            let client = KindClient::new(self.ch.clone(), node.kind.clone());
+            let client = self.client(node.kind.clone());
             let Some(live) = client.get(&node.meta.namespace, &node.meta.name).await? else {
                 return Ok(());
             };
@@ -328,7 +328,7 @@ impl Collector {
                 let slots = slots.clone();
                 tasks.spawn(async move {
                     let _slot = slots.acquire_owned().await;
-                    let c = KindClient::new(me.ch.clone(), d.kind.clone());
+                    let c = me.client(d.kind.clone());
                     me.remove_reference(&c, &d.meta, &owner).await
                 });
             }

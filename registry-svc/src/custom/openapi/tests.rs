@@ -294,3 +294,46 @@ fn controller_gen_shapes_are_structural() {
     );
     assert!(e.iter().any(|(p, _)| p == "spec.protocols[0]"), "{e:?}");
 }
+
+/// Bounds, lengths, counts, formats and null, each in upstream's words at its own path.
+#[test]
+fn bounds_lengths_counts_formats_and_null_have_upstreams_words() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "n32": {"type": "integer", "format": "int32"},
+        "n64": {"type": "integer", "format": "int64"},
+        "above": {"type": "number", "minimum": 0, "exclusiveMinimum": true},
+        "below": {"type": "number", "maximum": 10, "exclusiveMaximum": true},
+        "short": {"type": "string", "minLength": 3},
+        "few": {"type": "array", "minItems": 2, "items": {"type": "integer"}},
+        "many": {"type": "array", "maxItems": 1, "items": {"type": "integer"}},
+        "strict": {"type": "string"},
+        "loose": {"type": "string", "nullable": true}
+    }}}});
+    let s = Schema::parse(&schema).expect("structural");
+    let ok = json!({"spec": {"n32": 2_147_483_647i64, "n64": 9_007_199_254_740_991i64, "above": 0.5,
+        "below": 9.5, "short": "abc", "few": [1, 2], "many": [1], "strict": "x", "loose": null}});
+    assert_eq!(s.validate(&ok), vec![]);
+    let bad = json!({"spec": {"n32": 3_000_000_000i64, "above": 0, "below": 10, "short": "ab",
+        "few": [1], "many": [1, 2], "strict": null}});
+    let e = s.validate(&bad);
+    let at = |path: &str, words: &str| {
+        assert!(
+            e.iter().any(|(p, m)| p == path && m.contains(words)),
+            "{path}: {words:?} in {e:?}"
+        );
+    };
+    at("spec.n32", "must be of type int32");
+    at("spec.above", "spec.above in body should be greater than 0");
+    at("spec.below", "spec.below in body should be less than 10");
+    at(
+        "spec.short",
+        "spec.short in body should be at least 3 chars long",
+    );
+    at("spec.few", "spec.few in body should have at least 2 items");
+    at("spec.many", "Too many: 2: must have at most 1 items");
+    at(
+        "spec.strict",
+        "Invalid value: \"null\": spec.strict in body must be of type string: \"null\"",
+    );
+    assert_eq!(e.len(), 7, "one violation per field: {e:?}");
+}
