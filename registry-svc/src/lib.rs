@@ -28,6 +28,7 @@ pub mod get;
 pub mod graceful;
 pub mod kinds;
 pub mod list;
+pub mod metrics;
 pub mod names;
 pub mod passthrough;
 pub mod quantity;

@@ -51,6 +51,7 @@ use tonic::{
 
 use crate::{
     error::ApiError,
+    metrics::Verb,
     resource::Resource,
     service,
     store::Store,
@@ -190,12 +191,16 @@ impl<R: Resource> tower::Service<tonic::Request<R::ListRequest>> for ListCall<R>
         Box::pin(async move {
             let ctx = service::ctx(request.metadata());
             let (namespace, options) = R::list_parts(request.into_inner());
-            let (meta, items) = store.list_encoded(ctx, &namespace, options).await?;
-            let items = items
-                .into_iter()
-                .map(|bytes| store.defaulted(bytes))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(tonic::Response::new(EncodedList { meta, items }))
+            let list = async {
+                let (meta, items) = store.list_encoded(ctx, &namespace, options).await?;
+                let items = items
+                    .into_iter()
+                    .map(|bytes| store.defaulted(bytes))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(EncodedList { meta, items })
+            };
+            let list = store.request(Verb::List, &namespace, false, list).await?;
+            Ok(tonic::Response::new(list))
         })
     }
 }
@@ -220,19 +225,26 @@ impl<R: Resource> tower::Service<tonic::Request<R::WatchRequest>> for WatchCall<
         let stop = self.stop.clone();
         Box::pin(async move {
             let (namespace, options) = R::watch_parts(request.into_inner());
-            let events = store.watch_encoded(&namespace, options, stop).await?;
-            if !store.strategy.has_defaults() {
-                return Ok(tonic::Response::new(events));
-            }
+            let events = store
+                .request(
+                    Verb::Watch,
+                    &namespace,
+                    false,
+                    store.watch_encoded(&namespace, options, stop),
+                )
+                .await?;
+            let open = store.watch_opened(&namespace);
+            let defaults = store.strategy.has_defaults();
             // A bookmark's object is a placeholder, not a stored object: never defaulted.
-            let defaulted: EncodedEventStream = Box::pin(events.map(move |item| {
+            let events: EncodedEventStream = Box::pin(events.map(move |item| {
+                let _open = &open;
                 let (kind, object) = item?;
-                if kind == WatchEventType::Bookmark {
+                if !defaults || kind == WatchEventType::Bookmark {
                     return Ok((kind, object));
                 }
                 Ok((kind, store.defaulted(object).map_err(Status::from)?))
             }));
-            Ok(tonic::Response::new(defaulted))
+            Ok(tonic::Response::new(events))
         })
     }
 }

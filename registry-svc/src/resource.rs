@@ -16,6 +16,8 @@ pub trait Resource: prost::Message + Default + Clone + PartialEq + Send + Sync +
     const KIND: &'static str;
     /// Plural resource, e.g. `pods` (used in keys and NotFound/Conflict errors).
     const RESOURCE: &'static str;
+    /// API group: "" for the core group (request metrics' `group` label).
+    const GROUP: &'static str = "";
     /// The metadata (field 1), if present.
     fn meta(&self) -> Option<&ObjectMeta>;
     /// The metadata, created empty if absent.
@@ -33,10 +35,11 @@ pub trait Resource: prost::Message + Default + Clone + PartialEq + Send + Sync +
 /// Implements [`Resource`] for a message whose field 1 is `metadata`.
 #[macro_export]
 macro_rules! resource {
-    ($ty:ty, $kind:literal, $plural:literal, $list:ty, $watch:ty) => {
+    ($ty:ty, $kind:literal, $plural:literal, $list:ty, $watch:ty $(, group = $group:literal)?) => {
         impl $crate::resource::Resource for $ty {
             const KIND: &'static str = $kind;
             const RESOURCE: &'static str = $plural;
+            $(const GROUP: &'static str = $group;)?
             type ListRequest = $list;
             fn list_parts(
                 request: $list,
@@ -79,7 +82,8 @@ resource!(
     "Lease",
     "leases",
     kubestore_proto::coordination::v1::ListLeasesRequest,
-    kubestore_proto::coordination::v1::WatchLeasesRequest
+    kubestore_proto::coordination::v1::WatchLeasesRequest,
+    group = "coordination.k8s.io"
 );
 resource!(
     Secret,

@@ -84,7 +84,14 @@ macro_rules! grpc_service {
                 let r = request.into_inner();
                 let obj = $crate::service::required(r.$field, stringify!($field))?;
                 Ok(tonic::Response::new(
-                    self.store.create(ctx, &r.namespace, obj, r.dry_run).await?,
+                    self.store
+                        .request(
+                            $crate::metrics::Verb::Create,
+                            &r.namespace,
+                            r.dry_run,
+                            self.store.create(ctx, &r.namespace, obj, r.dry_run),
+                        )
+                        .await?,
                 ))
             }
             async fn get(
@@ -94,7 +101,14 @@ macro_rules! grpc_service {
                 let ctx = $crate::service::ctx(request.metadata());
                 let r = request.into_inner();
                 Ok(tonic::Response::new(
-                    self.store.get(ctx, &r.namespace, &r.name).await?,
+                    self.store
+                        .request(
+                            $crate::metrics::Verb::Get,
+                            &r.namespace,
+                            false,
+                            self.store.get(ctx, &r.namespace, &r.name),
+                        )
+                        .await?,
                 ))
             }
             async fn update(
@@ -105,7 +119,14 @@ macro_rules! grpc_service {
                 let r = request.into_inner();
                 let obj = $crate::service::required(r.$field, stringify!($field))?;
                 Ok(tonic::Response::new(
-                    self.store.update(ctx, &r.namespace, obj, r.dry_run).await?,
+                    self.store
+                        .request(
+                            $crate::metrics::Verb::Update,
+                            &r.namespace,
+                            r.dry_run,
+                            self.store.update(ctx, &r.namespace, obj, r.dry_run),
+                        )
+                        .await?,
                 ))
             }
             async fn delete(
@@ -114,9 +135,15 @@ macro_rules! grpc_service {
             ) -> Result<tonic::Response<$delete_resp>, tonic::Status> {
                 let ctx = $crate::service::ctx(request.metadata());
                 let r = request.into_inner();
+                let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
                 let (obj, deleted) = self
                     .store
-                    .delete(ctx, &r.namespace, &r.name, r.options)
+                    .request(
+                        $crate::metrics::Verb::Delete,
+                        &r.namespace,
+                        dry_run,
+                        self.store.delete(ctx, &r.namespace, &r.name, r.options),
+                    )
                     .await?;
                 Ok(tonic::Response::new($delete_resp {
                     $field: Some(obj),
@@ -129,7 +156,15 @@ macro_rules! grpc_service {
             ) -> Result<tonic::Response<$list>, tonic::Status> {
                 let ctx = $crate::service::ctx(request.metadata());
                 let r = request.into_inner();
-                let (metadata, items) = self.store.list(ctx, &r.namespace, r.options).await?;
+                let (metadata, items) = self
+                    .store
+                    .request(
+                        $crate::metrics::Verb::List,
+                        &r.namespace,
+                        false,
+                        self.store.list(ctx, &r.namespace, r.options),
+                    )
+                    .await?;
                 Ok(tonic::Response::new($list {
                     metadata: Some(metadata),
                     items,
@@ -146,9 +181,16 @@ macro_rules! grpc_service {
                 let r = request.into_inner();
                 let events = self
                     .store
-                    .watch(&r.namespace, r.options, self.stop.clone())
+                    .request(
+                        $crate::metrics::Verb::Watch,
+                        &r.namespace,
+                        false,
+                        self.store.watch(&r.namespace, r.options, self.stop.clone()),
+                    )
                     .await?;
-                Ok(tonic::Response::new(Box::pin(events.map(|e| {
+                let open = self.store.watch_opened(&r.namespace);
+                Ok(tonic::Response::new(Box::pin(events.map(move |e| {
+                    let _open = &open;
                     e.map(|(kind, object)| $event {
                         r#type: kind as i32,
                         object: Some(object),
@@ -164,9 +206,16 @@ macro_rules! grpc_service {
                     $crate::service::DELETE_COLLECTION_TIMEOUT,
                 );
                 let r = request.into_inner();
+                let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
                 let (metadata, items) = self
                     .store
-                    .delete_collection(ctx, &r.namespace, r.list_options, r.options)
+                    .request(
+                        $crate::metrics::Verb::DeleteCollection,
+                        &r.namespace,
+                        dry_run,
+                        self.store
+                            .delete_collection(ctx, &r.namespace, r.list_options, r.options),
+                    )
                     .await?;
                 Ok(tonic::Response::new($list {
                     metadata: Some(metadata),
@@ -184,7 +233,12 @@ macro_rules! grpc_service {
                     let obj = $crate::service::required(r.$field, stringify!($field))?;
                     Ok(tonic::Response::new(
                         self.store
-                            .update_status(ctx, &r.namespace, obj, r.dry_run)
+                            .request(
+                                $crate::metrics::Verb::UpdateStatus,
+                                &r.namespace,
+                                r.dry_run,
+                                self.store.update_status(ctx, &r.namespace, obj, r.dry_run),
+                            )
                             .await?,
                     ))
                 }

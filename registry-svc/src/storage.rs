@@ -65,6 +65,9 @@ pub struct StorageClient {
     next: Arc<AtomicUsize>,
     /// `registry_watchers_cut_off_total`: watches cut off because their client stopped reading.
     watchers_cut_off: Counter,
+    /// kube-apiserver's request metrics (`metrics`), recorded by the handlers through every
+    /// Store, which all hold this client.
+    pub(crate) api: crate::metrics::ApiMetrics,
 }
 
 /// Connections to storage-svc. One HTTP/2 connection is driven by one task on each side, which
@@ -131,6 +134,7 @@ impl StorageClient {
             replicas: replicas.into(),
             next: Arc::new(AtomicUsize::new(0)),
             watchers_cut_off: Counter::default(),
+            api: crate::metrics::ApiMetrics::default(),
         })
     }
 
@@ -141,6 +145,7 @@ impl StorageClient {
             "Watches cut off because their client stopped reading and registry-svc's buffer stayed full",
             self.watchers_cut_off.clone(),
         );
+        self.api.register(metrics);
     }
 
     /// Health-checks every replica twice a second until the task is aborted.

@@ -43,6 +43,12 @@ pub struct Names {
     /// The storage key every object's key starts with: `/pods`, or
     /// `/stable.example.com/crontabs`.
     pub key_root: String,
+    /// API group ("" for core), version and plural: the request metrics' labels.
+    pub group: String,
+    /// See `group`.
+    pub version: String,
+    /// See `group`.
+    pub plural: String,
 }
 
 impl Names {
@@ -52,6 +58,9 @@ impl Names {
             kind: R::KIND.into(),
             resource: R::RESOURCE.into(),
             key_root: format!("/{}", R::RESOURCE),
+            group: R::GROUP.into(),
+            version: "v1".into(),
+            plural: R::RESOURCE.into(),
         }
     }
 }
@@ -105,6 +114,36 @@ impl<R: Resource> Store<R> {
     /// The storage key every object's key starts with, e.g. `/pods`.
     pub fn key_root(&self) -> &str {
         &self.names.key_root
+    }
+
+    /// Runs `fut`, a client's request of `verb` in `namespace`, and records it in the
+    /// request metrics (`crate::metrics`). Only the gRPC handlers call this: the registry's
+    /// own reads and a DeleteCollection's deletes are not client requests.
+    pub async fn request<T>(
+        &self,
+        verb: crate::metrics::Verb,
+        namespace: &str,
+        dry_run: bool,
+        fut: impl std::future::Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        let start = std::time::Instant::now();
+        let result = fut.await;
+        let labels = crate::metrics::ApiMetrics::labels(verb, &self.names, namespace, dry_run);
+        self.storage
+            .api
+            .observe(labels, verb == crate::metrics::Verb::Create, start, &result);
+        result
+    }
+
+    /// Counts a watch in `namespace` as open until the guard is dropped (keep it with the
+    /// stream).
+    pub fn watch_opened(&self, namespace: &str) -> crate::metrics::Longrunning {
+        self.storage.api.open(crate::metrics::ApiMetrics::labels(
+            crate::metrics::Verb::Watch,
+            &self.names,
+            namespace,
+            false,
+        ))
     }
 
     pub(crate) fn storage_error(&self, status: &tonic::Status, name: &str) -> ApiError {

@@ -8,7 +8,7 @@ use kubestore_proto::{
 };
 use kubestore_tests::{
     Cluster,
-    services::{sample, scrape},
+    services::{channel, sample, scrape},
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -267,5 +267,161 @@ async fn rpc_series_follow_the_grpc_ecosystem_names_from_the_start() {
     assert!(
         registry.contains("# TYPE process_cpu_seconds counter"),
         "{registry}"
+    );
+}
+
+/// kube-apiserver's request metrics: verb, group, version, resource, scope and HTTP code as
+/// upstream labels them, for built-in and custom kinds; watches counted as long-running and
+/// kept out of the latency histogram.
+#[tokio::test(flavor = "multi_thread")]
+async fn apiserver_request_metrics_carry_upstreams_labels() {
+    use kubestore_proto::apiextensions::v1::{
+        CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomResourceDefinition,
+        GetCustomResourceDefinitionRequest, custom_objects_client::CustomObjectsClient,
+        custom_resource_definitions_client::CustomResourceDefinitionsClient,
+    };
+    let cluster = Cluster::full().await;
+    let addr = cluster.registry.as_ref().expect("registry").metrics_addr;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut cms = cluster.config_maps().await;
+    let cm = |name: &str| kubestore_proto::core::v1::ConfigMap {
+        metadata: Some(ObjectMeta {
+            name: name.into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    cms.create(kubestore_proto::core::v1::CreateConfigMapRequest {
+        namespace: "default".into(),
+        config_map: Some(cm("a")),
+        dry_run: false,
+    })
+    .await
+    .expect("create");
+    cms.create(kubestore_proto::core::v1::CreateConfigMapRequest {
+        namespace: "default".into(),
+        config_map: Some(cm("a")),
+        dry_run: true,
+    })
+    .await
+    .expect_err("exists");
+    cms.list(kubestore_proto::core::v1::ListConfigMapsRequest {
+        namespace: String::new(),
+        options: None,
+    })
+    .await
+    .expect("list");
+    let watch = cms
+        .watch(kubestore_proto::core::v1::WatchConfigMapsRequest {
+            namespace: "default".into(),
+            options: None,
+        })
+        .await
+        .expect("watch");
+    let text = scrape(addr).await;
+    let series = |verb: &str, dry: &str, scope: &str, code: &str| {
+        format!(
+            r#"apiserver_request_total{{verb="{verb}",dry_run="{dry}",group="",version="v1",resource="configmaps",subresource="",scope="{scope}",component="apiserver",code="{code}"}}"#
+        )
+    };
+    assert_eq!(
+        sample(&text, &series("POST", "", "resource", "201")),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, &series("POST", "All", "resource", "409")),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, &series("LIST", "", "cluster", "200")),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, &series("WATCH", "", "namespace", "200")),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"apiserver_longrunning_requests{verb="WATCH",dry_run="",group="",version="v1",resource="configmaps",subresource="",scope="namespace",component="apiserver"}"#
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(
+        !text.contains(r#"apiserver_request_duration_seconds_count{verb="WATCH""#),
+        "watches stay out of the latency histogram"
+    );
+    assert!(
+        text.contains(r#"apiserver_request_duration_seconds_count{verb="LIST",dry_run="",group="",version="v1",resource="configmaps""#),
+        "{text}"
+    );
+    drop(watch);
+
+    // A custom kind: its group, version and plural.
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    let crd: CustomResourceDefinition =
+        serde_json::from_str(include_str!("../fixtures/crds/crontab.json")).expect("CronTab");
+    defs.create(CreateCustomResourceDefinitionRequest {
+        custom_resource_definition: Some(crd),
+        dry_run: false,
+    })
+    .await
+    .expect("register");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !defs
+        .get(GetCustomResourceDefinitionRequest {
+            name: "crontabs.stable.example.com".into(),
+        })
+        .await
+        .expect("get")
+        .into_inner()
+        .status
+        .is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.r#type == "Established" && c.status == "True")
+        })
+    {
+        assert!(std::time::Instant::now() < until, "never established");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    CustomObjectsClient::new(channel(&url).await)
+        .create(CreateCustomObjectRequest {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            plural: "crontabs".into(),
+            namespace: "default".into(),
+            object: Some(
+                serde_json::from_value(serde_json::json!({
+                    "apiVersion": "stable.example.com/v1", "kind": "CronTab",
+                    "metadata": {"name": "c"}, "spec": {"cronSpec": "* * * * */5"}
+                }))
+                .expect("a Struct"),
+            ),
+            dry_run: false,
+        })
+        .await
+        .expect("create a CronTab");
+    let text = scrape(addr).await;
+    assert_eq!(
+        sample(
+            &text,
+            r#"apiserver_request_total{verb="POST",dry_run="",group="stable.example.com",version="v1",resource="crontabs",subresource="",scope="resource",component="apiserver",code="201"}"#
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"apiserver_request_total{verb="POST",dry_run="",group="apiextensions.k8s.io",version="v1",resource="customresourcedefinitions",subresource="",scope="resource",component="apiserver",code="201"}"#
+        ),
+        Some(1.0),
+        "{text}"
     );
 }

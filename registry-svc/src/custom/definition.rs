@@ -49,6 +49,9 @@ pub fn names() -> crate::store::Names {
         kind: "CustomResourceDefinition".into(),
         resource: "customresourcedefinitions.apiextensions.k8s.io".into(),
         key_root: "/apiextensions.k8s.io/customresourcedefinitions".into(),
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        plural: "customresourcedefinitions".into(),
     }
 }
 

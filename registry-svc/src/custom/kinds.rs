@@ -213,6 +213,9 @@ impl CustomKinds {
             kind: names.kind.clone(),
             resource: format!("{}.{}", names.plural, spec.group),
             key_root: format!("/{}/{}", spec.group, names.plural),
+            group: spec.group.clone(),
+            version: String::new(),
+            plural: names.plural.clone(),
         };
         let mut versions = BTreeMap::new();
         for v in &spec.versions {
@@ -250,7 +253,10 @@ impl CustomKinds {
                     store: Store::with_names(
                         self.storage.clone(),
                         Arc::new(strategy),
-                        store_names.clone(),
+                        Names {
+                            version: v.name.clone(),
+                            ..store_names.clone()
+                        },
                     ),
                     schema,
                     columns: v.additional_printer_columns.clone(),

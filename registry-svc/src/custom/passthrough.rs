@@ -25,6 +25,7 @@ use crate::{
         service::{CustomService, Target},
         wire,
     },
+    metrics::Verb,
     passthrough::{EncodedCodec, EncodedList, EncodedListEncoder},
     service,
 };
@@ -56,15 +57,19 @@ impl tower::Service<tonic::Request<ListCustomObjectsRequest>> for ListCall {
             };
             let (kind, v) = svc.resolve(&ctx, &target, true).await?;
             let store = &kind.version(&v)?.store;
-            let (meta, items) = store
-                .list_encoded(ctx, &r.namespace, r.options.clone())
-                .await?;
             let api_version = format!("{}/{v}", kind.group);
-            let items = items
-                .into_iter()
-                .map(|bytes| wire::encode_object(&store.defaulted(bytes)?, &api_version))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(tonic::Response::new(EncodedList::new(meta, items)))
+            let list = async {
+                let (meta, items) = store
+                    .list_encoded(ctx, &r.namespace, r.options.clone())
+                    .await?;
+                let items = items
+                    .into_iter()
+                    .map(|bytes| wire::encode_object(&store.defaulted(bytes)?, &api_version))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(EncodedList::new(meta, items))
+            };
+            let list = store.request(Verb::List, &r.namespace, false, list).await?;
+            Ok(tonic::Response::new(list))
         })
     }
 }

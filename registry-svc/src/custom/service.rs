@@ -36,6 +36,7 @@ use crate::{
         object::{CustomObject, from_struct, to_struct},
     },
     error::ApiError,
+    metrics::Verb,
     service::{DELETE_COLLECTION_TIMEOUT, ctx, ctx_within, required},
     store::{Ctx, Store},
 };
@@ -62,8 +63,15 @@ impl CustomResourceDefinitions for CustomService {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
         let crd = required(r.custom_resource_definition, "custom_resource_definition")?;
+        let d = &self.definitions;
         Ok(Response::new(
-            self.definitions.create(ctx, "", crd, r.dry_run).await?,
+            d.request(
+                Verb::Create,
+                "",
+                r.dry_run,
+                d.create(ctx, "", crd, r.dry_run),
+            )
+            .await?,
         ))
     }
 
@@ -73,7 +81,11 @@ impl CustomResourceDefinitions for CustomService {
     ) -> Result<Response<CustomResourceDefinition>, Status> {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
-        Ok(Response::new(self.definitions.get(ctx, "", &r.name).await?))
+        let d = &self.definitions;
+        Ok(Response::new(
+            d.request(Verb::Get, "", false, d.get(ctx, "", &r.name))
+                .await?,
+        ))
     }
 
     async fn update(
@@ -83,8 +95,15 @@ impl CustomResourceDefinitions for CustomService {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
         let crd = required(r.custom_resource_definition, "custom_resource_definition")?;
+        let d = &self.definitions;
         Ok(Response::new(
-            self.definitions.update(ctx, "", crd, r.dry_run).await?,
+            d.request(
+                Verb::Update,
+                "",
+                r.dry_run,
+                d.update(ctx, "", crd, r.dry_run),
+            )
+            .await?,
         ))
     }
 
@@ -95,10 +114,15 @@ impl CustomResourceDefinitions for CustomService {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
         let crd = required(r.custom_resource_definition, "custom_resource_definition")?;
+        let d = &self.definitions;
         Ok(Response::new(
-            self.definitions
-                .update_status(ctx, "", crd, r.dry_run)
-                .await?,
+            d.request(
+                Verb::UpdateStatus,
+                "",
+                r.dry_run,
+                d.update_status(ctx, "", crd, r.dry_run),
+            )
+            .await?,
         ))
     }
 
@@ -109,8 +133,65 @@ impl CustomResourceDefinitions for CustomService {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
         let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
-        // Upstream's first delete of a definition marks it with the cleanup finalizer (its
-        // objects are deleted first, by the controller), under a UID precondition.
+        let d = &self.definitions;
+        Ok(Response::new(
+            d.request(Verb::Delete, "", dry_run, self.delete_definition(ctx, r))
+                .await?,
+        ))
+    }
+
+    async fn list(
+        &self,
+        request: Request<ListCustomResourceDefinitionsRequest>,
+    ) -> Result<Response<CustomResourceDefinitionList>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let d = &self.definitions;
+        let (metadata, items) = d
+            .request(Verb::List, "", false, d.list(ctx, "", r.options))
+            .await?;
+        Ok(Response::new(CustomResourceDefinitionList {
+            metadata: Some(metadata),
+            items,
+        }))
+    }
+
+    type WatchStream = WatchStream<CustomResourceDefinitionWatchEvent>;
+
+    async fn watch(
+        &self,
+        request: Request<WatchCustomResourceDefinitionsRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        let r = request.into_inner();
+        let d = &self.definitions;
+        let events = d
+            .request(
+                Verb::Watch,
+                "",
+                false,
+                d.watch("", r.options, self.stop.clone()),
+            )
+            .await?;
+        let open = d.watch_opened("");
+        Ok(Response::new(Box::pin(events.map(move |e| {
+            let _open = &open;
+            e.map(|(kind, object)| CustomResourceDefinitionWatchEvent {
+                r#type: kind as i32,
+                object: Some(object),
+            })
+        }))))
+    }
+}
+
+impl CustomService {
+    /// A definition's Delete: upstream's first delete marks it with the cleanup finalizer (its
+    /// objects are deleted first, by the controller), under a UID precondition.
+    async fn delete_definition(
+        &self,
+        ctx: Ctx,
+        r: DeleteCustomResourceDefinitionRequest,
+    ) -> Result<DeleteCustomResourceDefinitionResponse, ApiError> {
+        let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
         let current = self.definitions.get(ctx, "", &r.name).await?;
         let meta = current.metadata.clone().unwrap_or_default();
         if let Some(p) = r.options.as_ref().and_then(|o| o.preconditions.as_ref())
@@ -124,8 +205,7 @@ impl CustomResourceDefinitions for CustomService {
                     "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
                     meta.uid
                 ),
-            }
-            .into());
+            });
         }
         if meta.deletion_timestamp.is_none()
             && !meta.finalizers.iter().any(|f| f == CLEANUP_FINALIZER)
@@ -148,42 +228,10 @@ impl CustomResourceDefinitions for CustomService {
             .definitions
             .delete(ctx, "", &r.name, Some(options))
             .await?;
-        Ok(Response::new(DeleteCustomResourceDefinitionResponse {
+        Ok(DeleteCustomResourceDefinitionResponse {
             custom_resource_definition: Some(crd),
             deleted,
-        }))
-    }
-
-    async fn list(
-        &self,
-        request: Request<ListCustomResourceDefinitionsRequest>,
-    ) -> Result<Response<CustomResourceDefinitionList>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let (metadata, items) = self.definitions.list(ctx, "", r.options).await?;
-        Ok(Response::new(CustomResourceDefinitionList {
-            metadata: Some(metadata),
-            items,
-        }))
-    }
-
-    type WatchStream = WatchStream<CustomResourceDefinitionWatchEvent>;
-
-    async fn watch(
-        &self,
-        request: Request<WatchCustomResourceDefinitionsRequest>,
-    ) -> Result<Response<Self::WatchStream>, Status> {
-        let r = request.into_inner();
-        let events = self
-            .definitions
-            .watch("", r.options, self.stop.clone())
-            .await?;
-        Ok(Response::new(Box::pin(events.map(|e| {
-            e.map(|(kind, object)| CustomResourceDefinitionWatchEvent {
-                r#type: kind as i32,
-                object: Some(object),
-            })
-        }))))
+        })
     }
 }
 
@@ -347,9 +395,14 @@ impl CustomObjects for CustomService {
         }
         let version = kind.version(&v)?;
         let obj = Self::take_in(&kind, version, &v, r.object)?;
-        let created = version
-            .store
-            .create(ctx, &r.namespace, obj, r.dry_run)
+        let store = &version.store;
+        let created = store
+            .request(
+                Verb::Create,
+                &r.namespace,
+                r.dry_run,
+                store.create(ctx, &r.namespace, obj, r.dry_run),
+            )
             .await?;
         Ok(Response::new(Self::give_out(&kind, &v, &created)?))
     }
@@ -361,10 +414,14 @@ impl CustomObjects for CustomService {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
         let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
-        let obj = kind
-            .version(&v)?
-            .store
-            .get(ctx, &r.namespace, &r.name)
+        let store = &kind.version(&v)?.store;
+        let obj = store
+            .request(
+                Verb::Get,
+                &r.namespace,
+                false,
+                store.get(ctx, &r.namespace, &r.name),
+            )
             .await?;
         Ok(Response::new(Self::give_out(&kind, &v, &obj)?))
     }
@@ -378,9 +435,14 @@ impl CustomObjects for CustomService {
         let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
         let version = kind.version(&v)?;
         let obj = Self::take_in(&kind, version, &v, r.object)?;
-        let updated = version
-            .store
-            .update(ctx, &r.namespace, obj, r.dry_run)
+        let store = &version.store;
+        let updated = store
+            .request(
+                Verb::Update,
+                &r.namespace,
+                r.dry_run,
+                store.update(ctx, &r.namespace, obj, r.dry_run),
+            )
             .await?;
         Ok(Response::new(Self::give_out(&kind, &v, &updated)?))
     }
@@ -397,9 +459,14 @@ impl CustomObjects for CustomService {
             return Err(not_found(&kind.group, &format!("{v} (status)"), &kind.plural).into());
         }
         let obj = Self::take_in(&kind, version, &v, r.object)?;
-        let updated = version
-            .store
-            .update_status(ctx, &r.namespace, obj, r.dry_run)
+        let store = &version.store;
+        let updated = store
+            .request(
+                Verb::UpdateStatus,
+                &r.namespace,
+                r.dry_run,
+                store.update_status(ctx, &r.namespace, obj, r.dry_run),
+            )
             .await?;
         Ok(Response::new(Self::give_out(&kind, &v, &updated)?))
     }
@@ -411,10 +478,15 @@ impl CustomObjects for CustomService {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
         let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
-        let (obj, deleted) = kind
-            .version(&v)?
-            .store
-            .delete(ctx, &r.namespace, &r.name, r.options)
+        let store = &kind.version(&v)?.store;
+        let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
+        let (obj, deleted) = store
+            .request(
+                Verb::Delete,
+                &r.namespace,
+                dry_run,
+                store.delete(ctx, &r.namespace, &r.name, r.options),
+            )
             .await?;
         Ok(Response::new(DeleteCustomObjectResponse {
             object: Some(Self::give_out(&kind, &v, &obj)?),
@@ -429,10 +501,15 @@ impl CustomObjects for CustomService {
         let ctx = ctx_within(request.metadata(), DELETE_COLLECTION_TIMEOUT);
         let r = request.into_inner();
         let (kind, v) = self.resolve(&ctx, &target!(r), true).await?;
-        let (metadata, items) = kind
-            .version(&v)?
-            .store
-            .delete_collection(ctx, &r.namespace, r.list_options, r.options)
+        let store = &kind.version(&v)?.store;
+        let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
+        let (metadata, items) = store
+            .request(
+                Verb::DeleteCollection,
+                &r.namespace,
+                dry_run,
+                store.delete_collection(ctx, &r.namespace, r.list_options, r.options),
+            )
             .await?;
         let items = items
             .iter()
@@ -451,10 +528,14 @@ impl CustomObjects for CustomService {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
         let (kind, v) = self.resolve(&ctx, &target!(r), true).await?;
-        let (metadata, items) = kind
-            .version(&v)?
-            .store
-            .list(ctx, &r.namespace, r.options)
+        let store = &kind.version(&v)?.store;
+        let (metadata, items) = store
+            .request(
+                Verb::List,
+                &r.namespace,
+                false,
+                store.list(ctx, &r.namespace, r.options),
+            )
             .await?;
         let items = items
             .iter()
@@ -476,12 +557,18 @@ impl CustomObjects for CustomService {
         let lookup = ctx(request.metadata());
         let r = request.into_inner();
         let (kind, v) = self.resolve(&lookup, &target!(r), true).await?;
-        let events = kind
-            .version(&v)?
-            .store
-            .watch(&r.namespace, r.options, self.stop.clone())
+        let store = &kind.version(&v)?.store;
+        let events = store
+            .request(
+                Verb::Watch,
+                &r.namespace,
+                false,
+                store.watch(&r.namespace, r.options, self.stop.clone()),
+            )
             .await?;
+        let open = store.watch_opened(&r.namespace);
         Ok(Response::new(Box::pin(events.map(move |e| {
+            let _open = &open;
             let (t, object) = e?;
             Ok(CustomObjectWatchEvent {
                 r#type: t as i32,

@@ -1,0 +1,227 @@
+//! kube-apiserver's request metrics, under its names and labels, so that dashboards and alerts
+//! written for Kubernetes read registry-svc as they read an apiserver:
+//!
+//! - `apiserver_request_total{verb,dry_run,group,version,resource,subresource,scope,component,code}`
+//! - `apiserver_request_duration_seconds{verb,dry_run,group,version,resource,subresource,scope,component}`
+//!   (not WATCH: a watch lasts as long as its client wants)
+//! - `apiserver_longrunning_requests{verb,group,version,resource,subresource,scope,component}`
+//!   (watches open now)
+//!
+//! As upstream: `verb` is the HTTP method the REST call would use (`POST` create, `GET`,
+//! `LIST`, `WATCH`, `PUT` update, `DELETE`, also for DeleteCollection); `code` the HTTP status
+//! it would answer (201 for a create, 200, 404, 409, 422, ...); `scope` `resource` for one
+//! named object or a create, `namespace` for a collection in a namespace, `cluster` across
+//! namespaces; `component` `apiserver`. Recorded by the gRPC handlers (`Store::request`), so a
+//! DeleteCollection is one DELETE and the registry's own reads (the definitions controller) are
+//! not client requests.
+
+use std::time::Instant;
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge},
+};
+
+use kubestore_telemetry::metrics::{LatencyFamily, latency_family};
+
+use crate::error::ApiError;
+
+/// What a request was, in upstream's terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// Create (`POST`).
+    Create,
+    /// Get (`GET`).
+    Get,
+    /// List (`LIST`).
+    List,
+    /// Watch (`WATCH`).
+    Watch,
+    /// Update (`PUT`).
+    Update,
+    /// UpdateStatus (`PUT`, subresource `status`).
+    UpdateStatus,
+    /// Delete (`DELETE`).
+    Delete,
+    /// DeleteCollection (`DELETE` on a collection).
+    DeleteCollection,
+}
+
+impl Verb {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Create => "POST",
+            Self::Get => "GET",
+            Self::List => "LIST",
+            Self::Watch => "WATCH",
+            Self::Update | Self::UpdateStatus => "PUT",
+            Self::Delete | Self::DeleteCollection => "DELETE",
+        }
+    }
+
+    fn subresource(self) -> &'static str {
+        if self == Self::UpdateStatus {
+            "status"
+        } else {
+            ""
+        }
+    }
+
+    fn collection(self) -> bool {
+        matches!(self, Self::List | Self::Watch | Self::DeleteCollection)
+    }
+}
+
+/// The labels every series shares.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// `POST`, `GET`, `LIST`, `WATCH`, `PUT`, `DELETE`.
+    pub verb: String,
+    /// `All` for a dry run, else empty (upstream's values).
+    pub dry_run: String,
+    /// API group ("" for core).
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Plural resource.
+    pub resource: String,
+    /// `status` for UpdateStatus, else empty.
+    pub subresource: String,
+    /// `resource`, `namespace` or `cluster`.
+    pub scope: String,
+    /// Always `apiserver`.
+    pub component: String,
+}
+
+/// [`RequestLabels`] and the HTTP status code.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CodeLabels {
+    #[prometheus(flatten)]
+    /// The request.
+    pub request: RequestLabels,
+    /// HTTP status code, e.g. `200`.
+    pub code: String,
+}
+
+/// The families; cheap to clone.
+#[derive(Clone)]
+pub struct ApiMetrics {
+    requests: Family<CodeLabels, Counter>,
+    duration: LatencyFamily<RequestLabels>,
+    longrunning: Family<RequestLabels, Gauge>,
+}
+
+impl Default for ApiMetrics {
+    fn default() -> Self {
+        Self {
+            requests: Family::default(),
+            duration: latency_family(),
+            longrunning: Family::default(),
+        }
+    }
+}
+
+/// The HTTP status upstream answers `e` with.
+pub fn http_code(e: &ApiError) -> u16 {
+    match e {
+        ApiError::NotFound { .. } => 404,
+        ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
+        ApiError::Invalid { .. } => 422,
+        ApiError::BadRequest(_) => 400,
+        ApiError::TooLarge { .. } => 413,
+        ApiError::Expired { .. } => 410,
+        ApiError::WatcherTooSlow(_) | ApiError::TooManyRequests(_) => 429,
+        ApiError::Forbidden(_) => 403,
+        ApiError::Unavailable { .. } => 503,
+        ApiError::StorageFull(_) | ApiError::Internal(_) => 500,
+    }
+}
+
+impl ApiMetrics {
+    /// Registers the families in `metrics`.
+    pub fn register(&self, metrics: &kubestore_telemetry::Metrics) {
+        metrics.register(
+            "apiserver_request",
+            "Requests, by verb, dry run, group, version, resource, subresource, scope, component and HTTP code",
+            self.requests.clone(),
+        );
+        metrics.register(
+            "apiserver_request_duration_seconds",
+            "Request latency in seconds, by verb, dry run, group, version, resource, subresource, scope and component (not WATCH)",
+            self.duration.clone(),
+        );
+        metrics.register(
+            "apiserver_longrunning_requests",
+            "Long-running requests (watches) open now, by verb, group, version, resource, subresource, scope and component",
+            self.longrunning.clone(),
+        );
+    }
+
+    /// The labels of a `verb` on `names` in `namespace` ("" = none or all).
+    pub fn labels(
+        verb: Verb,
+        names: &crate::store::Names,
+        namespace: &str,
+        dry_run: bool,
+    ) -> RequestLabels {
+        let scope = if !verb.collection() {
+            "resource"
+        } else if namespace.is_empty() {
+            "cluster"
+        } else {
+            "namespace"
+        };
+        RequestLabels {
+            verb: verb.label().into(),
+            dry_run: if dry_run { "All".into() } else { String::new() },
+            group: names.group.clone(),
+            version: names.version.clone(),
+            resource: names.plural.clone(),
+            subresource: verb.subresource().into(),
+            scope: scope.into(),
+            component: "apiserver".into(),
+        }
+    }
+
+    /// Records a request that ended with `result` after starting at `start`.
+    pub fn observe<T>(
+        &self,
+        labels: RequestLabels,
+        created: bool,
+        start: Instant,
+        result: &Result<T, ApiError>,
+    ) {
+        let code = match result {
+            Ok(_) if created => 201,
+            Ok(_) => 200,
+            Err(e) => http_code(e),
+        };
+        if labels.verb != "WATCH" {
+            self.duration
+                .get_or_create(&labels)
+                .observe(start.elapsed().as_secs_f64());
+        }
+        self.requests
+            .get_or_create(&CodeLabels {
+                request: labels,
+                code: code.to_string(),
+            })
+            .inc();
+    }
+
+    /// Counts a watch as open until the returned guard is dropped.
+    pub fn open(&self, labels: RequestLabels) -> Longrunning {
+        let gauge = self.longrunning.get_or_create(&labels).clone();
+        gauge.inc();
+        Longrunning(gauge)
+    }
+}
+
+/// An open long-running request; see [`ApiMetrics::open`].
+pub struct Longrunning(Gauge);
+
+impl Drop for Longrunning {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
