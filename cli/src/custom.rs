@@ -221,15 +221,7 @@ pub async fn delete_definition(ch: &Ch, crd: &CustomResourceDefinition) -> Resul
         .as_ref()
         .map(|m| m.name.clone())
         .unwrap_or_default();
-    definitions_client(ch)
-        .delete(DeleteCustomResourceDefinitionRequest {
-            name: name.clone(),
-            options: None,
-        })
-        .await?;
-    Ok(format!(
-        "customresourcedefinition.apiextensions.k8s.io \"{name}\" deleted"
-    ))
+    delete_definition_named(ch, &name).await
 }
 
 /// `apply` of a custom object (its kind looked up in `defs`).
@@ -305,15 +297,34 @@ pub async fn delete_object(
     obj: Map<String, Value>,
 ) -> Result<String, Status> {
     let r = resolve_manifest(defs, &obj)?;
-    let name = name_of(&obj);
     let namespace = namespace_of(&obj, &r, default_ns);
+    delete_named(ch, &r, &namespace, &name_of(&obj)).await
+}
+
+/// `kind.group/name`, kubectl's `-o name` for a custom kind (`crontab.stable.example.com/a`).
+fn name_line(r: &Resolved, obj: &Value) -> String {
+    format!(
+        "{}.{}/{}",
+        r.kind.to_lowercase(),
+        r.group,
+        obj["metadata"]["name"].as_str().unwrap_or_default()
+    )
+}
+
+/// Deletes the object `name` of the resolved kind `r` in `ns` (ignored for cluster-scoped
+/// kinds).
+pub async fn delete_named(ch: &Ch, r: &Resolved, ns: &str, name: &str) -> Result<String, Status> {
     objects_client(ch)
         .delete(DeleteCustomObjectRequest {
             group: r.group.clone(),
-            version: r.version,
-            plural: r.plural,
-            namespace,
-            name: name.clone(),
+            version: r.version.clone(),
+            plural: r.plural.clone(),
+            namespace: if r.namespaced {
+                ns.into()
+            } else {
+                String::new()
+            },
+            name: name.into(),
             options: None,
         })
         .await?;
@@ -321,6 +332,19 @@ pub async fn delete_object(
         "{}.{} \"{name}\" deleted",
         r.kind.to_lowercase(),
         r.group
+    ))
+}
+
+/// Deletes the definition `name` (its objects first, by registry-svc's cleanup).
+pub async fn delete_definition_named(ch: &Ch, name: &str) -> Result<String, Status> {
+    definitions_client(ch)
+        .delete(DeleteCustomResourceDefinitionRequest {
+            name: name.into(),
+            options: None,
+        })
+        .await?;
+    Ok(format!(
+        "customresourcedefinition.apiextensions.k8s.io \"{name}\" deleted"
     ))
 }
 
@@ -459,7 +483,9 @@ pub async fn get(
             .await?
             .into_inner(),
         );
-        out(if structured {
+        out(if o.output == "name" {
+            name_line(r, &obj)
+        } else if structured {
             manifest::render(&obj, &o.output).map_err(Status::internal)?
         } else {
             table::render(&header(r, o), &[row(r, o, &obj)])
@@ -496,7 +522,15 @@ pub async fn get(
         }
         token = meta.r#continue;
     }
-    if structured {
+    if o.output == "name" {
+        if !items.is_empty() {
+            out(items
+                .iter()
+                .map(|i| name_line(r, i))
+                .collect::<Vec<_>>()
+                .join("\n"));
+        }
+    } else if structured {
         let list = serde_json::json!({
             "apiVersion": "v1",
             "kind": "List",
@@ -536,7 +570,9 @@ pub async fn get(
             continue;
         }
         let obj = e.object.as_ref().map(from_struct).unwrap_or(Value::Null);
-        out(if structured {
+        out(if o.output == "name" {
+            name_line(r, &obj)
+        } else if structured {
             manifest::render(&obj, &o.output).map_err(Status::internal)?
         } else {
             let t = table::render(&header(r, o), &[row(r, o, &obj)]);
@@ -560,6 +596,21 @@ pub async fn get_definitions(
                 "customresourcedefinitions.apiextensions.k8s.io {name:?} not found"
             )));
         }
+    }
+    if o.output == "name" {
+        let names: Vec<String> = defs
+            .iter()
+            .map(|d| {
+                format!(
+                    "customresourcedefinition.apiextensions.k8s.io/{}",
+                    d.metadata.as_ref().map_or("", |m| m.name.as_str())
+                )
+            })
+            .collect();
+        if !names.is_empty() {
+            out(names.join("\n"));
+        }
+        return Ok(());
     }
     if o.output == "yaml" || o.output == "json" {
         let items: Vec<Value> = defs

@@ -32,7 +32,7 @@ pub struct GetOptions {
     pub field_selector: String,
     /// `-w`.
     pub watch: bool,
-    /// `-o`: "", "wide", "yaml", "json".
+    /// `-o`: "", "wide", "yaml", "json", "name".
     pub output: String,
 }
 
@@ -78,6 +78,11 @@ fn row<K: Kind>(obj: &K, o: &GetOptions) -> Vec<String> {
     r
 }
 
+/// `kind/name`, kubectl's `-o name` (`configmap/settings`).
+fn name_of<K: Kind>(obj: &K) -> String {
+    format!("{}/{}", K::KIND.to_lowercase(), obj.meta().name)
+}
+
 /// Runs `get`; `out` receives each chunk of output (the table, then each watched row).
 pub async fn get<K: Kind>(
     ch: &Ch,
@@ -94,7 +99,9 @@ pub async fn get<K: Kind>(
         && !o.watch
     {
         let obj = K::get(ch, ns, name).await?;
-        out(if structured {
+        out(if o.output == "name" {
+            name_of::<K>(&obj)
+        } else if structured {
             manifest::render(&manifest::to_value(&obj), &o.output).map_err(Status::internal)?
         } else {
             table::render(&header::<K>(o), &[row(&obj, o)])
@@ -103,7 +110,15 @@ pub async fn get<K: Kind>(
     }
     let options = o.list_options();
     let (meta, items) = pager::list_all::<K>(ch, ns, options.clone()).await?;
-    if structured {
+    if o.output == "name" {
+        if !items.is_empty() {
+            out(items
+                .iter()
+                .map(name_of::<K>)
+                .collect::<Vec<_>>()
+                .join("\n"));
+        }
+    } else if structured {
         out(manifest::render(
             &manifest::list_value(&items, &meta.resource_version),
             &o.output,
@@ -134,7 +149,9 @@ pub async fn get<K: Kind>(
                 Delta::Upsert(obj) | Delta::Delete(obj) => vec![obj],
             };
             for obj in objects {
-                out(if structured {
+                out(if o.output == "name" {
+                    name_of::<K>(&obj)
+                } else if structured {
                     manifest::render(&manifest::to_value(&obj), &o.output)
                         .map_err(Status::internal)?
                 } else {

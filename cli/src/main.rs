@@ -107,7 +107,7 @@ enum Command {
         /// After listing, print changes as they happen.
         #[arg(short, long)]
         watch: bool,
-        /// Output: wide, yaml or json.
+        /// Output: wide, yaml, json or name (`kind/name` per object).
         #[arg(short, long, default_value = "")]
         output: String,
     },
@@ -117,11 +117,15 @@ enum Command {
         #[arg(short, long)]
         filename: String,
     },
-    /// Delete the objects of a manifest.
+    /// Delete the objects of a manifest (`-f FILE`), or objects by kind and name
+    /// (`delete pod web db`), as kubectl does.
     Delete {
         /// Manifest file (`-`: standard input).
-        #[arg(short, long)]
-        filename: String,
+        #[arg(short, long, conflicts_with = "resource")]
+        filename: Option<String>,
+        /// The kind, then one or more names.
+        #[arg(value_name = "KIND NAME", num_args = 0..)]
+        resource: Vec<String>,
     },
     /// storage-svc administration (talks to storage-svc, not registry-svc).
     Storage {
@@ -318,8 +322,10 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
             watch,
             output,
         } => {
-            if !["", "wide", "yaml", "json"].contains(&output.as_str()) {
-                eprintln!("kubestore: unknown output format {output:?}: use wide, yaml or json");
+            if !["", "wide", "yaml", "json", "name"].contains(&output.as_str()) {
+                eprintln!(
+                    "kubestore: unknown output format {output:?}: use wide, yaml, json or name"
+                );
                 return ExitCode::FAILURE;
             }
             let o = GetOptions {
@@ -356,7 +362,22 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
             r.map_or_else(fail, |()| ExitCode::SUCCESS)
         }
         Command::Apply { filename } => manifest_command(&ch, &namespace, &filename, true).await,
-        Command::Delete { filename } => manifest_command(&ch, &namespace, &filename, false).await,
+        Command::Delete {
+            filename: Some(filename),
+            ..
+        } => manifest_command(&ch, &namespace, &filename, false).await,
+        Command::Delete { resource, .. } => match resource.split_first() {
+            Some((kind, names)) if !names.is_empty() => {
+                let (lines, ok) = apply::delete_named(&ch, &namespace, kind, names).await;
+                print_results(lines, ok)
+            }
+            _ => {
+                eprintln!(
+                    "kubestore: delete needs -f FILE, or a kind and at least one name (delete pod web)"
+                );
+                ExitCode::FAILURE
+            }
+        },
         // Handled before connecting to registry-svc (it talks to storage-svc).
         Command::Storage { .. } | Command::ControllerManager { .. } => ExitCode::FAILURE,
     }
@@ -375,8 +396,12 @@ async fn manifest_command(ch: &Ch, ns: &str, file: &str, apply_it: bool) -> Exit
     } else {
         apply::delete(ch, ns, docs).await
     };
-    // Results on stdout, warnings and errors on stderr: `apply -f x.yaml | grep created` and
-    // scripts reading stdout see only what was done.
+    print_results(lines, ok)
+}
+
+/// Prints apply/delete results and says how it went. Results on stdout, warnings and errors on
+/// stderr: `apply -f x.yaml | grep created` and scripts reading stdout see only what was done.
+fn print_results(lines: Vec<String>, ok: bool) -> ExitCode {
     for l in lines {
         if apply::is_diagnostic(&l) {
             eprintln!("{l}");

@@ -137,3 +137,65 @@ async fn apply_get_watch_and_delete_through_the_cli() {
     }
     watcher.abort();
 }
+
+/// `kubestore delete KIND NAME...`, as kubectl: each named object deleted, a missing one
+/// reported and the others deleted all the same (exit status 1), an unknown kind refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_by_kind_and_name() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let ch = kubestore_cli::connect(&url).await.expect("connect");
+    let two = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: one
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: two
+"#;
+    let (lines, ok) = apply::apply(&ch, "default", parse(two).expect("parses")).await;
+    assert!(ok, "{lines:?}");
+    // -o name: kind/name per object, as kubectl prints it.
+    let mut printed = Vec::new();
+    get::<ConfigMap>(
+        &ch,
+        &GetOptions {
+            namespace: "default".into(),
+            output: "name".into(),
+            ..Default::default()
+        },
+        |s| printed.push(s),
+    )
+    .await
+    .expect("get -o name");
+    assert_eq!(printed, ["configmap/one\nconfigmap/two"]);
+    let names = ["one".to_string(), "missing".to_string(), "two".to_string()];
+    let (lines, ok) = apply::delete_named(&ch, "default", "cm", &names).await;
+    assert!(!ok, "a missing one fails the command");
+    assert_eq!(lines[0], "configmap \"one\" deleted");
+    assert!(
+        lines[1].starts_with("Error from server (NotFound)") && apply::is_diagnostic(&lines[1]),
+        "{lines:?}"
+    );
+    assert_eq!(lines[2], "configmap \"two\" deleted");
+    let mut cms = cluster.config_maps().await;
+    for name in ["one", "two"] {
+        let e = cms
+            .get(kubestore_proto::core::v1::GetConfigMapRequest {
+                namespace: "default".into(),
+                name: name.into(),
+            })
+            .await
+            .expect_err("deleted");
+        assert_eq!(e.code(), tonic::Code::NotFound);
+    }
+    let (lines, ok) = apply::delete_named(&ch, "default", "widgets", &names).await;
+    assert!(!ok);
+    assert!(
+        lines[0].starts_with("error: the server doesn't have a resource type"),
+        "{lines:?}"
+    );
+}
