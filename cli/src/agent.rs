@@ -109,6 +109,8 @@ impl Token {
 struct Agent {
     ch: Ch,
     config: AgentConfig,
+    /// Events about the pods, as the kubelet records them (`get events`, `describe`).
+    events: kubestore_controllers::events::Recorder,
     /// What is being done about each pod, by UID.
     pods: Mutex<HashMap<String, Work>>,
     report: Box<dyn Fn(Action) + Send + Sync>,
@@ -122,6 +124,7 @@ pub async fn run(
     report: impl Fn(Action) + Send + Sync + 'static,
 ) {
     let agent = Arc::new(Agent {
+        events: kubestore_controllers::events::Recorder::new(ch.clone(), "kubelet"),
         ch,
         config,
         pods: Mutex::default(),
@@ -135,6 +138,33 @@ pub async fn run(
     if let Ok(mut pods) = agent.pods.lock() {
         pods.clear();
     }
+}
+
+/// The pod an event is about.
+fn reference(p: &Pod) -> kubestore_proto::core::v1::ObjectReference {
+    let m = p.meta();
+    kubestore_proto::core::v1::ObjectReference {
+        kind: "Pod".into(),
+        api_version: "v1".into(),
+        namespace: m.namespace.clone(),
+        name: m.name.clone(),
+        uid: m.uid.clone(),
+        ..Default::default()
+    }
+}
+
+/// The pod's container names, as the kubelet's event messages list them.
+fn containers(p: &Pod) -> String {
+    p.spec
+        .as_ref()
+        .map(|s| {
+            s.containers
+                .iter()
+                .map(|c| c.name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
 }
 
 fn key(p: &Pod) -> String {
@@ -271,6 +301,16 @@ impl Agent {
     async fn start(self: Arc<Self>, mut pod: Pod, mut token: Token) {
         let k = key(&pod);
         let m = pod.meta();
+        // What the scheduler and the kubelet say of a pod starting (our agent is both).
+        self.events.record(
+            reference(&pod),
+            "Normal",
+            "Scheduled",
+            format!(
+                "Successfully assigned {}/{} to {}",
+                m.namespace, m.name, self.config.node
+            ),
+        );
         let mut backoff = Backoff::default();
         let started = loop {
             if token.cancelled() {
@@ -327,6 +367,12 @@ impl Agent {
         };
         if started {
             tracing::info!(pod = %k, node = %self.config.node, "started: Running");
+            self.events.record(
+                reference(&pod),
+                "Normal",
+                "Started",
+                format!("Started container {}", containers(&pod)),
+            );
             (self.report)(Action::Started(k));
             self.finish(&m.uid, &token, Some(Work::Started));
         } else {
@@ -341,6 +387,12 @@ impl Agent {
         let grace = m.deletion_grace_period_seconds.unwrap_or(0).max(0) as u64;
         let wait = self.config.stop_delay.min(Duration::from_secs(grace));
         tracing::info!(pod = %k, ?wait, "stopping");
+        self.events.record(
+            reference(&pod),
+            "Normal",
+            "Killing",
+            format!("Stopping container {}", containers(&pod)),
+        );
         if !token.sleep(wait).await {
             return;
         }
