@@ -127,6 +127,11 @@ enum Command {
         #[arg(value_name = "KIND NAME", num_args = 0..)]
         resource: Vec<String>,
     },
+    /// Print a shell completion script: `source <(kubestore completion bash)`.
+    Completion {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// storage-svc administration (talks to storage-svc, not registry-svc).
     Storage {
         #[command(subcommand)]
@@ -151,6 +156,16 @@ enum StorageCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Completion { shell } = &cli.command {
+        use clap::CommandFactory;
+        clap_complete::generate(
+            *shell,
+            &mut Cli::command(),
+            "kubestore",
+            &mut std::io::stdout(),
+        );
+        return ExitCode::SUCCESS;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -379,7 +394,9 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
             }
         },
         // Handled before connecting to registry-svc (it talks to storage-svc).
-        Command::Storage { .. } | Command::ControllerManager { .. } => ExitCode::FAILURE,
+        Command::Storage { .. }
+        | Command::ControllerManager { .. }
+        | Command::Completion { .. } => ExitCode::FAILURE,
     }
 }
 

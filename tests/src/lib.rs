@@ -35,3 +35,21 @@ pub fn reason(s: &tonic::Status) -> String {
         .map(|i| i.reason)
         .unwrap_or_default()
 }
+
+/// The `kubestore` binary of this build (`target/<profile>/kubestore`, next to the test's
+/// `deps/` directory), for tests that run it as a process. `scripts/test.sh` builds it first
+/// (`cargo build --bins`); missing, the test fails saying so.
+pub fn kubestore_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("kubestore"))
+        .expect("target directory");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it with `cargo build --bins` (scripts/test.sh does)",
+        bin.display()
+    );
+    bin
+}

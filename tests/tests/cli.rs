@@ -199,3 +199,19 @@ metadata:
         "{lines:?}"
     );
 }
+
+/// `kubestore completion bash|zsh|fish`: a script naming the verbs and their flags.
+#[test]
+fn completion_scripts_name_the_verbs() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = std::process::Command::new(kubestore_tests::kubestore_binary())
+            .args(["completion", shell])
+            .output()
+            .expect("kubestore runs");
+        assert!(out.status.success(), "{shell}: {out:?}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        for word in ["apply", "delete", "controller-manager", "all-namespaces"] {
+            assert!(script.contains(word), "{shell}: {word} missing");
+        }
+    }
+}

@@ -101,29 +101,12 @@ struct Process {
 }
 
 impl Process {
-    /// `target/<profile>/kubestore`, next to this test's `deps/` directory. `scripts/test.sh`
-    /// builds it (`cargo build --bins`) before the tests.
-    fn binary() -> std::path::PathBuf {
-        let exe = std::env::current_exe().expect("test executable");
-        let bin = exe
-            .parent()
-            .and_then(|deps| deps.parent())
-            .map(|dir| dir.join("kubestore"))
-            .expect("target directory");
-        assert!(
-            bin.exists(),
-            "{} is missing: build it with `cargo build --bins` (scripts/test.sh does)",
-            bin.display()
-        );
-        bin
-    }
-
     fn start(url: &str, identity: &str, lease: Duration, workers: usize) -> Self {
         let metrics = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port");
         let ms = |d: Duration| format!("{}ms", d.as_millis());
-        let child = std::process::Command::new(Self::binary())
+        let child = std::process::Command::new(kubestore_tests::kubestore_binary())
             .args([
                 "--registry",
                 url,
