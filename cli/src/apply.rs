@@ -166,50 +166,23 @@ pub async fn delete(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String
 /// plural, singular, short name or kind) in `ns`; returns the lines to print and whether all
 /// succeeded (a missing one is reported and the others deleted, as kubectl does).
 pub async fn delete_named(ch: &Ch, ns: &str, kind: &str, names: &[String]) -> (Vec<String>, bool) {
+    use crate::resource::{Named, resolve, unknown};
     use kubestore_proto::core::v1::{ConfigMap, Event, Pod, Secret};
+    let named = match resolve(ch, kind).await {
+        Ok(Some(n)) => n,
+        Ok(None) => return (vec![unknown(kind)], false),
+        Err(s) => return (vec![describe(&s)], false),
+    };
     let mut lines = Vec::new();
     let mut ok = true;
-    let resolved = match kind {
-        "pods"
-        | "pod"
-        | "po"
-        | "configmaps"
-        | "configmap"
-        | "cm"
-        | "events"
-        | "event"
-        | "ev"
-        | "secrets"
-        | "secret"
-        | "crd"
-        | "crds"
-        | "customresourcedefinition"
-        | "customresourcedefinitions" => None,
-        other => match custom::definitions(ch).await {
-            Ok(defs) => match custom::by_name(&defs, other) {
-                Some(r) => Some(r),
-                None => {
-                    return (
-                        vec![format!(
-                            "error: the server doesn't have a resource type {other:?}"
-                        )],
-                        false,
-                    );
-                }
-            },
-            Err(s) => return (vec![describe(&s)], false),
-        },
-    };
     for name in names {
-        let result = match (kind, &resolved) {
-            (_, Some(r)) => custom::delete_named(ch, r, ns, name).await,
-            ("pods" | "pod" | "po", None) => delete_by_name::<Pod>(ch, ns, name).await,
-            ("configmaps" | "configmap" | "cm", None) => {
-                delete_by_name::<ConfigMap>(ch, ns, name).await
-            }
-            ("events" | "event" | "ev", None) => delete_by_name::<Event>(ch, ns, name).await,
-            ("secrets" | "secret", None) => delete_by_name::<Secret>(ch, ns, name).await,
-            (_, None) => custom::delete_definition_named(ch, name).await,
+        let result = match &named {
+            Named::Pods => delete_by_name::<Pod>(ch, ns, name).await,
+            Named::ConfigMaps => delete_by_name::<ConfigMap>(ch, ns, name).await,
+            Named::Events => delete_by_name::<Event>(ch, ns, name).await,
+            Named::Secrets => delete_by_name::<Secret>(ch, ns, name).await,
+            Named::Definitions => custom::delete_definition_named(ch, name).await,
+            Named::Custom(r) => custom::delete_named(ch, r, ns, name).await,
         };
         match result {
             Ok(line) => lines.push(line),

@@ -301,6 +301,55 @@ pub async fn delete_object(
     delete_named(ch, &r, &namespace, &name_of(&obj)).await
 }
 
+/// The object `name` of the resolved kind `r` in `ns`, as upstream's JSON, and its UID.
+pub async fn get_value(
+    ch: &Ch,
+    r: &Resolved,
+    ns: &str,
+    name: &str,
+) -> Result<(Value, String), Status> {
+    let obj = from_struct(
+        &objects_client(ch)
+            .get(GetCustomObjectRequest {
+                group: r.group.clone(),
+                version: r.version.clone(),
+                plural: r.plural.clone(),
+                namespace: if r.namespaced {
+                    ns.into()
+                } else {
+                    String::new()
+                },
+                name: name.into(),
+            })
+            .await?
+            .into_inner(),
+    );
+    let uid = obj["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    Ok((obj, uid))
+}
+
+/// The definition `name` as upstream's JSON (with apiVersion and kind), and its UID.
+pub async fn get_definition_value(ch: &Ch, name: &str) -> Result<(Value, String), Status> {
+    let crd = definitions_client(ch)
+        .get(GetCustomResourceDefinitionRequest { name: name.into() })
+        .await?
+        .into_inner();
+    let uid = crd
+        .metadata
+        .as_ref()
+        .map(|m| m.uid.clone())
+        .unwrap_or_default();
+    let mut v = serde_json::to_value(&crd).map_err(|e| Status::internal(e.to_string()))?;
+    if let Value::Object(m) = &mut v {
+        m.insert("apiVersion".into(), "apiextensions.k8s.io/v1".into());
+        m.insert("kind".into(), "CustomResourceDefinition".into());
+    }
+    Ok((v, uid))
+}
+
 /// `kind.group/name`, kubectl's `-o name` for a custom kind (`crontab.stable.example.com/a`).
 fn name_line(r: &Resolved, obj: &Value) -> String {
     format!(

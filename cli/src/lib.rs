@@ -6,6 +6,7 @@
 //! - [`table`]: kubectl-like tables and ages;
 //! - [`get`]: `get` (tables, `-o yaml|json|wide`, `-w`), [`apply`]: `apply -f` / `delete -f`;
 //! - [`pager`]: lists in pages of 500 (kubectl's `--chunk-size`);
+//! - [`resource`]: what a kind typed on the command line names; [`description`]: `describe`;
 //! - [`agent`]: the node agent, a stand-in kubelet that closes the graceful-deletion loop, with
 //!   [`backoff`], how its writes are retried;
 //! - [`demo`]: the guided walk through pods, graceful deletion and finalizers;
@@ -17,10 +18,12 @@ pub mod apply;
 pub use kubestore_controllers::backoff;
 pub mod custom;
 pub mod demo;
+pub mod description;
 pub mod get;
 pub mod kinds;
 pub mod manifest;
 pub mod pager;
+pub mod resource;
 pub mod rewrite;
 pub mod table;
 

@@ -111,6 +111,13 @@ enum Command {
         #[arg(short, long, default_value = "")]
         output: String,
     },
+    /// Show one object and the Events about it (kubectl-like).
+    Describe {
+        /// The kind (as for get).
+        kind: String,
+        /// The object's name.
+        name: String,
+    },
     /// Create or update the objects of a manifest (YAML, several documents allowed).
     Apply {
         /// Manifest file (`-`: standard input).
@@ -353,28 +360,32 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
                 output,
             };
             let print = |s: String| println!("{s}");
-            let r = match kind.as_str() {
-                "pods" | "pod" | "po" => get::<Pod>(&ch, &o, print).await,
-                "configmaps" | "configmap" | "cm" => get::<ConfigMap>(&ch, &o, print).await,
-                "events" | "event" | "ev" => get::<Event>(&ch, &o, print).await,
-                "secrets" | "secret" => get::<Secret>(&ch, &o, print).await,
-                "crd" | "crds" | "customresourcedefinition" | "customresourcedefinitions" => {
-                    custom::get_definitions(&ch, &o, print).await
+            use kubestore_cli::resource::{Named, resolve};
+            let r = match resolve(&ch, &kind).await {
+                Ok(Some(Named::Pods)) => get::<Pod>(&ch, &o, print).await,
+                Ok(Some(Named::ConfigMaps)) => get::<ConfigMap>(&ch, &o, print).await,
+                Ok(Some(Named::Events)) => get::<Event>(&ch, &o, print).await,
+                Ok(Some(Named::Secrets)) => get::<Secret>(&ch, &o, print).await,
+                Ok(Some(Named::Definitions)) => custom::get_definitions(&ch, &o, print).await,
+                Ok(Some(Named::Custom(r))) => custom::get(&ch, &r, &o, print).await,
+                Ok(None) => {
+                    eprintln!(
+                        "kubestore: unknown kind {kind:?}: use pods, configmaps, events, secrets, crd or a kind a custom resource definition serves"
+                    );
+                    return ExitCode::FAILURE;
                 }
-                other => match custom::definitions(&ch).await {
-                    Ok(defs) => match custom::by_name(&defs, other) {
-                        Some(r) => custom::get(&ch, &r, &o, print).await,
-                        None => {
-                            eprintln!(
-                                "kubestore: unknown kind {other:?}: use pods, configmaps, events, secrets, crd or a kind a custom resource definition serves"
-                            );
-                            return ExitCode::FAILURE;
-                        }
-                    },
-                    Err(s) => Err(s),
-                },
+                Err(s) => Err(s),
             };
             r.map_or_else(fail, |()| ExitCode::SUCCESS)
+        }
+        Command::Describe { kind, name } => {
+            match kubestore_cli::description::describe(&ch, &namespace, &kind, &name).await {
+                Ok(text) => {
+                    println!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(s) => fail(s),
+            }
         }
         Command::Apply { filename } => manifest_command(&ch, &namespace, &filename, true).await,
         Command::Delete {

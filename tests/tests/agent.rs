@@ -87,6 +87,31 @@ async fn the_agent_starts_pods_and_finishes_their_graceful_deletion() {
     assert_eq!(status.phase, "Running");
     assert!(status.start_time.is_some());
     // A default delete marks the pod; the agent stops it and sends the final delete.
+    // describe: the object, then what happened to it (the Started event is written just
+    // after the status: wait for it).
+    let cli = kubestore_cli::connect(&url).await.expect("connect");
+    let mut described = String::new();
+    for _ in 0..100 {
+        described = kubestore_cli::description::describe(&cli, NS, "po", "web")
+            .await
+            .expect("describe");
+        if described.contains("Started") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(described.contains("name: web"), "{described}");
+    assert!(described.contains("phase: Running"), "{described}");
+    let events = described
+        .split_once("Events:")
+        .map(|(_, e)| e.to_string())
+        .unwrap_or_default();
+    let (scheduled, started) = (
+        events.find("Scheduled").expect(&described),
+        events.find("Started").expect(&described),
+    );
+    assert!(scheduled < started, "oldest first: {described}");
+    assert!(events.contains("Successfully assigned default/web to node-1"));
     let (marked, deleted) = delete_pod(&mut pods, "web", None).await.expect("delete");
     assert!(!deleted);
     assert_eq!(meta(&marked).deletion_grace_period_seconds, Some(30));
