@@ -425,3 +425,95 @@ async fn apiserver_request_metrics_carry_upstreams_labels() {
         "{text}"
     );
 }
+
+/// Every series the provisioned Grafana dashboard (`deploy/grafana/dashboards/kubestore.json`)
+/// queries is exported by a process of the stack: a renamed metric would leave a panel empty
+/// without anyone noticing.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dashboard_queries_only_series_the_stack_exports() {
+    let dashboard: serde_json::Value = serde_json::from_str(include_str!(
+        "../../deploy/grafana/dashboards/kubestore.json"
+    ))
+    .expect("the dashboard is JSON");
+    let mut wanted = std::collections::BTreeSet::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            let expr = target["expr"].as_str().expect("expr");
+            // Metric names: the identifiers with one of the stack's metric prefixes (label
+            // names such as `grpc_method` have none of them).
+            const PREFIXES: [&str; 9] = [
+                "apiserver_",
+                "grpc_server_",
+                "etcd_",
+                "storage_",
+                "registry_",
+                "garbagecollector_",
+                "leader_election_",
+                "process_",
+                "tokio_",
+            ];
+            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if PREFIXES.iter().any(|p| word.starts_with(p)) {
+                    wanted.insert(word.to_string());
+                }
+            }
+        }
+    }
+    assert!(wanted.len() >= 10, "{wanted:?}");
+
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    // A watch and a create, so that request-labelled series exist.
+    let mut cms = cluster.config_maps().await;
+    cms.create(kubestore_proto::core::v1::CreateConfigMapRequest {
+        namespace: "default".into(),
+        config_map: Some(kubestore_proto::core::v1::ConfigMap {
+            metadata: Some(ObjectMeta {
+                name: "a".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        dry_run: false,
+    })
+    .await
+    .expect("create");
+    let _watch = cms
+        .watch(kubestore_proto::core::v1::WatchConfigMapsRequest {
+            namespace: "default".into(),
+            options: None,
+        })
+        .await
+        .expect("watch");
+    // A real controller-manager process for the collector's series.
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    let mut manager = std::process::Command::new(kubestore_tests::kubestore_binary())
+        .args(["--registry", &url, "controller-manager", "--metrics-addr"])
+        .arg(metrics.to_string())
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("controller-manager starts");
+    let mut exported = String::new();
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(metrics).await.is_ok() {
+            exported = scrape(metrics).await;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let _ = manager.kill();
+    let _ = manager.wait();
+    exported += &scrape(cluster.storage.metrics_addr).await;
+    exported += &scrape(cluster.registry.as_ref().expect("registry").metrics_addr).await;
+    let missing: Vec<&String> = wanted
+        .iter()
+        .filter(|m| !exported.lines().any(|l| l.starts_with(m.as_str())))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries series nobody exports: {missing:?}"
+    );
+}
