@@ -243,3 +243,51 @@ async fn the_cache_lists_again_when_its_history_is_gone() {
         .into_inner();
     assert_eq!(page.items.len(), 3);
 }
+
+/// The watches the cache serves go through a short etcd outage (the test above), but not a long
+/// one: once the cache has not followed etcd for its resume budget (10 s), they end UNAVAILABLE
+/// saying so, and the client watches again from its last resourceVersion, as upstream's clients
+/// do when the cacher ends its watchers.
+#[tokio::test(flavor = "multi_thread")]
+async fn watches_end_unavailable_when_the_cache_cannot_follow_etcd_for_its_budget() {
+    let mut cluster = cached_cluster(false).await;
+    let mut c = cluster.storage_client().await;
+    let first = create(&mut c, "/configmaps/ns/a", &cm("a", &[]), 0)
+        .await
+        .expect("create");
+    warm(&mut c, cluster.storage.metrics_addr, "/configmaps/ns/a").await;
+    let mut w = c
+        .watch(WatchRequest {
+            key: "/configmaps/ns".into(),
+            recursive: true,
+            resource_version: first,
+            ..Default::default()
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    cluster.etcd.kill();
+    let killed = std::time::Instant::now();
+    let end = loop {
+        match tokio::time::timeout(Duration::from_secs(30), w.message())
+            .await
+            .expect("the watch ends within 30 s")
+        {
+            // Bookmarks may come while the cache waits.
+            Ok(Some(e)) if e.r#type == WatchEventType::Bookmark as i32 => continue,
+            other => break other,
+        }
+    };
+    let e = end.expect_err("ended with an error");
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert!(
+        e.message().contains("has not followed etcd"),
+        "{}",
+        e.message()
+    );
+    assert!(
+        killed.elapsed() >= Duration::from_secs(9),
+        "not before the budget: {:?}",
+        killed.elapsed()
+    );
+}
