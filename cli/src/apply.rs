@@ -42,9 +42,25 @@ async fn definitions_for(
     Ok(cached.clone().unwrap_or_default())
 }
 
+/// What a server dry run adds to each line (kubectl's words).
+pub(crate) fn dry_suffix(dry_run: bool) -> &'static str {
+    if dry_run { " (server dry run)" } else { "" }
+}
+
 /// Applies every object; returns the lines to print and whether all succeeded (a document that
 /// fails is reported and the others are applied all the same, as kubectl does).
 pub async fn apply(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String>, bool) {
+    apply_with(ch, default_ns, docs, false).await
+}
+
+/// [`apply`]; with `dry_run`, every write is the server's dry run (validated and answered,
+/// nothing stored: kubectl's `--dry-run=server`).
+pub async fn apply_with(
+    ch: &Ch,
+    default_ns: &str,
+    docs: Vec<Parsed>,
+    dry_run: bool,
+) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
     let mut ok = true;
     let mut defs = None;
@@ -55,21 +71,21 @@ pub async fn apply(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String>
             ));
         }
         let result = match doc.object {
-            Object::Pod(o) => apply_one(ch, default_ns, o).await,
-            Object::ConfigMap(o) => apply_one(ch, default_ns, o).await,
-            Object::Event(o) => apply_one(ch, default_ns, o).await,
-            Object::Secret(o) => apply_one(ch, default_ns, o).await,
+            Object::Pod(o) => apply_one(ch, default_ns, o, dry_run).await,
+            Object::ConfigMap(o) => apply_one(ch, default_ns, o, dry_run).await,
+            Object::Event(o) => apply_one(ch, default_ns, o, dry_run).await,
+            Object::Secret(o) => apply_one(ch, default_ns, o, dry_run).await,
             Object::Definition(d) => {
-                let r = custom::apply_definition(ch, *d).await;
+                let r = custom::apply_definition(ch, *d, dry_run).await;
                 // A custom object later in the file may be of this kind: read them again.
                 defs = None;
-                if r.is_ok() {
+                if r.is_ok() && !dry_run {
                     wait_served(ch).await;
                 }
                 r
             }
             Object::Custom(o) => match definitions_for(ch, &mut defs).await {
-                Ok(d) => custom::apply_object(ch, &d, default_ns, o).await,
+                Ok(d) => custom::apply_object(ch, &d, default_ns, o, dry_run).await,
                 Err(e) => Err(e),
             },
         };
@@ -103,7 +119,12 @@ async fn wait_served(ch: &Ch) {
     }
 }
 
-async fn apply_one<K: Kind>(ch: &Ch, default_ns: &str, obj: K) -> Result<String, Status> {
+async fn apply_one<K: Kind>(
+    ch: &Ch,
+    default_ns: &str,
+    obj: K,
+    dry_run: bool,
+) -> Result<String, Status> {
     let m = obj.meta();
     let ns = if m.namespace.is_empty() {
         default_ns.to_string()
@@ -111,8 +132,9 @@ async fn apply_one<K: Kind>(ch: &Ch, default_ns: &str, obj: K) -> Result<String,
         m.namespace.clone()
     };
     let what = format!("{}/{}", K::KIND.to_lowercase(), m.name);
-    match K::create(ch, &ns, obj.clone()).await {
-        Ok(_) => return Ok(format!("{what} created")),
+    let dry = dry_suffix(dry_run);
+    match K::create(ch, &ns, obj.clone(), dry_run).await {
+        Ok(_) => return Ok(format!("{what} created{dry}")),
         Err(s) if s.code() == Code::AlreadyExists => {}
         Err(s) => return Err(s),
     }
@@ -121,16 +143,28 @@ async fn apply_one<K: Kind>(ch: &Ch, default_ns: &str, obj: K) -> Result<String,
     let sm = stored.meta();
     let mut next = obj;
     next.meta_mut().resource_version = sm.resource_version.clone();
-    let updated = K::update(ch, &ns, next).await?;
-    Ok(if updated.meta().resource_version == sm.resource_version {
-        format!("{what} unchanged")
-    } else {
-        format!("{what} configured")
-    })
+    let updated = K::update(ch, &ns, next, dry_run).await?;
+    Ok(
+        if updated.meta().resource_version == sm.resource_version && !dry_run {
+            format!("{what} unchanged")
+        } else {
+            format!("{what} configured{dry}")
+        },
+    )
 }
 
 /// Deletes every object; returns the lines to print and whether all succeeded.
 pub async fn delete(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String>, bool) {
+    delete_with(ch, default_ns, docs, false).await
+}
+
+/// [`delete`]; with `dry_run`, the server's dry run (nothing deleted).
+pub async fn delete_with(
+    ch: &Ch,
+    default_ns: &str,
+    docs: Vec<Parsed>,
+    dry_run: bool,
+) -> (Vec<String>, bool) {
     let mut lines = Vec::new();
     let mut ok = true;
     let mut defs = None;
@@ -140,13 +174,13 @@ pub async fn delete(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String
         .partition(|d| matches!(d.object, Object::Definition(_)));
     for doc in objects.into_iter().chain(definitions) {
         let result = match doc.object {
-            Object::Pod(o) => delete_one(ch, default_ns, o).await,
-            Object::ConfigMap(o) => delete_one(ch, default_ns, o).await,
-            Object::Event(o) => delete_one(ch, default_ns, o).await,
-            Object::Secret(o) => delete_one(ch, default_ns, o).await,
-            Object::Definition(d) => custom::delete_definition(ch, &d).await,
+            Object::Pod(o) => delete_one(ch, default_ns, o, dry_run).await,
+            Object::ConfigMap(o) => delete_one(ch, default_ns, o, dry_run).await,
+            Object::Event(o) => delete_one(ch, default_ns, o, dry_run).await,
+            Object::Secret(o) => delete_one(ch, default_ns, o, dry_run).await,
+            Object::Definition(d) => custom::delete_definition(ch, &d, dry_run).await,
             Object::Custom(o) => match definitions_for(ch, &mut defs).await {
-                Ok(d) => custom::delete_object(ch, &d, default_ns, o).await,
+                Ok(d) => custom::delete_object(ch, &d, default_ns, o, dry_run).await,
                 Err(e) => Err(e),
             },
         };
@@ -165,7 +199,13 @@ pub async fn delete(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String
 /// (`pods`/`pod`/`po`, `configmaps`/`cm`, `events`/`ev`, `secrets`, `crd`, or a custom kind by
 /// plural, singular, short name or kind) in `ns`; returns the lines to print and whether all
 /// succeeded (a missing one is reported and the others deleted, as kubectl does).
-pub async fn delete_named(ch: &Ch, ns: &str, kind: &str, names: &[String]) -> (Vec<String>, bool) {
+pub async fn delete_named(
+    ch: &Ch,
+    ns: &str,
+    kind: &str,
+    names: &[String],
+    dry_run: bool,
+) -> (Vec<String>, bool) {
     use crate::resource::{Named, resolve, unknown};
     use kubestore_proto::core::v1::{ConfigMap, Event, Pod, Secret};
     let named = match resolve(ch, kind).await {
@@ -177,12 +217,12 @@ pub async fn delete_named(ch: &Ch, ns: &str, kind: &str, names: &[String]) -> (V
     let mut ok = true;
     for name in names {
         let result = match &named {
-            Named::Pods => delete_by_name::<Pod>(ch, ns, name).await,
-            Named::ConfigMaps => delete_by_name::<ConfigMap>(ch, ns, name).await,
-            Named::Events => delete_by_name::<Event>(ch, ns, name).await,
-            Named::Secrets => delete_by_name::<Secret>(ch, ns, name).await,
-            Named::Definitions => custom::delete_definition_named(ch, name).await,
-            Named::Custom(r) => custom::delete_named(ch, r, ns, name).await,
+            Named::Pods => delete_by_name::<Pod>(ch, ns, name, dry_run).await,
+            Named::ConfigMaps => delete_by_name::<ConfigMap>(ch, ns, name, dry_run).await,
+            Named::Events => delete_by_name::<Event>(ch, ns, name, dry_run).await,
+            Named::Secrets => delete_by_name::<Secret>(ch, ns, name, dry_run).await,
+            Named::Definitions => custom::delete_definition_named(ch, name, dry_run).await,
+            Named::Custom(r) => custom::delete_named(ch, r, ns, name, dry_run).await,
         };
         match result {
             Ok(line) => lines.push(line),
@@ -195,20 +235,41 @@ pub async fn delete_named(ch: &Ch, ns: &str, kind: &str, names: &[String]) -> (V
     (lines, ok)
 }
 
-async fn delete_by_name<K: Kind>(ch: &Ch, ns: &str, name: &str) -> Result<String, Status> {
-    K::delete(ch, ns, name, None).await?;
-    Ok(format!("{} \"{name}\" deleted", K::KIND.to_lowercase()))
+/// Delete options for a (possibly dry-run) delete.
+pub(crate) fn delete_options(dry_run: bool) -> Option<kubestore_proto::meta::v1::DeleteOptions> {
+    dry_run.then(|| kubestore_proto::meta::v1::DeleteOptions {
+        dry_run: true,
+        ..Default::default()
+    })
 }
 
-async fn delete_one<K: Kind>(ch: &Ch, default_ns: &str, obj: K) -> Result<String, Status> {
+async fn delete_by_name<K: Kind>(
+    ch: &Ch,
+    ns: &str,
+    name: &str,
+    dry_run: bool,
+) -> Result<String, Status> {
+    K::delete(ch, ns, name, delete_options(dry_run)).await?;
+    Ok(format!(
+        "{} \"{name}\" deleted{}",
+        K::KIND.to_lowercase(),
+        dry_suffix(dry_run)
+    ))
+}
+
+async fn delete_one<K: Kind>(
+    ch: &Ch,
+    default_ns: &str,
+    obj: K,
+    dry_run: bool,
+) -> Result<String, Status> {
     let m = obj.meta();
     let ns = if m.namespace.is_empty() {
         default_ns
     } else {
         m.namespace.as_str()
     };
-    K::delete(ch, ns, &m.name, None).await?;
-    Ok(format!("{} \"{}\" deleted", K::KIND.to_lowercase(), m.name))
+    delete_by_name::<K>(ch, ns, &m.name, dry_run).await
 }
 
 #[cfg(test)]

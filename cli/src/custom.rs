@@ -165,7 +165,12 @@ fn name_of(obj: &Map<String, Value>) -> String {
 }
 
 /// `apply` of a definition: created, or replaced at its stored resourceVersion.
-pub async fn apply_definition(ch: &Ch, crd: CustomResourceDefinition) -> Result<String, Status> {
+pub async fn apply_definition(
+    ch: &Ch,
+    crd: CustomResourceDefinition,
+    dry_run: bool,
+) -> Result<String, Status> {
+    let dry = crate::apply::dry_suffix(dry_run);
     let mut c = definitions_client(ch);
     let name = crd
         .metadata
@@ -176,11 +181,11 @@ pub async fn apply_definition(ch: &Ch, crd: CustomResourceDefinition) -> Result<
     match c
         .create(CreateCustomResourceDefinitionRequest {
             custom_resource_definition: Some(crd.clone()),
-            dry_run: false,
+            dry_run,
         })
         .await
     {
-        Ok(_) => return Ok(format!("{what} created")),
+        Ok(_) => return Ok(format!("{what} created{dry}")),
         Err(s) if s.code() == Code::AlreadyExists => {}
         Err(s) => return Err(s),
     }
@@ -200,7 +205,7 @@ pub async fn apply_definition(ch: &Ch, crd: CustomResourceDefinition) -> Result<
     let updated = c
         .update(UpdateCustomResourceDefinitionRequest {
             custom_resource_definition: Some(next),
-            dry_run: false,
+            dry_run,
         })
         .await?
         .into_inner();
@@ -208,20 +213,25 @@ pub async fn apply_definition(ch: &Ch, crd: CustomResourceDefinition) -> Result<
         .metadata
         .map(|m| m.resource_version)
         .unwrap_or_default();
-    Ok(format!(
-        "{what} {}",
-        if now == rv { "unchanged" } else { "configured" }
-    ))
+    Ok(if now == rv && !dry_run {
+        format!("{what} unchanged")
+    } else {
+        format!("{what} configured{dry}")
+    })
 }
 
 /// `delete -f` of a definition.
-pub async fn delete_definition(ch: &Ch, crd: &CustomResourceDefinition) -> Result<String, Status> {
+pub async fn delete_definition(
+    ch: &Ch,
+    crd: &CustomResourceDefinition,
+    dry_run: bool,
+) -> Result<String, Status> {
     let name = crd
         .metadata
         .as_ref()
         .map(|m| m.name.clone())
         .unwrap_or_default();
-    delete_definition_named(ch, &name).await
+    delete_definition_named(ch, &name, dry_run).await
 }
 
 /// `apply` of a custom object (its kind looked up in `defs`).
@@ -230,7 +240,9 @@ pub async fn apply_object(
     defs: &[CustomResourceDefinition],
     default_ns: &str,
     obj: Map<String, Value>,
+    dry_run: bool,
 ) -> Result<String, Status> {
+    let dry = crate::apply::dry_suffix(dry_run);
     let r = resolve_manifest(defs, &obj)?;
     let ns = namespace_of(&obj, &r, default_ns);
     let name = name_of(&obj);
@@ -243,11 +255,11 @@ pub async fn apply_object(
             plural: r.plural.clone(),
             namespace: ns.clone(),
             object: Some(to_struct(obj.clone())?),
-            dry_run: false,
+            dry_run,
         })
         .await
     {
-        Ok(_) => return Ok(format!("{what} created")),
+        Ok(_) => return Ok(format!("{what} created{dry}")),
         Err(s) if s.code() == Code::AlreadyExists => {}
         Err(s) => return Err(s),
     }
@@ -274,19 +286,18 @@ pub async fn apply_object(
             plural: r.plural,
             namespace: ns,
             object: Some(to_struct(next)?),
-            dry_run: false,
+            dry_run,
         })
         .await?
         .into_inner(),
     );
-    Ok(format!(
-        "{what} {}",
-        if updated["metadata"]["resourceVersion"] == rv {
-            "unchanged"
+    Ok(
+        if updated["metadata"]["resourceVersion"] == rv && !dry_run {
+            format!("{what} unchanged")
         } else {
-            "configured"
-        }
-    ))
+            format!("{what} configured{dry}")
+        },
+    )
 }
 
 /// `delete -f` of a custom object.
@@ -295,10 +306,11 @@ pub async fn delete_object(
     defs: &[CustomResourceDefinition],
     default_ns: &str,
     obj: Map<String, Value>,
+    dry_run: bool,
 ) -> Result<String, Status> {
     let r = resolve_manifest(defs, &obj)?;
     let namespace = namespace_of(&obj, &r, default_ns);
-    delete_named(ch, &r, &namespace, &name_of(&obj)).await
+    delete_named(ch, &r, &namespace, &name_of(&obj), dry_run).await
 }
 
 /// The object `name` of the resolved kind `r` in `ns`, as upstream's JSON, and its UID.
@@ -362,7 +374,13 @@ fn name_line(r: &Resolved, obj: &Value) -> String {
 
 /// Deletes the object `name` of the resolved kind `r` in `ns` (ignored for cluster-scoped
 /// kinds).
-pub async fn delete_named(ch: &Ch, r: &Resolved, ns: &str, name: &str) -> Result<String, Status> {
+pub async fn delete_named(
+    ch: &Ch,
+    r: &Resolved,
+    ns: &str,
+    name: &str,
+    dry_run: bool,
+) -> Result<String, Status> {
     objects_client(ch)
         .delete(DeleteCustomObjectRequest {
             group: r.group.clone(),
@@ -374,26 +392,28 @@ pub async fn delete_named(ch: &Ch, r: &Resolved, ns: &str, name: &str) -> Result
                 String::new()
             },
             name: name.into(),
-            options: None,
+            options: crate::apply::delete_options(dry_run),
         })
         .await?;
     Ok(format!(
-        "{}.{} \"{name}\" deleted",
+        "{}.{} \"{name}\" deleted{}",
         r.kind.to_lowercase(),
-        r.group
+        r.group,
+        crate::apply::dry_suffix(dry_run)
     ))
 }
 
 /// Deletes the definition `name` (its objects first, by registry-svc's cleanup).
-pub async fn delete_definition_named(ch: &Ch, name: &str) -> Result<String, Status> {
+pub async fn delete_definition_named(ch: &Ch, name: &str, dry_run: bool) -> Result<String, Status> {
     definitions_client(ch)
         .delete(DeleteCustomResourceDefinitionRequest {
             name: name.into(),
-            options: None,
+            options: crate::apply::delete_options(dry_run),
         })
         .await?;
     Ok(format!(
-        "customresourcedefinition.apiextensions.k8s.io \"{name}\" deleted"
+        "customresourcedefinition.apiextensions.k8s.io \"{name}\" deleted{}",
+        crate::apply::dry_suffix(dry_run)
     ))
 }
 

@@ -109,7 +109,7 @@ async fn run_inner(ch: &Ch, ns: &str) -> Result<(), Status> {
         }),
         status: None,
     };
-    let created = Pod::create(ch, ns, pod).await?;
+    let created = Pod::create(ch, ns, pod, false).await?;
     let status = created.status.clone().unwrap_or_default();
     println!("   phase={} qosClass={}", status.phase, status.qos_class);
     println!("   {}", meta_line(&created.meta()));
@@ -202,7 +202,7 @@ async fn finalizer_demo(ch: &Ch, ns: &str) -> Result<(), Status> {
     if let Ok(mut old) = ConfigMap::get(ch, ns, name).await {
         // Leftover of an earlier run: release it.
         old.meta_mut().finalizers.clear();
-        let _ = ConfigMap::update(ch, ns, old).await;
+        let _ = ConfigMap::update(ch, ns, old, false).await;
         let _ = ConfigMap::delete(ch, ns, name, None).await;
     }
     let cm = ConfigMap {
@@ -214,13 +214,13 @@ async fn finalizer_demo(ch: &Ch, ns: &str) -> Result<(), Status> {
         data: [("color".to_string(), "blue".to_string())].into(),
         immutable: None,
     };
-    ConfigMap::create(ch, ns, cm).await?;
+    ConfigMap::create(ch, ns, cm, false).await?;
     let (_, deleted) = ConfigMap::delete(ch, ns, name, None).await?;
     println!("   delete: deleted={deleted}");
     let mut held = ConfigMap::get(ch, ns, name).await?;
     println!("   get:    {}", meta_line(&held.meta()));
     held.meta_mut().finalizers.clear();
-    ConfigMap::update(ch, ns, held).await?;
+    ConfigMap::update(ch, ns, held, false).await?;
     println!("   removed the finalizer");
     match ConfigMap::get(ch, ns, name).await {
         Err(s) if s.code() == Code::NotFound => println!("   get: {}", describe(&s)),

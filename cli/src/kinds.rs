@@ -44,11 +44,11 @@ pub trait Kind:
     /// Watch.
     async fn watch(ch: &Ch, ns: &str, o: ListOptions) -> Result<Events<Self>, Status>;
     /// Create.
-    async fn create(ch: &Ch, ns: &str, obj: Self) -> Result<Self, Status>;
+    async fn create(ch: &Ch, ns: &str, obj: Self, dry_run: bool) -> Result<Self, Status>;
     /// Get.
     async fn get(ch: &Ch, ns: &str, name: &str) -> Result<Self, Status>;
     /// Update.
-    async fn update(ch: &Ch, ns: &str, obj: Self) -> Result<Self, Status>;
+    async fn update(ch: &Ch, ns: &str, obj: Self, dry_run: bool) -> Result<Self, Status>;
     /// Delete: the last state, and whether it is gone.
     async fn delete(
         ch: &Ch,
@@ -112,13 +112,13 @@ macro_rules! kind {
                     })
                 })))
             }
-            async fn create(ch: &Ch, ns: &str, obj: Self) -> Result<Self, Status> {
+            async fn create(ch: &Ch, ns: &str, obj: Self, dry_run: bool) -> Result<Self, Status> {
                 Ok($client::new(ch.clone())
                     .max_decoding_message_size(MAX_RESPONSE_BYTES)
                     .create($create {
                         namespace: ns.into(),
                         $field: Some(obj),
-                        dry_run: false,
+                        dry_run,
                     })
                     .await?
                     .into_inner())
@@ -133,13 +133,13 @@ macro_rules! kind {
                     .await?
                     .into_inner())
             }
-            async fn update(ch: &Ch, ns: &str, obj: Self) -> Result<Self, Status> {
+            async fn update(ch: &Ch, ns: &str, obj: Self, dry_run: bool) -> Result<Self, Status> {
                 Ok($client::new(ch.clone())
                     .max_decoding_message_size(MAX_RESPONSE_BYTES)
                     .update($update {
                         namespace: ns.into(),
                         $field: Some(obj),
-                        dry_run: false,
+                        dry_run,
                     })
                     .await?
                     .into_inner())

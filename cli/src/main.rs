@@ -123,6 +123,10 @@ enum Command {
         /// Manifest file (`-`: standard input).
         #[arg(short, long)]
         filename: String,
+        /// `server`: every write is registry-svc's dry run (validated, defaulted and answered;
+        /// nothing stored); `none`: for real.
+        #[arg(long, value_enum, default_value = "none")]
+        dry_run: DryRun,
     },
     /// Delete the objects of a manifest (`-f FILE`), or objects by kind and name
     /// (`delete pod web db`), as kubectl does.
@@ -133,6 +137,9 @@ enum Command {
         /// The kind, then one or more names.
         #[arg(value_name = "KIND NAME", num_args = 0..)]
         resource: Vec<String>,
+        /// `server`: registry-svc's dry run (checked and answered, nothing deleted).
+        #[arg(long, value_enum, default_value = "none")]
+        dry_run: DryRun,
     },
     /// Print a shell completion script: `source <(kubestore completion bash)`.
     Completion {
@@ -144,6 +151,17 @@ enum Command {
         #[command(subcommand)]
         command: StorageCommand,
     },
+}
+
+/// kubectl's `--dry-run` values we take. `client` (print without asking the server) is not
+/// offered: our manifests are checked by registry-svc, so a server dry run is the one that
+/// says whether the write would be taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum DryRun {
+    /// For real.
+    None,
+    /// The server's dry run.
+    Server,
 }
 
 #[derive(Subcommand)]
@@ -387,14 +405,21 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
                 Err(s) => fail(s),
             }
         }
-        Command::Apply { filename } => manifest_command(&ch, &namespace, &filename, true).await,
+        Command::Apply { filename, dry_run } => {
+            manifest_command(&ch, &namespace, &filename, true, dry_run == DryRun::Server).await
+        }
         Command::Delete {
             filename: Some(filename),
+            dry_run,
             ..
-        } => manifest_command(&ch, &namespace, &filename, false).await,
-        Command::Delete { resource, .. } => match resource.split_first() {
+        } => manifest_command(&ch, &namespace, &filename, false, dry_run == DryRun::Server).await,
+        Command::Delete {
+            resource, dry_run, ..
+        } => match resource.split_first() {
             Some((kind, names)) if !names.is_empty() => {
-                let (lines, ok) = apply::delete_named(&ch, &namespace, kind, names).await;
+                let (lines, ok) =
+                    apply::delete_named(&ch, &namespace, kind, names, dry_run == DryRun::Server)
+                        .await;
                 print_results(lines, ok)
             }
             _ => {
@@ -411,7 +436,13 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
     }
 }
 
-async fn manifest_command(ch: &Ch, ns: &str, file: &str, apply_it: bool) -> ExitCode {
+async fn manifest_command(
+    ch: &Ch,
+    ns: &str,
+    file: &str,
+    apply_it: bool,
+    dry_run: bool,
+) -> ExitCode {
     let docs = match apply::read(file) {
         Ok(d) => d,
         Err(e) => {
@@ -420,9 +451,9 @@ async fn manifest_command(ch: &Ch, ns: &str, file: &str, apply_it: bool) -> Exit
         }
     };
     let (lines, ok) = if apply_it {
-        apply::apply(ch, ns, docs).await
+        apply::apply_with(ch, ns, docs, dry_run).await
     } else {
-        apply::delete(ch, ns, docs).await
+        apply::delete_with(ch, ns, docs, dry_run).await
     };
     print_results(lines, ok)
 }

@@ -156,8 +156,37 @@ kind: ConfigMap
 metadata:
   name: two
 "#;
+    // --dry-run=server: answered as if done, nothing stored.
+    let (lines, ok) = apply::apply_with(&ch, "default", parse(two).expect("parses"), true).await;
+    assert!(ok, "{lines:?}");
+    assert_eq!(
+        lines,
+        [
+            "configmap/one created (server dry run)",
+            "configmap/two created (server dry run)"
+        ]
+    );
+    let mut cms = cluster.config_maps().await;
+    let e = cms
+        .get(kubestore_proto::core::v1::GetConfigMapRequest {
+            namespace: "default".into(),
+            name: "one".into(),
+        })
+        .await
+        .expect_err("a dry run stores nothing");
+    assert_eq!(e.code(), tonic::Code::NotFound);
     let (lines, ok) = apply::apply(&ch, "default", parse(two).expect("parses")).await;
     assert!(ok, "{lines:?}");
+    let dry = ["one".to_string()];
+    let (lines, ok) = apply::delete_named(&ch, "default", "cm", &dry, true).await;
+    assert!(ok, "{lines:?}");
+    assert_eq!(lines, ["configmap \"one\" deleted (server dry run)"]);
+    cms.get(kubestore_proto::core::v1::GetConfigMapRequest {
+        namespace: "default".into(),
+        name: "one".into(),
+    })
+    .await
+    .expect("a dry-run delete deletes nothing");
     // -o name: kind/name per object, as kubectl prints it.
     let mut printed = Vec::new();
     get::<ConfigMap>(
@@ -173,7 +202,7 @@ metadata:
     .expect("get -o name");
     assert_eq!(printed, ["configmap/one\nconfigmap/two"]);
     let names = ["one".to_string(), "missing".to_string(), "two".to_string()];
-    let (lines, ok) = apply::delete_named(&ch, "default", "cm", &names).await;
+    let (lines, ok) = apply::delete_named(&ch, "default", "cm", &names, false).await;
     assert!(!ok, "a missing one fails the command");
     assert_eq!(lines[0], "configmap \"one\" deleted");
     assert!(
@@ -181,7 +210,6 @@ metadata:
         "{lines:?}"
     );
     assert_eq!(lines[2], "configmap \"two\" deleted");
-    let mut cms = cluster.config_maps().await;
     for name in ["one", "two"] {
         let e = cms
             .get(kubestore_proto::core::v1::GetConfigMapRequest {
@@ -192,7 +220,7 @@ metadata:
             .expect_err("deleted");
         assert_eq!(e.code(), tonic::Code::NotFound);
     }
-    let (lines, ok) = apply::delete_named(&ch, "default", "widgets", &names).await;
+    let (lines, ok) = apply::delete_named(&ch, "default", "widgets", &names, false).await;
     assert!(!ok);
     assert!(
         lines[0].starts_with("error: the server doesn't have a resource type"),

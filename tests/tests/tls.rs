@@ -147,6 +147,7 @@ async fn every_hop_speaks_tls_and_everything_works_as_before() {
         &ch,
         NS,
         pod("web", "node-1"),
+        false,
     )
     .await
     .expect("create through registry-svc -> storage-svc -> etcd, all TLS");
