@@ -15,7 +15,7 @@ use std::{
 use kubestore_proto::{
     apiextensions::v1::{
         CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomResourceDefinition,
-        GetCustomObjectRequest, GetCustomResourceDefinitionRequest, ListCustomObjectsRequest,
+        GetCustomObjectRequest, ListCustomObjectsRequest,
         custom_objects_client::CustomObjectsClient,
         custom_resource_definitions_client::CustomResourceDefinitionsClient,
     },
@@ -25,7 +25,7 @@ use kubestore_proto::{
     },
     meta::v1::ObjectMeta,
 };
-use kubestore_tests::{EtcdProcess, services::channel};
+use kubestore_tests::{EtcdProcess, fixtures_custom::register_established, services::channel};
 use serde_json::{Value, json};
 use tonic::{Code, transport::Channel};
 
@@ -243,40 +243,6 @@ where
     Ok(start.elapsed() / reps as u32)
 }
 
-async fn register(
-    defs: &mut CustomResourceDefinitionsClient<Channel>,
-    crd: CustomResourceDefinition,
-) -> Result<(), String> {
-    let name = crd
-        .metadata
-        .as_ref()
-        .map(|m| m.name.clone())
-        .unwrap_or_default();
-    defs.create(CreateCustomResourceDefinitionRequest {
-        custom_resource_definition: Some(crd),
-        dry_run: false,
-    })
-    .await
-    .map_err(|e| format!("registering {name}: {e}"))?;
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until {
-        let crd = defs
-            .get(GetCustomResourceDefinitionRequest { name: name.clone() })
-            .await
-            .map_err(|e| e.to_string())?
-            .into_inner();
-        if crd.status.is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.r#type == "Established" && c.status == "True")
-        }) {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    Err(format!("{name} was not established in 10 s"))
-}
-
 /// The time from a definition's Create to the first successful Create of its kind.
 async fn registration_to_first_create(
     defs: &mut CustomResourceDefinitionsClient<Channel>,
@@ -381,8 +347,8 @@ pub(crate) async fn custom_kinds(ops: usize, registrations: usize) -> Result<(),
         ServiceProcess::start("registry", &["--storage-addr".into(), storage.url()], &[]).await;
     let url = registry.url();
     let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
-    register(&mut defs, definition(CRONTAB)?).await?;
-    register(&mut defs, definition(SERVICE_MONITOR)?).await?;
+    register_established(&mut defs, definition(CRONTAB)?).await;
+    register_established(&mut defs, definition(SERVICE_MONITOR)?).await;
 
     let mut chans = Vec::new();
     for _ in 0..4 {

@@ -12,6 +12,7 @@
 //! - [`mutate`]: a deterministic generator and byte mutator, and the fuzz seed corpus.
 
 pub mod etcd;
+pub mod fixtures_custom;
 pub mod fixtures_registry;
 pub mod fixtures_storage;
 pub mod fixtures_watch;

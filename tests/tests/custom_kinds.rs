@@ -18,7 +18,9 @@ use kubestore_proto::{
     meta::v1::{ListOptions, WatchEventType},
 };
 use kubestore_tests::{
-    Cluster, reason,
+    Cluster,
+    fixtures_custom::{crontab_crd, register_established as register, to_json},
+    reason,
     services::{channel, spawn_registry, wait_serving},
 };
 use serde_json::{Value, json};
@@ -26,69 +28,8 @@ use tonic::{Code, Status, transport::Channel};
 
 const NS: &str = "default";
 
-fn crontab_crd() -> CustomResourceDefinition {
-    let text = include_str!("../fixtures/crds/crontab.json");
-    serde_json::from_str(text).expect("the CronTab manifest parses as a CustomResourceDefinition")
-}
-
 fn to_struct(v: Value) -> pbjson_types::Struct {
     serde_json::from_value(v).expect("a JSON object")
-}
-
-/// A Struct as JSON; numbers travel as doubles in a Struct, so whole ones are read back as
-/// integers (as a JSON client of upstream would see them).
-fn to_json(s: &pbjson_types::Struct) -> Value {
-    fn whole(v: Value) -> Value {
-        match v {
-            Value::Number(n) => match n.as_f64() {
-                Some(f) if n.is_f64() && f.fract() == 0.0 => json!(f as i64),
-                _ => Value::Number(n),
-            },
-            Value::Array(a) => Value::Array(a.into_iter().map(whole).collect()),
-            Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, whole(v))).collect()),
-            other => other,
-        }
-    }
-    whole(serde_json::to_value(s).expect("json"))
-}
-
-/// Registers `crd` and waits until it is established.
-async fn register(
-    defs: &mut CustomResourceDefinitionsClient<Channel>,
-    crd: CustomResourceDefinition,
-) -> CustomResourceDefinition {
-    let name = crd.metadata.as_ref().expect("meta").name.clone();
-    defs.create(CreateCustomResourceDefinitionRequest {
-        custom_resource_definition: Some(crd),
-        dry_run: false,
-    })
-    .await
-    .expect("create definition");
-    wait_established(defs, &name).await
-}
-
-async fn wait_established(
-    defs: &mut CustomResourceDefinitionsClient<Channel>,
-    name: &str,
-) -> CustomResourceDefinition {
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let crd = defs
-            .get(GetCustomResourceDefinitionRequest { name: name.into() })
-            .await
-            .expect("get definition")
-            .into_inner();
-        let established = crd.status.as_ref().is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.r#type == "Established" && c.status == "True")
-        });
-        if established {
-            return crd;
-        }
-        assert!(Instant::now() < until, "never established: {crd:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 async fn create(c: &mut CustomObjectsClient<Channel>, object: Value) -> Result<Value, Status> {

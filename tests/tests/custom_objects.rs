@@ -3,7 +3,7 @@
 //! selectors on metadata.name and metadata.namespace, DeleteCollection, watches across every
 //! namespace; a cluster-scoped kind; a definition's own dry run.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kubestore_proto::{
     apiextensions::v1::{
@@ -15,15 +15,16 @@ use kubestore_proto::{
     },
     meta::v1::{ListOptions, WatchEventType},
 };
-use kubestore_tests::{Cluster, reason, services::channel};
+use kubestore_tests::{
+    Cluster,
+    fixtures_custom::{crontab_crd, register_established},
+    reason,
+    services::channel,
+};
 use serde_json::{Value, json};
 use tonic::{Code, Status, transport::Channel};
 
 const GROUP: &str = "stable.example.com";
-
-fn crontab_crd() -> CustomResourceDefinition {
-    serde_json::from_str(include_str!("../fixtures/crds/crontab.json")).expect("CronTab")
-}
 
 /// A cluster-scoped kind of the same group.
 fn cluster_crd() -> CustomResourceDefinition {
@@ -39,36 +40,6 @@ fn cluster_crd() -> CustomResourceDefinition {
         },
     }))
     .expect("a definition")
-}
-
-async fn establish(
-    defs: &mut CustomResourceDefinitionsClient<Channel>,
-    crd: CustomResourceDefinition,
-) {
-    let name = crd.metadata.as_ref().expect("meta").name.clone();
-    defs.create(CreateCustomResourceDefinitionRequest {
-        custom_resource_definition: Some(crd),
-        dry_run: false,
-    })
-    .await
-    .expect("register");
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let crd = defs
-            .get(GetCustomResourceDefinitionRequest { name: name.clone() })
-            .await
-            .expect("get")
-            .into_inner();
-        if crd.status.is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.r#type == "Established" && c.status == "True")
-        }) {
-            return;
-        }
-        assert!(Instant::now() < until, "{name} never established");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 fn st(v: Value) -> pbjson_types::Struct {
@@ -201,7 +172,7 @@ async fn custom_objects_follow_the_generic_stores_semantics() {
         .await
         .expect_err("not stored");
     assert_eq!(e.code(), Code::NotFound);
-    establish(&mut defs, crontab_crd()).await;
+    register_established(&mut defs, crontab_crd()).await;
     let mut k = Kind {
         c: CustomObjectsClient::new(channel(&url).await),
         plural: "crontabs",
@@ -362,7 +333,7 @@ async fn custom_objects_follow_the_generic_stores_semantics() {
     assert_eq!(namespaces.into_iter().collect::<Vec<_>>(), ["a", "b"]);
 
     // A cluster-scoped kind: no namespace.
-    establish(&mut defs, cluster_crd()).await;
+    register_established(&mut defs, cluster_crd()).await;
     let mut cw = Kind {
         c: CustomObjectsClient::new(channel(&url).await),
         plural: "clusterwidgets",

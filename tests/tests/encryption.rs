@@ -485,8 +485,7 @@ async fn a_cached_watch_that_meets_an_undecryptable_value_ends_with_its_error() 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_custom_kind_named_plural_dot_group_is_encrypted() {
     use kubestore_proto::apiextensions::v1::{
-        CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomResourceDefinition,
-        GetCustomObjectRequest, GetCustomResourceDefinitionRequest,
+        CreateCustomObjectRequest, GetCustomObjectRequest,
         custom_objects_client::CustomObjectsClient,
         custom_resource_definitions_client::CustomResourceDefinitionsClient,
     };
@@ -512,32 +511,11 @@ async fn a_custom_kind_named_plural_dot_group_is_encrypted() {
     let registry = spawn_registry(Default::default(), storage.url(), None);
     wait_serving(&registry.url()).await;
     let mut defs = CustomResourceDefinitionsClient::new(channel(&registry.url()).await);
-    let crd: CustomResourceDefinition =
-        serde_json::from_str(include_str!("../fixtures/crds/crontab.json")).expect("CronTab");
-    defs.create(CreateCustomResourceDefinitionRequest {
-        custom_resource_definition: Some(crd),
-        dry_run: false,
-    })
-    .await
-    .expect("register");
-    let until = std::time::Instant::now() + Duration::from_secs(10);
-    while !defs
-        .get(GetCustomResourceDefinitionRequest {
-            name: "crontabs.stable.example.com".into(),
-        })
-        .await
-        .expect("get")
-        .into_inner()
-        .status
-        .is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.r#type == "Established" && c.status == "True")
-        })
-    {
-        assert!(std::time::Instant::now() < until, "never established");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    kubestore_tests::fixtures_custom::register_established(
+        &mut defs,
+        kubestore_tests::fixtures_custom::crontab_crd(),
+    )
+    .await;
     let mut objects = CustomObjectsClient::new(channel(&registry.url()).await);
     objects
         .create(CreateCustomObjectRequest {

@@ -8,13 +8,12 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     pin::Pin,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use kubestore_proto::{
     apiextensions::v1::{
-        CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomResourceDefinition,
-        DeleteCustomObjectRequest, GetCustomResourceDefinitionRequest, ListCustomObjectsRequest,
+        CreateCustomObjectRequest, DeleteCustomObjectRequest, ListCustomObjectsRequest,
         UpdateCustomObjectRequest, WatchCustomObjectsRequest,
         custom_objects_client::CustomObjectsClient,
         custom_resource_definitions_client::CustomResourceDefinitionsClient,
@@ -25,7 +24,12 @@ use kubestore_proto::{
     },
     meta::v1::{ListMeta, ListOptions, ObjectMeta, ResourceVersionMatch, WatchEventType},
 };
-use kubestore_tests::{Cluster, reason, services::channel};
+use kubestore_tests::{
+    Cluster,
+    fixtures_custom::{crontab_crd, register_established},
+    reason,
+    services::channel,
+};
 use serde_json::{Value, json};
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Code, Status, transport::Channel};
@@ -320,33 +324,7 @@ async fn both_kinds() -> (Cluster, Vec<Kind>) {
     let cluster = Cluster::full().await;
     let url = cluster.registry.as_ref().expect("registry").url();
     let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
-    let crd: CustomResourceDefinition =
-        serde_json::from_str(include_str!("../fixtures/crds/crontab.json")).expect("CronTab");
-    defs.create(CreateCustomResourceDefinitionRequest {
-        custom_resource_definition: Some(crd),
-        dry_run: false,
-    })
-    .await
-    .expect("register CronTab");
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let crd = defs
-            .get(GetCustomResourceDefinitionRequest {
-                name: "crontabs.stable.example.com".into(),
-            })
-            .await
-            .expect("get")
-            .into_inner();
-        if crd.status.is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.r#type == "Established" && c.status == "True")
-        }) {
-            break;
-        }
-        assert!(Instant::now() < until, "CronTab never established");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    register_established(&mut defs, crontab_crd()).await;
     let kinds = vec![
         Kind::ConfigMaps(ConfigMapsClient::new(channel(&url).await)),
         Kind::CronTabs(CustomObjectsClient::new(channel(&url).await)),

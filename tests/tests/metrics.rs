@@ -276,8 +276,7 @@ async fn rpc_series_follow_the_grpc_ecosystem_names_from_the_start() {
 #[tokio::test(flavor = "multi_thread")]
 async fn apiserver_request_metrics_carry_upstreams_labels() {
     use kubestore_proto::apiextensions::v1::{
-        CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomResourceDefinition,
-        GetCustomResourceDefinitionRequest, custom_objects_client::CustomObjectsClient,
+        CreateCustomObjectRequest, custom_objects_client::CustomObjectsClient,
         custom_resource_definitions_client::CustomResourceDefinitionsClient,
     };
     let cluster = Cluster::full().await;
@@ -364,32 +363,11 @@ async fn apiserver_request_metrics_carry_upstreams_labels() {
 
     // A custom kind: its group, version and plural.
     let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
-    let crd: CustomResourceDefinition =
-        serde_json::from_str(include_str!("../fixtures/crds/crontab.json")).expect("CronTab");
-    defs.create(CreateCustomResourceDefinitionRequest {
-        custom_resource_definition: Some(crd),
-        dry_run: false,
-    })
-    .await
-    .expect("register");
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !defs
-        .get(GetCustomResourceDefinitionRequest {
-            name: "crontabs.stable.example.com".into(),
-        })
-        .await
-        .expect("get")
-        .into_inner()
-        .status
-        .is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.r#type == "Established" && c.status == "True")
-        })
-    {
-        assert!(std::time::Instant::now() < until, "never established");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    kubestore_tests::fixtures_custom::register_established(
+        &mut defs,
+        kubestore_tests::fixtures_custom::crontab_crd(),
+    )
+    .await;
     CustomObjectsClient::new(channel(&url).await)
         .create(CreateCustomObjectRequest {
             group: "stable.example.com".into(),

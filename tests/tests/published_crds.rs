@@ -4,14 +4,17 @@
 //! documented examples are accepted, schema defaults are applied, unknown fields pruned, and
 //! type, enum, pattern, minimum and required violations are refused with upstream's wording.
 
-use std::time::{Duration, Instant};
-
 use kubestore_proto::apiextensions::v1::{
-    CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomResourceDefinition,
-    GetCustomResourceDefinitionRequest, custom_objects_client::CustomObjectsClient,
+    CreateCustomObjectRequest, CustomResourceDefinition,
+    custom_objects_client::CustomObjectsClient,
     custom_resource_definitions_client::CustomResourceDefinitionsClient,
 };
-use kubestore_tests::{Cluster, reason, services::channel};
+use kubestore_tests::{
+    Cluster,
+    fixtures_custom::{register_established, to_json},
+    reason,
+    services::channel,
+};
 use serde_json::{Value, json};
 use tonic::{Code, Status, transport::Channel};
 
@@ -25,56 +28,6 @@ fn manifest(text: &str) -> CustomResourceDefinition {
     );
     assert_eq!(m.remove("kind"), Some(json!("CustomResourceDefinition")));
     serde_json::from_value(v).expect("the published manifest parses as a CustomResourceDefinition")
-}
-
-async fn register_established(
-    defs: &mut CustomResourceDefinitionsClient<Channel>,
-    crd: CustomResourceDefinition,
-) -> CustomResourceDefinition {
-    let name = crd.metadata.as_ref().expect("metadata").name.clone();
-    defs.create(CreateCustomResourceDefinitionRequest {
-        custom_resource_definition: Some(crd),
-        dry_run: false,
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{name} registers: {e:?}"));
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let crd = defs
-            .get(GetCustomResourceDefinitionRequest { name: name.clone() })
-            .await
-            .expect("get definition")
-            .into_inner();
-        let status = crd.status.clone().unwrap_or_default();
-        if status
-            .conditions
-            .iter()
-            .any(|c| c.r#type == "Established" && c.status == "True")
-        {
-            return crd;
-        }
-        assert!(
-            Instant::now() < until,
-            "{name} never established: {status:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Numbers travel as doubles in a Struct; whole ones are read back as integers.
-fn to_json(s: &pbjson_types::Struct) -> Value {
-    fn whole(v: Value) -> Value {
-        match v {
-            Value::Number(n) => match n.as_f64() {
-                Some(f) if n.is_f64() && f.fract() == 0.0 => json!(f as i64),
-                _ => Value::Number(n),
-            },
-            Value::Array(a) => Value::Array(a.into_iter().map(whole).collect()),
-            Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, whole(v))).collect()),
-            other => other,
-        }
-    }
-    whole(serde_json::to_value(s).expect("json"))
 }
 
 async fn create(
