@@ -101,7 +101,12 @@ async fn secrets_are_a_kind_like_the_others() {
         .expect("get")
         .into_inner();
     assert_eq!(got, created);
-    let ev = watch.message().await.expect("event").expect("open");
+    // Bounded: a lost event fails here instead of holding the test run.
+    let ev = tokio::time::timeout(std::time::Duration::from_secs(10), watch.message())
+        .await
+        .expect("the ADDED event within 10 s")
+        .expect("event")
+        .expect("open");
     assert_eq!(ev.r#type, WatchEventType::Added as i32);
     assert_eq!(ev.object.expect("object").data["user"], b"admin");
 
