@@ -20,14 +20,24 @@ pub fn is_diagnostic(line: &str) -> bool {
         || line.starts_with("error:")
 }
 
-/// Reads and parses a manifest file (`-` is standard input).
-pub fn read(path: &str) -> Result<Vec<Parsed>, String> {
+/// Reads a manifest file (`-` is standard input) and parses each document on its own: the
+/// documents it could read, and an `error:` line for each it could not (reported after the
+/// others are applied; the command then exits 1, as kubectl does).
+pub fn read(path: &str) -> Result<(Vec<Parsed>, Vec<String>), String> {
     let text = if path == "-" {
         std::io::read_to_string(std::io::stdin()).map_err(|e| format!("reading stdin: {e}"))?
     } else {
         std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))?
     };
-    manifest::parse(&text).map_err(|e| format!("{path}: {e}"))
+    let mut docs = Vec::new();
+    let mut errors = Vec::new();
+    for doc in manifest::parse_each(&text) {
+        match doc {
+            Ok(d) => docs.push(d),
+            Err(e) => errors.push(format!("error: {path}: {e}")),
+        }
+    }
+    Ok((docs, errors))
 }
 
 /// The definitions, read once and only when a document is a custom object (which may follow

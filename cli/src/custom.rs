@@ -25,11 +25,11 @@ use tonic::{Code, Status};
 
 use crate::{Ch, MAX_RESPONSE_BYTES, get::GetOptions, manifest, pager::CHUNK_SIZE, table};
 
-fn definitions_client(ch: &Ch) -> CustomResourceDefinitionsClient<Ch> {
+pub(crate) fn definitions_client(ch: &Ch) -> CustomResourceDefinitionsClient<Ch> {
     CustomResourceDefinitionsClient::new(ch.clone()).max_decoding_message_size(MAX_RESPONSE_BYTES)
 }
 
-fn objects_client(ch: &Ch) -> CustomObjectsClient<Ch> {
+pub(crate) fn objects_client(ch: &Ch) -> CustomObjectsClient<Ch> {
     CustomObjectsClient::new(ch.clone()).max_decoding_message_size(MAX_RESPONSE_BYTES)
 }
 
@@ -122,7 +122,7 @@ pub fn by_name(defs: &[CustomResourceDefinition], name: &str) -> Option<Resolved
     })
 }
 
-fn to_struct(m: Map<String, Value>) -> Result<pbjson_types::Struct, Status> {
+pub(crate) fn to_struct(m: Map<String, Value>) -> Result<pbjson_types::Struct, Status> {
     serde_json::from_value(Value::Object(m)).map_err(|e| Status::invalid_argument(e.to_string()))
 }
 
@@ -430,17 +430,10 @@ fn resolve_manifest(
     })
 }
 
-/// The value at a simple JSONPath (`.spec.replicas`, `.metadata.creationTimestamp`).
+/// The value at a printer column's JSONPath (`.spec.replicas`, `.status.conditions[0].type`):
+/// the first it finds.
 fn at_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    let mut v = obj;
-    for step in path
-        .trim_start_matches('.')
-        .split('.')
-        .filter(|s| !s.is_empty())
-    {
-        v = v.get(step)?;
-    }
-    Some(v)
+    crate::jsonpath::first(path, obj)
 }
 
 /// Seconds since the epoch of an RFC 3339 UTC time (`2026-01-02T03:04:05Z`).
@@ -536,7 +529,7 @@ pub async fn get(
     } else {
         o.namespace.as_str()
     };
-    let structured = o.output == "yaml" || o.output == "json";
+    let structured = manifest::is_structured(&o.output);
     let mut c = objects_client(ch);
     if let Some(name) = &o.name
         && !o.watch
@@ -681,7 +674,7 @@ pub async fn get_definitions(
         }
         return Ok(());
     }
-    if o.output == "yaml" || o.output == "json" {
+    if manifest::is_structured(&o.output) {
         let items: Vec<Value> = defs
             .iter()
             .map(|d| {

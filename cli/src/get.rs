@@ -94,7 +94,7 @@ pub async fn get<K: Kind>(
     } else {
         o.namespace.as_str()
     };
-    let structured = o.output == "yaml" || o.output == "json";
+    let structured = manifest::is_structured(&o.output);
     if let Some(name) = &o.name
         && !o.watch
     {

@@ -5,6 +5,9 @@
 //!   mapping, whose camelCase names are Kubernetes' own);
 //! - [`table`]: kubectl-like tables and ages;
 //! - [`get`]: `get` (tables, `-o yaml|json|wide`, `-w`), [`apply`]: `apply -f` / `delete -f`;
+//! - [`jsonpath`]: `-o jsonpath=` and `-o custom-columns=`;
+//! - [`modify`]: `label`, `annotate`, `patch` and `edit` (read, change, update at the version
+//!   read, again on a conflict), with [`patch`]: merge and JSON patches, `key=value` edits;
 //! - [`pager`]: lists in pages of 500 (kubectl's `--chunk-size`);
 //! - [`resource`]: what a kind typed on the command line names; [`description`]: `describe`;
 //! - [`agent`]: the node agent, a stand-in kubelet that closes the graceful-deletion loop, with
@@ -20,9 +23,12 @@ pub mod custom;
 pub mod demo;
 pub mod description;
 pub mod get;
+pub mod jsonpath;
 pub mod kinds;
 pub mod manifest;
+pub mod modify;
 pub mod pager;
+pub mod patch;
 pub mod resource;
 pub mod rewrite;
 pub mod table;

@@ -9,6 +9,7 @@ use kubestore_cli::{
     agent::{self, AgentConfig},
     apply, connect_with, custom, demo, describe,
     get::{GetOptions, get},
+    modify,
 };
 use kubestore_controllers::manager;
 use kubestore_proto::core::v1::{ConfigMap, Event, Pod, Secret};
@@ -107,7 +108,8 @@ enum Command {
         /// After listing, print changes as they happen.
         #[arg(short, long)]
         watch: bool,
-        /// Output: wide, yaml, json or name (`kind/name` per object).
+        /// Output: wide, yaml, json, name (`kind/name` per object), `jsonpath=TEMPLATE`
+        /// (`'{.items[*].metadata.name}'`) or `custom-columns=NAME:.metadata.name,...`.
         #[arg(short, long, default_value = "")]
         output: String,
     },
@@ -140,6 +142,63 @@ enum Command {
         /// `server`: registry-svc's dry run (checked and answered, nothing deleted).
         #[arg(long, value_enum, default_value = "none")]
         dry_run: DryRun,
+    },
+    /// Set or remove labels of an object: `label pod web tier=front old-` (kubectl's form).
+    Label {
+        /// The kind (as for get).
+        kind: String,
+        /// The object's name.
+        name: String,
+        /// `key=value` to set, `key-` to remove.
+        #[arg(required = true, num_args = 1..)]
+        changes: Vec<String>,
+        /// Let `key=value` replace a different value already set.
+        #[arg(long)]
+        overwrite: bool,
+        /// `server`: registry-svc's dry run (nothing stored).
+        #[arg(long, value_enum, default_value = "none")]
+        dry_run: DryRun,
+    },
+    /// Set or remove annotations of an object: `annotate cm settings owner=team-a`.
+    Annotate {
+        /// The kind (as for get).
+        kind: String,
+        /// The object's name.
+        name: String,
+        /// `key=value` to set, `key-` to remove.
+        #[arg(required = true, num_args = 1..)]
+        changes: Vec<String>,
+        /// Let `key=value` replace a different value already set.
+        #[arg(long)]
+        overwrite: bool,
+        /// `server`: registry-svc's dry run (nothing stored).
+        #[arg(long, value_enum, default_value = "none")]
+        dry_run: DryRun,
+    },
+    /// Change an object by a patch: `patch cm settings -p '{"data":{"color":"red"}}'`
+    /// (`--type merge`, RFC 7386, the default) or `--type json` (RFC 6902 operations).
+    Patch {
+        /// The kind (as for get).
+        kind: String,
+        /// The object's name.
+        name: String,
+        /// The patch (JSON or YAML).
+        #[arg(short, long)]
+        patch: String,
+        /// merge or json (kubectl's strategic merge patch is not offered: see the README).
+        #[arg(long = "type", value_enum, default_value = "merge")]
+        patch_type: kubestore_cli::patch::PatchType,
+        /// `server`: registry-svc's dry run (nothing stored).
+        #[arg(long, value_enum, default_value = "none")]
+        dry_run: DryRun,
+    },
+    /// Edit an object in `$KUBE_EDITOR`, `$EDITOR` or vi; saved changes are written at the
+    /// version that was read.
+    Edit {
+        /// The kind (as for get).
+        kind: String,
+        /// The object's name.
+        name: String,
     },
     /// Print a shell completion script: `source <(kubestore completion bash)`.
     Completion {
@@ -362,10 +421,8 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
             watch,
             output,
         } => {
-            if !["", "wide", "yaml", "json", "name"].contains(&output.as_str()) {
-                eprintln!(
-                    "kubestore: unknown output format {output:?}: use wide, yaml, json or name"
-                );
+            if let Err(e) = kubestore_cli::manifest::check_output(&output) {
+                eprintln!("kubestore: {e}");
                 return ExitCode::FAILURE;
             }
             let o = GetOptions {
@@ -429,10 +486,168 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Label {
+            kind,
+            name,
+            changes,
+            overwrite,
+            dry_run,
+        } => {
+            map_command(
+                &ch, namespace, kind, name, "labels", changes, overwrite, dry_run,
+            )
+            .await
+        }
+        Command::Annotate {
+            kind,
+            name,
+            changes,
+            overwrite,
+            dry_run,
+        } => {
+            map_command(
+                &ch,
+                namespace,
+                kind,
+                name,
+                "annotations",
+                changes,
+                overwrite,
+                dry_run,
+            )
+            .await
+        }
+        Command::Patch {
+            kind,
+            name,
+            patch,
+            patch_type,
+            dry_run,
+        } => {
+            let Some(target) = target(&ch, namespace, &kind, name).await else {
+                return ExitCode::FAILURE;
+            };
+            let r = modify::modify(&ch, &target, dry_run == DryRun::Server, |current| {
+                kubestore_cli::patch::apply(patch_type, current, &patch).map(|v| (v, Vec::new()))
+            })
+            .await;
+            changed(&target, r, "patched", "patched (no change)", dry_run)
+        }
+        Command::Edit { kind, name } => {
+            let Some(target) = target(&ch, namespace, &kind, name).await else {
+                return ExitCode::FAILURE;
+            };
+            let editor = ["KUBE_EDITOR", "EDITOR"]
+                .iter()
+                .find_map(|v| std::env::var(v).ok().filter(|e| !e.trim().is_empty()))
+                .unwrap_or_else(|| "vi".into());
+            match modify::edit(&ch, &target, &editor, false).await {
+                Ok(modify::Edited::Cancelled) => {
+                    println!("Edit cancelled, no changes made.");
+                    ExitCode::SUCCESS
+                }
+                Ok(modify::Edited::Edited { warnings }) => {
+                    for w in warnings {
+                        eprintln!("{w}");
+                    }
+                    println!("{} edited", target.what());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         // Handled before connecting to registry-svc (it talks to storage-svc).
         Command::Storage { .. }
         | Command::ControllerManager { .. }
         | Command::Completion { .. } => ExitCode::FAILURE,
+    }
+}
+
+/// The object `kind`/`name` names, or None after saying why not.
+async fn target(ch: &Ch, namespace: String, kind: &str, name: String) -> Option<modify::Target> {
+    use kubestore_cli::resource::{resolve, unknown};
+    match resolve(ch, kind).await {
+        Ok(Some(kind)) => Some(modify::Target {
+            kind,
+            namespace,
+            name,
+        }),
+        Ok(None) => {
+            eprintln!("{}", unknown(kind));
+            None
+        }
+        Err(s) => {
+            eprintln!("{}", describe(&s));
+            None
+        }
+    }
+}
+
+/// `label` and `annotate`: `field` is `labels` or `annotations`.
+#[allow(clippy::too_many_arguments)]
+async fn map_command(
+    ch: &Ch,
+    namespace: String,
+    kind: String,
+    name: String,
+    field: &str,
+    changes: Vec<String>,
+    overwrite: bool,
+    dry_run: DryRun,
+) -> ExitCode {
+    let edits = match kubestore_cli::patch::map_edits(&changes) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(target) = target(ch, namespace, &kind, name).await else {
+        return ExitCode::FAILURE;
+    };
+    let r = modify::modify(ch, &target, dry_run == DryRun::Server, |current| {
+        let mut next = current.clone();
+        let warnings = kubestore_cli::patch::edit_map(&mut next, field, &edits, overwrite)?;
+        Ok((next, warnings))
+    })
+    .await;
+    let (done, not) = if field == "labels" {
+        ("labeled", "not labeled")
+    } else {
+        ("annotated", "not annotated")
+    };
+    changed(&target, r, done, not, dry_run)
+}
+
+/// Prints what a change did (kubectl's words) and says how it went.
+fn changed(
+    target: &modify::Target,
+    r: Result<modify::Changed, String>,
+    done: &str,
+    unchanged: &str,
+    dry_run: DryRun,
+) -> ExitCode {
+    match r {
+        Ok(c) => {
+            for w in &c.warnings {
+                eprintln!("{w}");
+            }
+            let dry = if dry_run == DryRun::Server {
+                " (server dry run)"
+            } else {
+                ""
+            };
+            let word = if c.changed { done } else { unchanged };
+            println!("{} {word}{dry}", target.what());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -443,18 +658,20 @@ async fn manifest_command(
     apply_it: bool,
     dry_run: bool,
 ) -> ExitCode {
-    let docs = match apply::read(file) {
+    let (docs, unreadable) = match apply::read(file) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("kubestore: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let (lines, ok) = if apply_it {
+    let (mut lines, ok) = if apply_it {
         apply::apply_with(ch, ns, docs, dry_run).await
     } else {
         apply::delete_with(ch, ns, docs, dry_run).await
     };
+    let ok = ok && unreadable.is_empty();
+    lines.extend(unreadable);
     print_results(lines, ok)
 }
 

@@ -44,17 +44,33 @@ pub struct Parsed {
     pub ignored: Vec<String>,
 }
 
-/// Parses every document of a YAML (or JSON) manifest.
+/// Parses every document of a YAML (or JSON) manifest; the first document that cannot be read
+/// is the error.
 pub fn parse(text: &str) -> Result<Vec<Parsed>, String> {
+    parse_each(text).into_iter().collect()
+}
+
+/// Parses each document of a manifest on its own: one it cannot read (a kind kubestore does
+/// not serve, bad YAML) is an error in its place, and the others are still read, so that
+/// `apply -f` applies them and reports that one (kubectl's behaviour for a file with, say, a
+/// Deployment in it).
+pub fn parse_each(text: &str) -> Vec<Result<Parsed, String>> {
     let mut out = Vec::new();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let value = Value::deserialize(doc).map_err(|e| format!("document {}: {e}", i + 1))?;
-        if value.is_null() {
-            continue;
-        }
-        out.push(parse_value(value).map_err(|e| format!("document {}: {e}", i + 1))?);
+        let parsed = match Value::deserialize(doc) {
+            Ok(Value::Null) => continue,
+            Ok(value) => parse_value(value),
+            Err(e) => Err(e.to_string()),
+        };
+        out.push(parsed.map_err(|e| format!("document {}: {e}", i + 1)));
     }
-    Ok(out)
+    out
+}
+
+/// Reads one object given in Kubernetes' shape (`apiVersion`, `kind`, fields), as a manifest
+/// document is read.
+pub fn from_value(value: Value) -> Result<Parsed, String> {
+    parse_value(value)
 }
 
 fn parse_value(value: Value) -> Result<Parsed, String> {
@@ -228,8 +244,47 @@ pub fn list_value<K: Kind>(items: &[K], resource_version: &str) -> Value {
     })
 }
 
-/// Renders a value as YAML or JSON (`format` is `yaml` or `json`).
+/// Whether `-o format` prints the objects' JSON shape (rendered by [`render`]) rather than a
+/// table or names.
+pub fn is_structured(format: &str) -> bool {
+    format == "yaml"
+        || format == "json"
+        || format.starts_with("jsonpath=")
+        || format.starts_with("custom-columns=")
+}
+
+/// Checks an `-o` value before anything is asked of the server.
+pub fn check_output(format: &str) -> Result<(), String> {
+    if let Some(t) = format.strip_prefix("jsonpath=") {
+        return crate::jsonpath::Template::parse(t).map(drop);
+    }
+    if let Some(spec) = format.strip_prefix("custom-columns=") {
+        return crate::jsonpath::custom_columns(spec, &[]).map(drop);
+    }
+    if ["", "wide", "yaml", "json", "name"].contains(&format) {
+        return Ok(());
+    }
+    Err(format!(
+        "unknown output format {format:?}: use wide, yaml, json, name, jsonpath=TEMPLATE or \
+         custom-columns=HEADER:PATH,..."
+    ))
+}
+
+/// Renders a value (an object, or a `kind: List` of them) as YAML, JSON, a JSONPath template
+/// (`jsonpath=...`) or custom columns (`custom-columns=...`, a row per item of a list).
 pub fn render(value: &Value, format: &str) -> Result<String, String> {
+    if let Some(t) = format.strip_prefix("jsonpath=") {
+        return crate::jsonpath::Template::parse(t)?.render(value);
+    }
+    if let Some(spec) = format.strip_prefix("custom-columns=") {
+        let objects: Vec<&Value> = match value.get("items") {
+            Some(Value::Array(items)) if value["kind"] == "List" => items.iter().collect(),
+            _ => vec![value],
+        };
+        let rows = crate::jsonpath::custom_columns(spec, &objects)?;
+        let (header, rows) = rows.split_first().ok_or("no columns")?;
+        return Ok(crate::table::render(header, rows));
+    }
     match format {
         "json" => serde_json::to_string_pretty(value).map_err(|e| e.to_string()),
         "yaml" => serde_yaml_ng::to_string(value).map_err(|e| e.to_string()),
@@ -290,6 +345,44 @@ data:
         };
         assert_eq!(cm.data["replicas"], "3");
         assert!(docs[1].ignored.is_empty());
+    }
+
+    #[test]
+    fn each_document_is_read_on_its_own() {
+        let text = format!(
+            "apiVersion: apps/v1beta9\nkind: Deployment\n---\napiVersion: v1\nkind: Widget\n---\n{MANIFEST}"
+        );
+        let docs = parse_each(&text);
+        assert_eq!(docs.len(), 4);
+        assert!(matches!(
+            &docs[0],
+            Ok(Parsed {
+                object: Object::Custom(_),
+                ..
+            })
+        ));
+        let Err(e) = &docs[1] else {
+            panic!("Widget is no kind of ours")
+        };
+        assert!(
+            e.starts_with("document 2: unsupported kind \"Widget\""),
+            "{e}"
+        );
+        assert!(matches!(
+            &docs[2],
+            Ok(Parsed {
+                object: Object::Pod(_),
+                ..
+            })
+        ));
+        assert!(matches!(
+            &docs[3],
+            Ok(Parsed {
+                object: Object::ConfigMap(_),
+                ..
+            })
+        ));
+        assert!(parse(&text).is_err(), "parse is all or nothing");
     }
 
     #[test]
