@@ -111,6 +111,11 @@ impl<R: Resource> Store<R> {
         &self.names.resource
     }
 
+    /// Every name of the kind.
+    pub fn names(&self) -> &Names {
+        &self.names
+    }
+
     /// The storage key every object's key starts with, e.g. `/pods`.
     pub fn key_root(&self) -> &str {
         &self.names.key_root

@@ -51,7 +51,7 @@ impl Compactor {
             )])
             .and_then([TxnOp::put(COMPACT_REV_KEY, self.rev.to_string(), None)])
             .or_else([TxnOp::get(COMPACT_REV_KEY, None)]);
-        let resp = etcd.txn(&call, txn).await?;
+        let resp = etcd.txn(&call, None, txn).await?;
         let (header_rev, kv) = txn_outcome(&resp);
         let target = self.rev;
         self.rev = header_rev;

@@ -1,6 +1,14 @@
 //! The etcd client as storage-svc uses it: every call gets a CLIENT span (`db.system=etcd`,
 //! `db.operation`), a latency sample, the request's deadline, and one error mapping.
 //!
+//! Two latency families: `etcd_request_duration_seconds{operation,type}` is kube-apiserver's
+//! (operation `get`, `list`, `create`, `update`, `delete`; type the resource, `pods` or
+//! `crontabs.stable.example.com`), recorded for the reads and writes of objects as upstream's
+//! `etcd3` store records them, so dashboards written for Kubernetes read it; and
+//! `storage_etcd_rpc_duration_seconds{rpc}` counts every etcd round trip by RPC (`Range`,
+//! `Txn`, `LeaseGrant`, `Watch`, `Compact`), internal ones included (the watch cache's fences
+//! and revision probes), which is what tells whether a request touched etcd at all.
+//!
 //! etcd operations used: Range (Get, List), Txn (every write, see `store`), LeaseGrant (TTLs,
 //! see `lease`), Watch (see `watch`) and Compact (see `compactor`).
 //!
@@ -26,18 +34,50 @@ use tracing::Instrument;
 
 use crate::{encryption::Transformer, error::StorageError, keys::is_internal};
 
-/// Labels of an etcd request.
+/// Labels of an etcd round trip.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OpLabels {
-    /// `Range`, `Txn` or `LeaseGrant`.
+pub struct RpcLabels {
+    /// `Range`, `Txn`, `LeaseGrant`, `Watch` or `Compact`.
+    pub rpc: &'static str,
+}
+
+/// Labels of kube-apiserver's `etcd_request_duration_seconds`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// `get`, `list`, `create`, `update` or `delete`.
     pub operation: &'static str,
+    /// The resource, e.g. `pods` (see [`resource_type`]).
+    pub r#type: String,
+}
+
+/// At most this many distinct `type` labels are kept; further resources are counted as
+/// `other`, so a storage client that invents key roots cannot grow the metrics without bound.
+pub const MAX_TYPES: usize = 256;
+
+/// The resource a key belongs to, as upstream labels it: `pods` for `/pods/ns/a`, and
+/// `plural.group` for a key under a group (`/stable.example.com/crontabs/..` is
+/// `crontabs.stable.example.com`); [`resource_of`](crate::keys::resource_of)
+/// finds the resource.
+pub fn resource_type(key: &str) -> String {
+    match crate::keys::resource_of(key) {
+        Some(r) => match r.split_once('/') {
+            Some((group, plural)) => format!("{plural}.{group}"),
+            None => r.to_string(),
+        },
+        None => String::new(),
+    }
 }
 
 /// storage-svc's own metrics.
 #[derive(Clone)]
 pub struct StorageMetrics {
-    /// `etcd_request_duration_seconds{operation}`.
-    pub etcd_duration: LatencyFamily<OpLabels>,
+    /// `storage_etcd_rpc_duration_seconds{rpc}`: every etcd round trip.
+    pub etcd_rpc_duration: LatencyFamily<RpcLabels>,
+    /// `etcd_request_duration_seconds{operation,type}`: kube-apiserver's, for object reads
+    /// and writes.
+    pub etcd_request_duration: LatencyFamily<RequestLabels>,
+    /// The `type` labels in use (at most [`MAX_TYPES`]).
+    types: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// `storage_guaranteed_update_attempts`: attempts per GuaranteedUpdate.
     pub update_attempts: Histogram,
     /// `storage_etcd_conflicts_total`: txns that lost a compare.
@@ -66,7 +106,9 @@ impl StorageMetrics {
     /// Creates the metrics and registers them in `metrics`.
     pub fn register(metrics: &Metrics) -> Self {
         let me = Self {
-            etcd_duration: latency_family(),
+            etcd_rpc_duration: latency_family(),
+            etcd_request_duration: latency_family(),
+            types: Default::default(),
             update_attempts: Histogram::new([
                 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0, 55.0, 89.0,
             ]),
@@ -83,8 +125,13 @@ impl StorageMetrics {
         };
         metrics.register(
             "etcd_request_duration_seconds",
-            "etcd request latency in seconds, by operation",
-            me.etcd_duration.clone(),
+            "etcd request latency in seconds, by operation and resource type (kube-apiserver's)",
+            me.etcd_request_duration.clone(),
+        );
+        metrics.register(
+            "storage_etcd_rpc_duration_seconds",
+            "etcd round-trip latency in seconds, by RPC (every etcd call, internal ones included)",
+            me.etcd_rpc_duration.clone(),
         );
         metrics.register(
             "storage_guaranteed_update_attempts",
@@ -142,6 +189,20 @@ impl StorageMetrics {
             me.compactions.clone(),
         );
         me
+    }
+
+    /// The `type` label of `key`, or `other` once [`MAX_TYPES`] are in use.
+    fn type_label(&self, key: &str) -> String {
+        let t = resource_type(key);
+        let mut seen = self.types.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.contains(&t) {
+            return t;
+        }
+        if seen.len() < MAX_TYPES {
+            seen.insert(t.clone());
+            return t;
+        }
+        "other".into()
     }
 }
 
@@ -230,10 +291,13 @@ impl Etcd {
         Ok((rev, kv))
     }
 
+    /// One etcd round trip of `operation` (the RPC); `request` is upstream's operation name
+    /// when the call reads or writes objects for a caller (see the module doc).
     async fn call<T>(
         &self,
         call: &EtcdCall<'_>,
         operation: &'static str,
+        request: Option<&'static str>,
         fut: impl Future<Output = Result<T, etcd_client::Error>>,
     ) -> Result<T, StorageError> {
         let span = tracing::info_span!(
@@ -247,10 +311,20 @@ impl Etcd {
         let result = tokio::time::timeout_at(call.deadline.instant(), fut)
             .instrument(span)
             .await;
+        let elapsed = start.elapsed().as_secs_f64();
         self.metrics
-            .etcd_duration
-            .get_or_create(&OpLabels { operation })
-            .observe(start.elapsed().as_secs_f64());
+            .etcd_rpc_duration
+            .get_or_create(&RpcLabels { rpc: operation })
+            .observe(elapsed);
+        if let Some(request) = request {
+            self.metrics
+                .etcd_request_duration
+                .get_or_create(&RequestLabels {
+                    operation: request,
+                    r#type: self.metrics.type_label(call.key),
+                })
+                .observe(elapsed);
+        }
         match result {
             Err(_) => Err(StorageError::Timeout {
                 key: call.key.to_string(),
@@ -268,7 +342,9 @@ impl Etcd {
         etcd_key: &str,
     ) -> Result<(Option<KeyValue>, i64), StorageError> {
         let mut kv = self.kv();
-        let mut resp = self.call(call, "Range", kv.get(etcd_key, None)).await?;
+        let mut resp = self
+            .call(call, "Range", Some("get"), kv.get(etcd_key, None))
+            .await?;
         let rev = resp.header().map_or(0, |h| h.revision());
         let mut kvs = resp.take_kvs();
         self.open_all(&mut kvs)?;
@@ -294,7 +370,12 @@ impl Etcd {
             options = options.with_revision(revision);
         }
         let mut resp = self
-            .call(call, "Range", kv.get(start.to_vec(), Some(options)))
+            .call(
+                call,
+                "Range",
+                Some("list"),
+                kv.get(start.to_vec(), Some(options)),
+            )
             .await?;
         let mut kvs = resp.take_kvs();
         self.open_all(&mut kvs)?;
@@ -316,7 +397,7 @@ impl Etcd {
         let mut kv = self.kv();
         let options = (revision > 0).then(|| GetOptions::new().with_revision(revision));
         let mut resp = self
-            .call(call, "Range", kv.get(key.to_vec(), options))
+            .call(call, "Range", Some("get"), kv.get(key.to_vec(), options))
             .await?;
         let rev = resp.header().map_or(0, |h| h.revision());
         let mut kvs = resp.take_kvs();
@@ -334,7 +415,7 @@ impl Etcd {
     ) -> Result<(), StorageError> {
         let mut kv = self.kv();
         let options = GetOptions::new().with_count_only().with_revision(revision);
-        self.call(call, "Range", kv.get(probe_key, Some(options)))
+        self.call(call, "Range", None, kv.get(probe_key, Some(options)))
             .await
             .map(drop)
     }
@@ -351,6 +432,7 @@ impl Etcd {
             .call(
                 call,
                 "Range",
+                None,
                 kv.get(probe_key, Some(GetOptions::new().with_count_only())),
             )
             .await?;
@@ -383,7 +465,7 @@ impl Etcd {
             options = options.with_range(end.to_vec());
         }
         let stream = self
-            .call(call, "Watch", w.watch(key.to_vec(), Some(options)))
+            .call(call, "Watch", None, w.watch(key.to_vec(), Some(options)))
             .await?;
         Ok(EtcdWatch {
             stream,
@@ -394,22 +476,29 @@ impl Etcd {
     /// Compacts etcd's history up to `revision`.
     pub async fn compact(&self, call: &EtcdCall<'_>, revision: i64) -> Result<(), StorageError> {
         let mut kv = self.kv();
-        self.call(call, "Compact", kv.compact(revision, None))
+        self.call(call, "Compact", None, kv.compact(revision, None))
             .await
             .map(|_| ())
     }
 
-    /// Runs a transaction.
-    pub async fn txn(&self, call: &EtcdCall<'_>, txn: Txn) -> Result<TxnResponse, StorageError> {
+    /// Runs a transaction; `request` names the object write it is (`create`, `update`,
+    /// `delete`) for `etcd_request_duration_seconds`, None for storage's own (fences,
+    /// compaction).
+    pub async fn txn(
+        &self,
+        call: &EtcdCall<'_>,
+        request: Option<&'static str>,
+        txn: Txn,
+    ) -> Result<TxnResponse, StorageError> {
         let mut kv = self.kv();
-        self.call(call, "Txn", kv.txn(txn)).await
+        self.call(call, "Txn", request, kv.txn(txn)).await
     }
 
     /// Grants a lease of `ttl` seconds.
     pub async fn lease_grant(&self, call: &EtcdCall<'_>, ttl: i64) -> Result<i64, StorageError> {
         let mut lease = self.client.lease_client();
         let resp = self
-            .call(call, "LeaseGrant", lease.grant(ttl, None))
+            .call(call, "LeaseGrant", None, lease.grant(ttl, None))
             .await?;
         self.metrics.lease_grants.inc();
         Ok(resp.id())
@@ -616,6 +705,26 @@ mod tests {
 
     fn status(code: tonic::Code, message: &str) -> etcd_client::Error {
         etcd_client::Error::GRpcStatus(tonic::Status::new(code, message))
+    }
+
+    #[test]
+    fn request_types_are_resources_as_upstream_names_them() {
+        assert_eq!(resource_type("/pods/default/web"), "pods");
+        assert_eq!(resource_type("/pods"), "pods");
+        assert_eq!(
+            resource_type("/stable.example.com/crontabs/default/a"),
+            "crontabs.stable.example.com"
+        );
+        assert_eq!(
+            resource_type("/apiextensions.k8s.io/customresourcedefinitions"),
+            "customresourcedefinitions.apiextensions.k8s.io"
+        );
+        let metrics = StorageMetrics::register(&Metrics::new());
+        for i in 0..MAX_TYPES {
+            assert_eq!(metrics.type_label(&format!("/r{i}/x")), format!("r{i}"));
+        }
+        assert_eq!(metrics.type_label("/one-too-many/x"), "other");
+        assert_eq!(metrics.type_label("/r0/y"), "r0", "known types stay");
     }
 
     #[test]

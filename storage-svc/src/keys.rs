@@ -111,9 +111,48 @@ fn validate(key: &str) -> Result<(), StorageError> {
     Ok(())
 }
 
+/// The resource of a caller's key: `/pods/default/a` and `/pods` -> `pods`; a first segment
+/// with a dot is an API group, and the resource is group and plural
+/// (`/stable.example.com/crontabs/ns/a` -> `stable.example.com/crontabs`), so that each custom
+/// kind has its own cache.
+pub fn resource_of(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix('/')?;
+    let first = rest.split('/').next()?;
+    if first.is_empty() {
+        return None;
+    }
+    if first.contains('.') {
+        let second = rest[first.len()..]
+            .trim_start_matches('/')
+            .split('/')
+            .next()?;
+        if second.is_empty() {
+            return None;
+        }
+        return Some(&rest[..first.len() + 1 + second.len()]);
+    }
+    Some(first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_and_its_plural_are_one_resource() {
+        assert_eq!(resource_of("/pods/default/a"), Some("pods"));
+        assert_eq!(resource_of("/pods"), Some("pods"));
+        assert_eq!(
+            resource_of("/stable.example.com/crontabs/ns/a"),
+            Some("stable.example.com/crontabs")
+        );
+        assert_eq!(
+            resource_of("/apiextensions.k8s.io/customresourcedefinitions"),
+            Some("apiextensions.k8s.io/customresourcedefinitions")
+        );
+        assert_eq!(resource_of("/stable.example.com"), None);
+        assert_eq!(resource_of(""), None);
+    }
 
     #[test]
     fn prefix_is_normalised_like_upstream() {

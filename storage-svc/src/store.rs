@@ -106,9 +106,9 @@ pub struct Store {
 }
 
 /// The resource of a key, for span attributes: its first segment (`/pods/default/a` ->
-/// `pods`), or group and plural for a key under an API group (see `cache::resource_of`).
+/// `pods`), or group and plural for a key under an API group (see `keys::resource_of`).
 pub(crate) fn resource_of(key: &str) -> &str {
-    crate::cache::resource_of(key).unwrap_or("")
+    crate::keys::resource_of(key).unwrap_or("")
 }
 
 pub(crate) fn op_span(op: &str, key: &str) -> tracing::Span {
@@ -242,6 +242,7 @@ impl Store {
     pub(crate) async fn put_if(
         &self,
         call: &EtcdCall<'_>,
+        operation: &'static str,
         etcd_key: &str,
         expected_rev: i64,
         data: &[u8],
@@ -273,7 +274,7 @@ impl Store {
                     Some(PutOptions::new().with_lease(lease)),
                 )])
                 .or_else([TxnOp::get(etcd_key, None)]);
-            match self.etcd.txn(call, txn).await {
+            match self.etcd.txn(call, Some(operation), txn).await {
                 Err(StorageError::LeaseNotFound { key, .. }) if lease != 0 => {
                     tracing::warn!(lease, "etcd lease not found (revoked?): granting a new one");
                     self.leases.forget(lease).await;
@@ -343,7 +344,9 @@ impl Store {
                     rev: 0,
                 });
             }
-            let resp = self.put_if(&call, &etcd_key, 0, &parsed.data, ttl).await?;
+            let resp = self
+                .put_if(&call, "create", &etcd_key, 0, &parsed.data, ttl)
+                .await?;
             if !resp.succeeded() {
                 tracing::debug!("Txn call failed: key exists");
                 return Err(StorageError::AlreadyExists {
@@ -536,7 +539,7 @@ impl Store {
                 )])
                 .and_then([TxnOp::delete(etcd_key.clone(), None)])
                 .or_else([TxnOp::get(etcd_key.clone(), None)]);
-            let resp = self.etcd.txn(&call, txn).await?;
+            let resp = self.etcd.txn(&call, Some("delete"), txn).await?;
             let (rev, kv) = self.etcd.txn_outcome(&resp)?;
             if resp.succeeded() {
                 tracing::debug!("Txn call succeeded");

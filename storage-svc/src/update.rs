@@ -361,7 +361,9 @@ impl Store {
             if peer.gone() {
                 return Err(gone());
             }
-            let resp = self.put_if(&call, &etcd_key, state.rev, &data, ttl).await?;
+            let resp = self
+                .put_if(&call, "update", &etcd_key, state.rev, &data, ttl)
+                .await?;
             let (rev, kv) = self.etcd.txn_outcome(&resp)?;
             if !resp.succeeded() {
                 self.etcd.metrics.conflicts.inc();

@@ -192,6 +192,13 @@ impl ProcessGauges {
     }
 }
 
+/// Work a scrape runs before it renders (see [`Metrics::before_scrape`]).
+pub type ScrapeHook =
+    Arc<dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync>;
+
+/// Longest a scrape waits for its hooks; past it, it renders what there is.
+pub const SCRAPE_HOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A service's metrics registry.
 #[derive(Clone)]
 pub struct Metrics {
@@ -199,6 +206,7 @@ pub struct Metrics {
     /// The RPC metrics, recorded by [`crate::GrpcTraceLayer`].
     pub rpc: RpcMetrics,
     process: ProcessGauges,
+    hooks: Arc<Mutex<Vec<ScrapeHook>>>,
 }
 
 impl Default for Metrics {
@@ -261,6 +269,7 @@ impl Metrics {
             registry: Arc::new(Mutex::new(registry)),
             rpc,
             process,
+            hooks: Arc::default(),
         }
     }
 
@@ -274,6 +283,23 @@ impl Metrics {
         if let Ok(mut r) = self.registry.lock() {
             r.register(name, help, metric);
         }
+    }
+
+    /// Runs `hook` before each scrape renders (bounded by [`SCRAPE_HOOK_TIMEOUT`]): gauges
+    /// that cost a request to refresh are refreshed only when someone reads them.
+    pub fn before_scrape(&self, hook: ScrapeHook) {
+        if let Ok(mut h) = self.hooks.lock() {
+            h.push(hook);
+        }
+    }
+
+    /// Runs the scrape hooks, then renders.
+    pub async fn scrape(&self) -> String {
+        let hooks: Vec<ScrapeHook> = self.hooks.lock().map(|h| h.clone()).unwrap_or_default();
+        for hook in hooks {
+            let _ = tokio::time::timeout(SCRAPE_HOOK_TIMEOUT, hook()).await;
+        }
+        self.render()
     }
 
     /// The text exposition format.
@@ -303,7 +329,7 @@ impl Metrics {
                             http::header::CONTENT_TYPE,
                             "application/openmetrics-text; version=1.0.0; charset=utf-8",
                         )],
-                        m.render(),
+                        m.scrape().await,
                     )
                 }
             }),

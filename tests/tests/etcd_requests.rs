@@ -13,7 +13,7 @@ use kubestore_tests::{
 async fn etcd_requests(metrics: std::net::SocketAddr, operation: &str) -> f64 {
     sample(
         &scrape(metrics).await,
-        &format!(r#"etcd_request_duration_seconds_count{{operation="{operation}"}}"#),
+        &format!(r#"storage_etcd_rpc_duration_seconds_count{{rpc="{operation}"}}"#),
     )
     .unwrap_or(0.0)
 }

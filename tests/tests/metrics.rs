@@ -113,7 +113,7 @@ async fn both_services_export_rpc_etcd_update_and_lease_metrics() {
     assert!(
         sample(
             &storage,
-            r#"etcd_request_duration_seconds_count{operation="Txn"}"#
+            r#"storage_etcd_rpc_duration_seconds_count{rpc="Txn"}"#
         )
         .unwrap_or(0.0)
             >= 2.0,
@@ -122,7 +122,7 @@ async fn both_services_export_rpc_etcd_update_and_lease_metrics() {
     assert!(
         sample(
             &storage,
-            r#"etcd_request_duration_seconds_count{operation="Range"}"#
+            r#"storage_etcd_rpc_duration_seconds_count{rpc="Range"}"#
         )
         .unwrap_or(0.0)
             >= 2.0
@@ -138,8 +138,28 @@ async fn both_services_export_rpc_etcd_update_and_lease_metrics() {
     );
     assert!(storage.contains("# TYPE storage_guaranteed_update_attempts histogram"));
     assert!(storage.contains("# TYPE etcd_request_duration_seconds histogram"));
+    // kube-apiserver's etcd series: upstream's operation names, the resource as `type`.
+    for (operation, ty) in [("create", "pods"), ("create", "events")] {
+        assert_eq!(
+            sample(
+                &storage,
+                &format!(
+                    r#"etcd_request_duration_seconds_count{{operation="{operation}",type="{ty}"}}"#
+                )
+            ),
+            Some(1.0),
+            "{operation} {ty}: {storage}"
+        );
+    }
+    assert!(storage.contains("# TYPE storage_etcd_rpc_duration_seconds histogram"));
 
-    // Lists and watches.
+    // Lists and watches (registry-svc's object count, run by its scrape above, lists too:
+    // count from here).
+    let items_before = sample(
+        &scrape(cluster.storage.metrics_addr).await,
+        "storage_list_items_returned_total",
+    )
+    .unwrap_or(0.0);
     let listed = pods
         .list(kubestore_proto::core::v1::ListPodsRequest {
             namespace: "default".into(),
@@ -171,7 +191,7 @@ async fn both_services_export_rpc_etcd_update_and_lease_metrics() {
     let storage = scrape(cluster.storage.metrics_addr).await;
     assert_eq!(
         sample(&storage, "storage_list_items_returned_total"),
-        Some(1.0)
+        Some(items_before + 1.0)
     );
     assert_eq!(
         sample(&storage, "storage_watches_open"),
@@ -494,4 +514,71 @@ async fn the_dashboard_queries_only_series_the_stack_exports() {
         missing.is_empty(),
         "the dashboard queries series nobody exports: {missing:?}"
     );
+}
+
+/// `apiserver_storage_objects{resource}`: every resource's count from the first scrape (0 for
+/// none), then the objects created once the period has passed, custom kinds included
+/// (`plural.group`), as upstream labels them.
+#[tokio::test(flavor = "multi_thread")]
+async fn storage_objects_are_counted_per_resource() {
+    let cluster = Cluster::start(kubestore_tests::services::ClusterOptions {
+        with_registry: true,
+        registry: Some(registry_svc::Config {
+            storage_objects_period: std::time::Duration::from_millis(200),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+    .await;
+    let addr = cluster.registry.as_ref().expect("registry").metrics_addr;
+    let count = |text: &str, resource: &str| {
+        sample(
+            text,
+            &format!(r#"apiserver_storage_objects{{resource="{resource}"}}"#),
+        )
+    };
+    // Every built-in resource's series from the first scrape, counted (0).
+    let first = scrape(addr).await;
+    for resource in [
+        "pods",
+        "configmaps",
+        "events",
+        "secrets",
+        "leases.coordination.k8s.io",
+        "customresourcedefinitions.apiextensions.k8s.io",
+    ] {
+        assert_eq!(count(&first, resource), Some(0.0), "{resource}: {first}");
+    }
+    let mut c = cluster.config_maps().await;
+    for i in 0..3 {
+        kubestore_tests::fixtures_registry::create_cm(
+            &mut c,
+            kubestore_tests::fixtures_registry::cm(&format!("c{i}"), &[]),
+        )
+        .await
+        .expect("create");
+    }
+    let mut defs = kubestore_proto::apiextensions::v1::custom_resource_definitions_client::CustomResourceDefinitionsClient::new(
+        channel(&cluster.registry.as_ref().expect("registry").url()).await,
+    );
+    kubestore_tests::fixtures_custom::register_established(
+        &mut defs,
+        kubestore_tests::fixtures_custom::crontab_crd(),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = scrape(addr).await;
+        if count(&text, "configmaps") == Some(3.0)
+            && count(&text, "customresourcedefinitions.apiextensions.k8s.io") == Some(1.0)
+            && count(&text, "crontabs.stable.example.com") == Some(0.0)
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "counts never caught up: {text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

@@ -70,7 +70,7 @@ fn name_is_not(name: &str) -> Selector {
 async fn ranges(cluster: &Cluster) -> f64 {
     sample(
         &scrape(cluster.storage.metrics_addr).await,
-        r#"etcd_request_duration_seconds_count{operation="Range"}"#,
+        r#"storage_etcd_rpc_duration_seconds_count{rpc="Range"}"#,
     )
     .unwrap_or(0.0)
 }

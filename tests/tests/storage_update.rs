@@ -545,11 +545,7 @@ async fn a_queued_update_overtaken_by_a_newer_write_fails_without_reading_etcd()
         Some(1.0)
     );
     let ranges = |s: &str| {
-        sample(
-            s,
-            r#"etcd_request_duration_seconds_count{operation="Range"}"#,
-        )
-        .unwrap_or(0.0)
+        sample(s, r#"storage_etcd_rpc_duration_seconds_count{rpc="Range"}"#).unwrap_or(0.0)
     };
     let ranges_before = ranges(&scrape(metrics).await);
     let Reply::Write(object, _) = increment(&state) else {

@@ -27,7 +27,7 @@ async fn etcd_count(metrics: std::net::SocketAddr) -> f64 {
         .map(|op| {
             sample(
                 &text,
-                &format!(r#"etcd_request_duration_seconds_count{{operation="{op}"}}"#),
+                &format!(r#"storage_etcd_rpc_duration_seconds_count{{rpc="{op}"}}"#),
             )
             .unwrap_or(0.0)
         })

@@ -317,7 +317,7 @@ impl Cacher {
             Vec::new(),
             None,
         )]);
-        let resp = cache.etcd.txn(&call, txn).await?;
+        let resp = cache.etcd.txn(&call, None, txn).await?;
         *last = resp.header().map_or(t, |h| h.revision());
         cache.metrics.fences.inc();
         Ok(())

@@ -37,7 +37,7 @@ use tokio::sync::watch;
 use crate::{
     error::StorageError,
     etcd::{Etcd, EtcdCall},
-    keys::KeyPrefix,
+    keys::{KeyPrefix, resource_of},
 };
 
 pub use cacher::Cacher;
@@ -230,29 +230,6 @@ impl WatchCache {
     }
 }
 
-/// The resource of a caller's key: `/pods/default/a` and `/pods` -> `pods`; a first segment
-/// with a dot is an API group, and the resource is group and plural
-/// (`/stable.example.com/crontabs/ns/a` -> `stable.example.com/crontabs`), so that each custom
-/// kind has its own cache.
-pub fn resource_of(key: &str) -> Option<&str> {
-    let rest = key.strip_prefix('/')?;
-    let first = rest.split('/').next()?;
-    if first.is_empty() {
-        return None;
-    }
-    if first.contains('.') {
-        let second = rest[first.len()..]
-            .trim_start_matches('/')
-            .split('/')
-            .next()?;
-        if second.is_empty() {
-            return None;
-        }
-        return Some(&rest[..first.len() + 1 + second.len()]);
-    }
-    Some(first)
-}
-
 /// One batched revision query: callers wait for its result.
 struct Round {
     result: watch::Sender<Option<Result<i64, String>>>,
@@ -342,26 +319,5 @@ impl Batcher {
             let mut state = me.state.lock().unwrap_or_else(|p| p.into_inner());
             me.start_next(&mut state);
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::resource_of;
-
-    #[test]
-    fn a_group_and_its_plural_are_one_resource() {
-        assert_eq!(resource_of("/pods/default/a"), Some("pods"));
-        assert_eq!(resource_of("/pods"), Some("pods"));
-        assert_eq!(
-            resource_of("/stable.example.com/crontabs/ns/a"),
-            Some("stable.example.com/crontabs")
-        );
-        assert_eq!(
-            resource_of("/apiextensions.k8s.io/customresourcedefinitions"),
-            Some("apiextensions.k8s.io/customresourcedefinitions")
-        );
-        assert_eq!(resource_of("/stable.example.com"), None);
-        assert_eq!(resource_of(""), None);
     }
 }
