@@ -23,7 +23,12 @@ use kubestore_proto::{
 use prost::Message;
 use tonic::transport::Channel;
 
-use crate::{procs::ServiceProcess, report::Row, runner::Stats};
+use crate::{
+    cpu::{self, PerOp},
+    procs::ServiceProcess,
+    report::Row,
+    runner::Stats,
+};
 
 /// Namespace of the listed objects.
 const LIST_NS: &str = "bench-list";
@@ -86,11 +91,23 @@ async fn seed(etcd: &etcd_client::Client, n: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs `reps` operations one after another, with the CPU each process spent per operation.
+async fn measured<F, Fut>(reps: usize, f: F) -> (Stats, PerOp)
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), String>> + Send,
+{
+    let before = cpu::sample();
+    let stats = crate::runner::run(1, reps, f).await;
+    let per = before.per_op(&cpu::sample(), stats.ops);
+    (stats, per)
+}
+
 fn row(
     layer: &'static str,
     op: &'static str,
     baseline: &'static str,
-    stats: Stats,
+    (stats, cpu): (Stats, PerOp),
     note: String,
 ) -> Row {
     println!(
@@ -106,6 +123,7 @@ fn row(
         concurrency: 1,
         stats,
         note,
+        cpu,
     }
 }
 
@@ -128,7 +146,7 @@ pub(crate) async fn list_rows(
 
     let raw = etcd.clone();
     let p = prefix.clone();
-    let stats = crate::runner::run(1, reps, move |_| {
+    let stats = measured(reps, move |_| {
         let (mut kv, p) = (raw.kv_client(), p.clone());
         async move {
             let r = kv
@@ -157,7 +175,7 @@ pub(crate) async fn list_rows(
         ),
     ] {
         let Some(ch) = ch else { continue };
-        let stats = crate::runner::run(1, reps, move |_| {
+        let stats = measured(reps, move |_| {
             let mut c = ConfigMapsClient::new(ch.clone()).max_decoding_message_size(1 << 30);
             async move {
                 let r = c
@@ -182,7 +200,7 @@ pub(crate) async fn list_rows(
 
     let raw = etcd.clone();
     let p = prefix.clone();
-    let stats = crate::runner::run(1, reps, move |_| {
+    let stats = measured(reps, move |_| {
         let (mut kv, p) = (raw.kv_client(), p.clone());
         async move {
             let end = prefix_end(&p);
@@ -224,7 +242,7 @@ pub(crate) async fn list_rows(
         ),
     ] {
         let Some(ch) = ch else { continue };
-        let stats = crate::runner::run(1, reps, move |_| {
+        let stats = measured(reps, move |_| {
             let mut c = ConfigMapsClient::new(ch.clone()).max_decoding_message_size(1 << 30);
             async move {
                 let mut token = String::new();
@@ -395,12 +413,15 @@ async fn registry_fanout(
     ))
 }
 
-/// Watch fan-out through registry-svc (cache on: 100 and 1,000 watchers; off: 100) and on raw
-/// etcd (100 watchers).
+/// Watch fan-out through registry-svc (cache on: 100, 1,000 and 10,000 watchers; off: 100)
+/// and on raw etcd (100 watchers), with the CPU each process spent per delivered event and
+/// the services' peak RSS. `services` are the cache-on pair (storage, registry), then the
+/// cache-off pair when there is one.
 pub(crate) async fn watch_rows(
     etcd: &etcd_client::Client,
     registry: &[Channel],
     registry_off: Option<&[Channel]>,
+    services: &[&ServiceProcess],
     watchers: usize,
     events: usize,
 ) -> Result<Vec<Row>, String> {
@@ -416,6 +437,7 @@ pub(crate) async fn watch_rows(
         .header()
         .map_or(0, |h| h.revision());
     let prefix = "/raw/watch/".to_string();
+    let cpu_before = cpu::sample();
     let receipts = Arc::new(Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for _ in 0..watchers {
@@ -465,13 +487,15 @@ pub(crate) async fn watch_rows(
         t.await.map_err(|e| e.to_string())??;
     }
     let stats = fanout_stats(&acks, &receipts.lock().map_err(|e| e.to_string())?, begin);
+    let cpu = cpu_before.per_op(&cpu::sample(), watchers * events);
     let raw_p99 = stats.p99;
     rows.push(row(
         "raw etcd",
         "watch fan-out (100 watchers)",
         "watch fan-out (100 watchers)",
-        stats,
-        "events/s per watcher; p50/p99 = lag from write ack to receipt".into(),
+        (stats, cpu),
+        "events/s per watcher; p50/p99 = lag from write ack to receipt; CPU per delivered event"
+            .into(),
     ));
 
     for (layer, op, chans, n, ns) in [
@@ -490,6 +514,13 @@ pub(crate) async fn watch_rows(
             "bench-watch-1000",
         ),
         (
+            "registry-svc ConfigMaps",
+            "watch fan-out (10000 watchers)",
+            Some(registry),
+            watchers * 100,
+            "bench-watch-10000",
+        ),
+        (
             "registry-svc ConfigMaps, cache off",
             "watch fan-out (100 watchers)",
             registry_off,
@@ -498,15 +529,55 @@ pub(crate) async fn watch_rows(
         ),
     ] {
         let Some(chans) = chans else { continue };
-        let stats = registry_fanout(chans, ns, n, events).await?;
+        // A connection carries at most MAX_CONCURRENT_STREAMS watches: more connections for
+        // 10,000 (a client with one channel could not open them all).
+        let needed = n.div_ceil(2_000);
+        let extra = if needed > chans.len() {
+            let url = format!("http://{}", registry_addr(services, layer));
+            let mut v = chans.to_vec();
+            for _ in chans.len()..needed {
+                v.push(kubestore_tests::services::channel(&url).await);
+            }
+            v
+        } else {
+            chans.to_vec()
+        };
+        for s in services {
+            s.reset_peak();
+        }
+        // 10,000 watchers get a fifth of the writes: still 100 events each, a million
+        // deliveries at the full count.
+        let events = if n >= 10_000 { events / 5 } else { events };
+        let before = cpu::sample();
+        let stats = registry_fanout(&extra, ns, n, events).await?;
+        let cpu = before.per_op(&cpu::sample(), n * events);
+        let rss: Vec<String> = services
+            .iter()
+            .map(|s| format!("{} peak {:.0} MiB", s.name, s.rss_mib().1))
+            .collect();
         let ratio = stats.p99.as_secs_f64() / raw_p99.as_secs_f64().max(1e-6);
         rows.push(row(
             layer,
             op,
             "watch fan-out (100 watchers)",
-            stats,
-            format!("events/s per watcher; p99 lag {ratio:.2}x raw etcd's (100 watchers)"),
+            (stats, cpu),
+            format!(
+                "events/s per watcher; p99 lag {ratio:.2}x raw etcd's (100 watchers); {}",
+                rss.join(", ")
+            ),
         ));
     }
     Ok(rows)
+}
+
+/// The address of the registry-svc serving `layer` (the cache-off one for a cache-off row).
+fn registry_addr(services: &[&ServiceProcess], layer: &str) -> std::net::SocketAddr {
+    let registries: Vec<&&ServiceProcess> =
+        services.iter().filter(|s| s.name == "registry").collect();
+    let pick = if layer.contains("cache off") {
+        registries.last()
+    } else {
+        registries.first()
+    };
+    pick.map_or_else(|| ([127, 0, 0, 1], 0).into(), |s| s.addr)
 }

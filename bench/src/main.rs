@@ -11,6 +11,7 @@
 //! mode, i.e. the same library `run` and env-configured telemetry as the real binaries), so
 //! each has its own RSS. Timings are reported, never asserted.
 
+mod cpu;
 mod custom;
 mod gc;
 mod listwatch;
@@ -149,7 +150,9 @@ async fn measure<F, Fut>(
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), String>> + Send,
 {
+    let before = cpu::sample();
     let stats = run(c, ops, f).await;
+    let cpu = before.per_op(&cpu::sample(), stats.ops);
     println!(
         "  {layer:<24} {op:<22} c={c:<3} {:>9.0} ops/s  p50 {:>7.2} ms  p99 {:>7.2} ms{}",
         stats.ops_per_sec(),
@@ -168,6 +171,7 @@ async fn measure<F, Fut>(
         concurrency: c,
         stats,
         note: String::new(),
+        cpu,
     });
 }
 
@@ -190,6 +194,9 @@ async fn channels(url: &str, n: usize) -> Vec<tonic::transport::Channel> {
 #[allow(clippy::too_many_lines)]
 async fn bench(cli: Cli) -> Result<(), String> {
     let etcd = EtcdProcess::start().await;
+    if let Some(pid) = etcd.pid() {
+        cpu::watch("etcd", pid);
+    }
     let storage = ServiceProcess::start(
         "storage",
         &["--etcd-endpoints".into(), etcd.endpoint()],
@@ -548,11 +555,16 @@ async fn bench(cli: Cli) -> Result<(), String> {
             Some((_, r)) => Some(channels(&r.url(), cli.channels).await),
             None => None,
         };
+        let mut services = vec![&storage, &registry];
+        if let Some((s, r)) = &off {
+            services.extend([s, r]);
+        }
         listwatch_rows.extend(
             listwatch::watch_rows(
                 &raw_clients[0],
                 &registry_channels,
                 off_channels.as_deref(),
+                &services,
                 cli.watchers,
                 writes,
             )

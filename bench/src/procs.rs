@@ -45,6 +45,7 @@ impl ServiceProcess {
             cmd.env(k, v);
         }
         let child = cmd.spawn().expect("spawn service");
+        crate::cpu::watch(name, child.id());
         let me = Self {
             name,
             child,

@@ -11,6 +11,8 @@ pub(crate) struct Row {
     pub(crate) concurrency: usize,
     pub(crate) stats: Stats,
     pub(crate) note: String,
+    /// CPU µs per operation of each process during the row.
+    pub(crate) cpu: crate::cpu::PerOp,
 }
 
 pub(crate) const ANALYSIS_MARKER: &str = "<!-- analysis: written by hand, kept across runs -->";
@@ -48,9 +50,9 @@ pub(crate) fn report(
     );
     let _ = writeln!(
         out,
-        "| layer | operation | concurrency | ops/s | p50 ms | p99 ms | ratio to raw etcd | errors | notes |"
+        "| layer | operation | concurrency | ops/s | p50 ms | p99 ms | ratio to raw etcd | CPU µs/op etcd / storage / registry / bench | errors | notes |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
     let baseline = |op: &str, c: usize| {
         rows.iter()
             .chain(listwatch_rows)
@@ -63,7 +65,7 @@ pub(crate) fn report(
             .map(|b| r.stats.ops_per_sec() / b);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {} | {} | {} |",
+            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {} | {} | {} | {} |",
             r.layer,
             r.op,
             r.concurrency,
@@ -71,6 +73,7 @@ pub(crate) fn report(
             r.stats.p50.as_secs_f64() * 1e3,
             r.stats.p99.as_secs_f64() * 1e3,
             ratio.map_or("-".to_string(), |x| format!("{x:.2}")),
+            r.cpu.cell(),
             r.stats.errors,
             r.note
         );

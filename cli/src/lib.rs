@@ -57,6 +57,19 @@ const _: () = assert!(
 /// The traced channel to registry-svc every client uses.
 pub type Ch = GrpcTraceService<Channel>;
 
+/// `url` with a scheme: `127.0.0.1:50052` and `localhost:50052` (as grpcurl users type an
+/// address) become `http://...`, or `https://...` when TLS is configured; a URL with a scheme
+/// is left as it is.
+pub fn with_scheme(url: &str, tls: bool) -> String {
+    if url.contains("://") {
+        url.to_string()
+    } else if tls {
+        format!("https://{url}")
+    } else {
+        format!("http://{url}")
+    }
+}
+
 /// Connects to registry-svc at `url`, with the client trace layer (W3C `traceparent`).
 pub async fn connect(url: &str) -> Result<Ch, String> {
     connect_with(url, &ClientTlsArgs::default()).await
@@ -74,6 +87,7 @@ pub async fn connect_with(url: &str, tls: &ClientTlsArgs) -> Result<Ch, String> 
 /// that outlive registry-svc restarts and may start before it (the controller-manager).
 pub fn connect_lazy_with(url: &str, tls: &ClientTlsArgs) -> Result<Ch, String> {
     let config = tls.config().map_err(|e| e.to_string())?;
+    let url = &with_scheme(url, config.is_some());
     check_scheme("--registry", url, config.is_some()).map_err(|e| e.to_string())?;
     let mut endpoint = tonic::transport::Endpoint::from_shared(url.to_string())
         .map_err(|e| format!("invalid --registry {url:?}: {e}"))?
@@ -91,6 +105,7 @@ pub fn connect_lazy_with(url: &str, tls: &ClientTlsArgs) -> Result<Ch, String> {
 /// A plain channel to `url` (named by `flag` in errors), over TLS when `tls` gives a CA.
 pub async fn channel_with(url: &str, flag: &str, tls: &ClientTlsArgs) -> Result<Channel, String> {
     let config = tls.config().map_err(|e| e.to_string())?;
+    let url = &with_scheme(url, config.is_some());
     check_scheme(flag, url, config.is_some()).map_err(|e| e.to_string())?;
     let mut endpoint = tonic::transport::Endpoint::from_shared(url.to_string())
         .map_err(|e| format!("invalid {flag} {url:?}: {e}"))?;
@@ -122,4 +137,27 @@ pub fn describe(status: &Status) -> String {
         String::new()
     };
     format!("Error from server ({reason}): {}{hint}", status.message())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_scheme;
+
+    #[test]
+    fn an_address_without_a_scheme_is_taken_as_grpcurl_users_type_it() {
+        assert_eq!(
+            with_scheme("127.0.0.1:50052", false),
+            "http://127.0.0.1:50052"
+        );
+        assert_eq!(
+            with_scheme("localhost:50052", true),
+            "https://localhost:50052"
+        );
+        assert_eq!(
+            with_scheme("http://a:1", true),
+            "http://a:1",
+            "kept, and refused later"
+        );
+        assert_eq!(with_scheme("https://a:1", false), "https://a:1");
+    }
 }

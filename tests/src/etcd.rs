@@ -287,6 +287,11 @@ impl EtcdProcess {
         }
     }
 
+    /// The etcd process's id while it runs (the benchmark reads its CPU time).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(std::process::Child::id)
+    }
+
     /// `http://127.0.0.1:<port>` (`https://` with TLS).
     pub fn endpoint(&self) -> String {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
