@@ -337,5 +337,42 @@ pub(crate) fn report(
             if *p <= 64.0 { "yes" } else { "**no**" }
         );
     }
+    cpu_targets(&mut out, rows, c);
     out
+}
+
+/// The CPU targets: per registry ConfigMaps operation, storage-svc + registry-svc together
+/// against etcd's CPU for the same operation (writes: no more than etcd; Get: under half).
+fn cpu_targets(out: &mut String, rows: &[Row], c: usize) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "\n## CPU per operation (concurrency {c}, registry-svc ConfigMaps)\n"
+    );
+    let _ = writeln!(
+        out,
+        "| operation | etcd µs | storage-svc µs | registry-svc µs | services / etcd | required | met |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---|");
+    for (op, want) in [
+        ("create", 1.0),
+        ("get", 0.5),
+        ("update (get+update rv)", 1.0),
+        ("delete", 1.0),
+    ] {
+        let Some(r) = rows
+            .iter()
+            .find(|r| r.layer == "registry-svc ConfigMaps" && r.op == op && r.concurrency == c)
+        else {
+            continue;
+        };
+        let (etcd, storage, registry) =
+            (r.cpu.of("etcd"), r.cpu.of("storage"), r.cpu.of("registry"));
+        let ratio = (storage + registry) / etcd.max(1e-9);
+        let _ = writeln!(
+            out,
+            "| {op} | {etcd:.0} | {storage:.0} | {registry:.0} | {ratio:.2} | <= {want} | {} |",
+            if ratio <= want { "yes" } else { "**no**" }
+        );
+    }
 }
