@@ -542,7 +542,7 @@ pub(crate) async fn watch_rows(
         } else {
             chans.to_vec()
         };
-        for s in services {
+        for s in serving(services, layer) {
             s.reset_peak();
         }
         // 10,000 watchers get a fifth of the writes: still 100 events each, a million
@@ -551,7 +551,7 @@ pub(crate) async fn watch_rows(
         let before = cpu::sample();
         let stats = registry_fanout(&extra, ns, n, events).await?;
         let cpu = before.per_op(&cpu::sample(), n * events);
-        let rss: Vec<String> = services
+        let rss: Vec<String> = serving(services, layer)
             .iter()
             .map(|s| format!("{} peak {:.0} MiB", s.name, s.rss_mib().1))
             .collect();
@@ -570,14 +570,21 @@ pub(crate) async fn watch_rows(
     Ok(rows)
 }
 
-/// The address of the registry-svc serving `layer` (the cache-off one for a cache-off row).
-fn registry_addr(services: &[&ServiceProcess], layer: &str) -> std::net::SocketAddr {
-    let registries: Vec<&&ServiceProcess> =
-        services.iter().filter(|s| s.name == "registry").collect();
-    let pick = if layer.contains("cache off") {
-        registries.last()
+/// The (storage-svc, registry-svc) pair serving `layer`: the cache-off pair for a cache-off
+/// row.
+fn serving<'a>(services: &[&'a ServiceProcess], layer: &str) -> Vec<&'a ServiceProcess> {
+    let pair = if layer.contains("cache off") {
+        services.get(2..4)
     } else {
-        registries.first()
+        services.get(0..2)
     };
-    pick.map_or_else(|| ([127, 0, 0, 1], 0).into(), |s| s.addr)
+    pair.unwrap_or_default().to_vec()
+}
+
+/// The address of the registry-svc serving `layer`.
+fn registry_addr(services: &[&ServiceProcess], layer: &str) -> std::net::SocketAddr {
+    serving(services, layer)
+        .iter()
+        .find(|s| s.name == "registry")
+        .map_or_else(|| ([127, 0, 0, 1], 0).into(), |s| s.addr)
 }

@@ -342,7 +342,9 @@ pub(crate) fn report(
 }
 
 /// The CPU targets: per registry ConfigMaps operation, storage-svc + registry-svc together
-/// against etcd's CPU for the same operation (writes: no more than etcd; Get: under half).
+/// against the CPU etcd spends on the same operation done raw (the raw etcd row's: writes no
+/// more than etcd; Get under half). The registry row's own etcd CPU is shown too: what etcd
+/// spends per registry operation (the watch cache's feed and revision reads included).
 fn cpu_targets(out: &mut String, rows: &[Row], c: usize) {
     use std::fmt::Write;
     let _ = writeln!(
@@ -351,27 +353,30 @@ fn cpu_targets(out: &mut String, rows: &[Row], c: usize) {
     );
     let _ = writeln!(
         out,
-        "| operation | etcd µs | storage-svc µs | registry-svc µs | services / etcd | required | met |"
+        "| operation | etcd µs, raw | etcd µs, through registry-svc | storage-svc µs | registry-svc µs | services / etcd raw | required | met |"
     );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---|");
-    for (op, want) in [
-        ("create", 1.0),
-        ("get", 0.5),
-        ("update (get+update rv)", 1.0),
-        ("delete", 1.0),
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---|");
+    let find = |layer: &str, op: &str| {
+        rows.iter()
+            .find(|r| r.layer == layer && r.op == op && r.concurrency == c)
+    };
+    for (op, raw_op, want) in [
+        ("create", "create", 1.0),
+        ("get", "get", 0.5),
+        ("update (get+update rv)", "update", 1.0),
+        ("delete", "delete", 1.0),
     ] {
-        let Some(r) = rows
-            .iter()
-            .find(|r| r.layer == "registry-svc ConfigMaps" && r.op == op && r.concurrency == c)
+        let (Some(r), Some(raw)) = (find("registry-svc ConfigMaps", op), find("raw etcd", raw_op))
         else {
             continue;
         };
-        let (etcd, storage, registry) =
+        let etcd = raw.cpu.of("etcd");
+        let (through, storage, registry) =
             (r.cpu.of("etcd"), r.cpu.of("storage"), r.cpu.of("registry"));
         let ratio = (storage + registry) / etcd.max(1e-9);
         let _ = writeln!(
             out,
-            "| {op} | {etcd:.0} | {storage:.0} | {registry:.0} | {ratio:.2} | <= {want} | {} |",
+            "| {op} | {etcd:.0} | {through:.0} | {storage:.0} | {registry:.0} | {ratio:.2} | <= {want} | {} |",
             if ratio <= want { "yes" } else { "**no**" }
         );
     }
