@@ -366,8 +366,10 @@ fn cpu_targets(out: &mut String, rows: &[Row], c: usize) {
         ("update (get+update rv)", "update", 1.0),
         ("delete", "delete", 1.0),
     ] {
-        let (Some(r), Some(raw)) = (find("registry-svc ConfigMaps", op), find("raw etcd", raw_op))
-        else {
+        let (Some(r), Some(raw)) = (
+            find("registry-svc ConfigMaps", op),
+            find("raw etcd", raw_op),
+        ) else {
             continue;
         };
         let etcd = raw.cpu.of("etcd");
