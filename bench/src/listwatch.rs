@@ -111,10 +111,12 @@ fn row(
     note: String,
 ) -> Row {
     println!(
-        "  {layer:<24} {op:<28} {:>9.1} /s  p50 {:>8.2} ms  p99 {:>8.2} ms  {note}",
+        "  {layer:<24} {op:<28} {:>9.1} /s  p50 {:>8.2} ms  p99 {:>8.2} ms  errors {}  CPU µs/op {}  {note}",
         stats.ops_per_sec(),
         stats.p50.as_secs_f64() * 1e3,
         stats.p99.as_secs_f64() * 1e3,
+        stats.errors,
+        cpu.cell(),
     );
     Row {
         layer,

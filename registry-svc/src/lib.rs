@@ -14,7 +14,8 @@
 //! - [`validation`], [`violations`], [`quantity`], [`names`]: ObjectMeta rules, bounded field
 //!   violations, Kubernetes quantities, generated names;
 //! - [`storage`]: the storage-svc client, [`relay`]: its watches, read eagerly into a bounded
-//!   buffer; [`error`]: API errors and their gRPC mapping;
+//!   buffer, [`shared_watch`]: one storage stream for client watches of the same events;
+//!   [`error`]: API errors and their gRPC mapping;
 //! - [`metrics`]: kube-apiserver's request metrics; [`object_count`]: its
 //!   `apiserver_storage_objects`, counted periodically;
 //! - [`service`]: the gRPC glue; [`fuzzing`]: entry points for the fuzz targets.
@@ -39,6 +40,7 @@ pub mod relay;
 pub mod resource;
 pub mod selectors;
 pub mod service;
+pub mod shared_watch;
 pub mod storage;
 pub mod store;
 pub mod strategy;

@@ -53,8 +53,88 @@ type Buffered = (Result<WatchEvent, Status>, Option<OwnedSemaphorePermit>);
 pub struct Relay {
     events: mpsc::Receiver<Buffered>,
     cut: CutSlot,
-    task: tokio::task::JoinHandle<()>,
+    /// The task reading storage's stream for this watch alone (none for a member of a shared
+    /// watch, see [`Feed`]).
+    task: Option<tokio::task::JoinHandle<()>>,
     done: bool,
+}
+
+/// The feeding side of a [`Relay`] whose events someone else pushes (a shared watch,
+/// `shared_watch`): the same bounded buffer, filled without waiting.
+pub struct Feed {
+    tx: mpsc::Sender<Buffered>,
+    bytes: Arc<Semaphore>,
+    cut: CutSlot,
+}
+
+/// Why [`Feed::push`] did not take an event.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The client is gone.
+    Gone,
+    /// The buffer is full: the client is not keeping up.
+    Full,
+}
+
+impl Feed {
+    /// A feed and the relay its client reads.
+    pub fn new() -> (Self, Relay) {
+        let (tx, events) = mpsc::channel::<Buffered>(BUFFER_EVENTS);
+        let cut: CutSlot = Arc::default();
+        (
+            Self {
+                tx,
+                bytes: Arc::new(Semaphore::new(BUFFER_BYTES)),
+                cut: cut.clone(),
+            },
+            Relay {
+                events,
+                cut,
+                task: None,
+                done: false,
+            },
+        )
+    }
+
+    /// Whether the client has gone.
+    pub fn is_gone(&self) -> bool {
+        self.tx.is_closed()
+    }
+
+    /// Buffers `event` for the client, without waiting.
+    pub fn push(&self, event: WatchEvent) -> Result<(), Refused> {
+        let size = event.encoded_len().clamp(1, BUFFER_BYTES);
+        let permit = self
+            .bytes
+            .clone()
+            .try_acquire_many_owned(size as u32)
+            .map_err(|_| Refused::Full)?;
+        self.tx
+            .try_send((Ok(event), Some(permit)))
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => Refused::Full,
+                mpsc::error::TrySendError::Closed(_) => Refused::Gone,
+            })
+    }
+
+    /// Ends the client's watch with `status` after what it has buffered, or ahead of it when
+    /// the buffer has no room left.
+    pub fn end_with(self, status: Status) {
+        if self.tx.try_send((Err(status.clone()), None)).is_err() {
+            let _ = self.cut.set(status);
+        }
+    }
+
+    /// Cuts the client off: it gets RESOURCE_EXHAUSTED `WatcherTooSlow` at its next read.
+    pub fn cut_off(self, counter: &Counter) {
+        tracing::info!("shared watch member cut off: the client stopped reading");
+        counter.inc();
+        let _ = self.cut.set(Status::from(ApiError::WatcherTooSlow(format!(
+            "the watcher did not read its events: registry-svc's buffer of {BUFFER_EVENTS} events \
+             / {} MiB for it was full; watch again from the last resourceVersion received",
+            BUFFER_BYTES >> 20
+        ))));
+    }
 }
 
 impl Relay {
@@ -111,7 +191,7 @@ impl Relay {
         Self {
             events,
             cut,
-            task,
+            task: Some(task),
             done: false,
         }
     }
@@ -119,7 +199,9 @@ impl Relay {
 
 impl Drop for Relay {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 

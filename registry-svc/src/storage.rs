@@ -65,6 +65,8 @@ pub struct StorageClient {
     next: Arc<AtomicUsize>,
     /// `registry_watchers_cut_off_total`: watches cut off because their client stopped reading.
     watchers_cut_off: Counter,
+    /// Storage streams shared by client watches asking for the same events.
+    shared: crate::shared_watch::SharedWatches,
     /// kube-apiserver's request metrics (`metrics`), recorded by the handlers through every
     /// Store, which all hold this client.
     pub(crate) api: crate::metrics::ApiMetrics,
@@ -134,6 +136,7 @@ impl StorageClient {
             replicas: replicas.into(),
             next: Arc::new(AtomicUsize::new(0)),
             watchers_cut_off: Counter::default(),
+            shared: crate::shared_watch::SharedWatches::default(),
             api: crate::metrics::ApiMetrics::default(),
         })
     }
@@ -144,6 +147,11 @@ impl StorageClient {
             "registry_watchers_cut_off",
             "Watches cut off because their client stopped reading and registry-svc's buffer stayed full",
             self.watchers_cut_off.clone(),
+        );
+        metrics.register(
+            "registry_watches_shared",
+            "Client watches that joined a storage stream another watch of the same events had opened",
+            self.shared.joined.clone(),
         );
         self.api.register(metrics);
     }
@@ -290,15 +298,29 @@ impl StorageClient {
 
     /// Opens a watch on a watch connection: storage's event stream (no deadline: it lives
     /// until the watch ends), read by a [`Relay`] so an idle client cannot stall storage's
-    /// connection.
+    /// connection. A watch whose events its request fixes joins a stream already open for the
+    /// same events, or opens one others may join (`shared_watch`).
     pub async fn watch(&self, req: WatchRequest) -> Result<Relay, Status> {
+        let share = crate::shared_watch::ShareKey::of(&req);
+        if let Some((key, rv)) = &share
+            && let Some(relay) = self.shared.join(key, *rv)
+        {
+            return Ok(relay);
+        }
         let i = self.pick();
         let mut c = self.replicas[i].watch_client();
-        let r = c.watch(Request::new(req)).await;
-        Ok(Relay::start(
-            self.observe(i, r)?.into_inner(),
-            self.watchers_cut_off.clone(),
-        ))
+        let open = async move {
+            let r = c.watch(Request::new(req)).await;
+            Ok(self.observe(i, r)?.into_inner())
+        };
+        match share {
+            Some((key, rv)) => {
+                self.shared
+                    .open(key, rv, open, self.watchers_cut_off.clone())
+                    .await
+            }
+            None => Ok(Relay::start(open.await?, self.watchers_cut_off.clone())),
+        }
     }
 
     /// GuaranteedUpdate: `f` computes the new object and TTL from each state storage sends (or
