@@ -13,10 +13,17 @@
 //! - [`preconditions`], [`lease`], [`keylock`]: what their names say;
 //! - [`etcd`]: the client, with spans, metrics and deadlines; [`encryption`]: encryption at
 //!   rest of the configured resources, where values meet etcd;
+//! - [`request`]: the List and Watch requests and results and a watch's event sink, which the
+//!   etcd path and the cache path share;
 //! - [`store`] (Create, Get, Delete) and [`update`] (GuaranteedUpdate);
 //! - [`list`] (List, with [`continuation`] tokens), [`watch`] (Watch), [`selector`] (label and
 //!   field requirements evaluated on encoded objects), [`compactor`] (etcd history);
-//! - [`cache`]: the watch cache (consistent reads, watches and suggestions from memory);
+//! - [`cache`]: the watch cache (consistent reads, watches and suggestions from memory).
+//!
+//! Layering, one-way: `error`, `keys`, `object`, `selector`, `request` and `state` at the
+//! bottom; `etcd` above them; `cache/` above that, knowing nothing of the etcd read path; then
+//! the `Store` facade (`store`, with its verbs in `list`, `watch`, `update` and the per-key turns
+//! of `keylock`), which serves each read from the cache or from etcd.
 //! - [`error`]: the one error type and its gRPC mapping;
 //! - [`service`]: the gRPC glue.
 
@@ -33,6 +40,7 @@ pub mod lease;
 pub mod list;
 pub mod object;
 pub mod preconditions;
+pub mod request;
 pub mod selector;
 pub mod service;
 pub mod state;

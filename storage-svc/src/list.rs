@@ -24,6 +24,7 @@ use kubestore_proto::meta::v1::ResourceVersionMatch;
 use kubestore_telemetry::Deadline;
 use tracing::{Instrument, field::Empty};
 
+pub use crate::request::{ListPage, ListRequest};
 use crate::{
     cache::serve::{self, Served},
     continuation,
@@ -41,40 +42,6 @@ const MAX_ETCD_LIMIT: i64 = 10_000;
 
 /// Upstream's message for a continuation whose revision was compacted.
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
-
-/// A list request, as storage's gRPC message carries it.
-#[derive(Debug)]
-pub struct ListRequest<'a> {
-    /// A key prefix (recursive) or one key.
-    pub key: &'a str,
-    /// List the key's children rather than the key.
-    pub recursive: bool,
-    /// "", "0" or a revision.
-    pub resource_version: &'a str,
-    /// `meta.v1.ResourceVersionMatch`.
-    pub resource_version_match: i32,
-    /// Page size (0 = all).
-    pub limit: i64,
-    /// The previous page's token.
-    pub continue_token: &'a str,
-    /// Which objects.
-    pub selector: Selector,
-}
-
-/// One page.
-#[derive(Debug, Default)]
-pub struct ListPage {
-    /// Encoded objects with their resource versions.
-    pub items: Vec<Bytes>,
-    /// The revision the page was read at.
-    pub rev: i64,
-    /// Token for the next page.
-    pub continue_token: Option<String>,
-    /// Items left after this page, when known.
-    pub remaining_item_count: Option<i64>,
-    /// Objects tested against the selector to fill the page (the watch cache's count).
-    pub evaluated: u64,
-}
 
 /// Where and at which revision a list reads.
 struct Plan {

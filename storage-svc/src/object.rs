@@ -17,8 +17,10 @@
 //! numbers, for field selectors) and [`labels_of`] (`metadata.labels`, for label selectors).
 
 use bytes_ops::{Field, fields, put_len_delimited};
-use kubestore_proto::meta::v1::ObjectMeta;
+use kubestore_proto::{limits::ETCD_MAX_REQUEST_BYTES, meta::v1::ObjectMeta};
 use prost::Message;
+
+use crate::error::StorageError;
 
 /// ObjectMeta's field number in every resource message.
 const METADATA_FIELD: u32 = 1;
@@ -326,6 +328,28 @@ mod bytes_ops {
         encode_varint(value.len() as u64, out);
         out.extend_from_slice(value);
     }
+}
+
+/// The object of a request, size-checked before its metadata is decoded.
+pub(crate) fn parse_object(
+    key: &str,
+    object: &[u8],
+    what: &str,
+) -> Result<StoredObject, StorageError> {
+    if object.len() > ETCD_MAX_REQUEST_BYTES {
+        return Err(too_large(key, object.len()));
+    }
+    StoredObject::parse(object)
+        .map_err(|e| StorageError::invalid(key, format!("{what} is not a valid message: {e}")))
+}
+
+pub(crate) fn too_large(key: &str, len: usize) -> StorageError {
+    StorageError::invalid(
+        key,
+        format!(
+            "object is too large: {len} bytes; etcd accepts requests of at most {ETCD_MAX_REQUEST_BYTES} bytes (1.5 MiB) including the key"
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ impl ObjState {
 
     /// State from a caller's cached copy, which must carry a resource version.
     pub fn from_cached(key: &str, object: &[u8]) -> Result<Self, StorageError> {
-        let parsed = crate::store::parse_object(key, object, "cached object")?;
+        let parsed = crate::object::parse_object(key, object, "cached object")?;
         let rev = parse_resource_version(key, &parsed.meta.resource_version)?;
         if rev == 0 {
             return Err(StorageError::invalid(

@@ -29,7 +29,7 @@ use crate::{
     keylock::{KeyLocks, KeyTurn},
     keys::KeyPrefix,
     lease::{LeaseManager, validate_ttl},
-    object::StoredObject,
+    object::{StoredObject, parse_object, too_large},
     preconditions,
     state::{ObjState, parse_resource_version},
 };
@@ -560,26 +560,4 @@ impl Store {
         }
         result
     }
-}
-
-/// The object of a request, size-checked before its metadata is decoded.
-pub(crate) fn parse_object(
-    key: &str,
-    object: &[u8],
-    what: &str,
-) -> Result<StoredObject, StorageError> {
-    if object.len() > ETCD_MAX_REQUEST_BYTES {
-        return Err(too_large(key, object.len()));
-    }
-    StoredObject::parse(object)
-        .map_err(|e| StorageError::invalid(key, format!("{what} is not a valid message: {e}")))
-}
-
-fn too_large(key: &str, len: usize) -> StorageError {
-    StorageError::invalid(
-        key,
-        format!(
-            "object is too large: {len} bytes; etcd accepts requests of at most {ETCD_MAX_REQUEST_BYTES} bytes (1.5 MiB) including the key"
-        ),
-    )
 }

@@ -37,9 +37,10 @@ use crate::{
     etcd::EtcdCall,
     keylock::KeyTurn,
     lease::validate_ttl,
+    object::parse_object,
     preconditions,
     state::ObjState,
-    store::{Store, Versioned, op_span, parse_object},
+    store::{Store, Versioned, op_span},
 };
 
 /// What the caller answered for a state.

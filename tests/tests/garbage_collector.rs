@@ -839,8 +839,11 @@ async fn only_the_leader_acts_and_another_takes_over_within_the_lease_duration()
             u32::try_from(acquired.nanos).expect("nanos"),
         );
     let took = acquired.duration_since(killed).unwrap_or_default();
+    // The standby sees the last renewal up to one retry period late and checks again one retry
+    // period after expiry; the rest is its Lease Get and Update, which take up to a second on
+    // two cores shared with the other tests' controller-managers (4.9 s was seen once).
     assert!(
-        took <= lease + lease / 5 * 2 + Duration::from_millis(500),
+        took <= lease + lease / 5 * 2 + Duration::from_millis(1000),
         "took over after {took:?}, lease {lease:?}"
     );
     assert_eq!(now.holder_identity.as_deref(), Some("cm-two"));

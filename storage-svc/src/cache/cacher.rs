@@ -30,7 +30,7 @@ use crate::{
     etcd::{EtcdCall, WatchFailure},
     keys::{FENCE, prefix_end},
     object::with_resource_version,
-    watch::EndSlot,
+    request::{EndSlot, stopped},
 };
 
 /// Batches (etcd watch responses) buffered per watch between the cacher and the watch's task;
@@ -341,7 +341,7 @@ impl Cacher {
                 // with the list's error (INTERNAL for a value that cannot be read).
                 self.end_watches(|| e.clone());
                 tokio::select! {
-                    () = crate::watch::stopped(&mut stop) => return,
+                    () = stopped(&mut stop) => return,
                     () = tokio::time::sleep(backoff) => {}
                 }
                 backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -388,7 +388,7 @@ impl Cacher {
                         }
                         tracing::warn!(resource = %self.resource, error = %e, "watch cache: etcd watch broke; resuming");
                         tokio::select! {
-                            () = crate::watch::stopped(&mut stop) => return,
+                            () = stopped(&mut stop) => return,
                             () = tokio::time::sleep(backoff) => {}
                         }
                         backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -498,7 +498,7 @@ impl Cacher {
         tick.tick().await;
         loop {
             tokio::select! {
-                () = crate::watch::stopped(stop) => return Follow::Stopped,
+                () = stopped(stop) => return Follow::Stopped,
                 _ = tick.tick() => {
                     // Watches whose clients left are dropped here too, not only when a change
                     // of their range comes by.

@@ -29,9 +29,8 @@ use crate::{
     error::StorageError,
     etcd::EtcdCall,
     keys::prefix_end,
-    list::{ListPage, ListRequest},
+    request::{Flow, ListPage, ListRequest, Sink, WatchRequest, event, stopped},
     selector::Selector,
-    watch::{Flow, Sink, WatchRequest},
 };
 
 /// How long a read waits for events already on their way before writing a fence.
@@ -407,15 +406,6 @@ impl Range {
     }
 }
 
-fn event(kind: WatchEventType, object: Bytes, rev: i64) -> WatchEvent {
-    WatchEvent {
-        r#type: kind as i32,
-        object,
-        resource_version: rev.to_string(),
-        initial_events_end: false,
-    }
-}
-
 /// The event a change produces through `selector` (upstream's transitions).
 fn change_event(
     key: &str,
@@ -514,7 +504,7 @@ async fn follow(
     let closed = sink.tx.clone();
     loop {
         tokio::select! {
-            () = crate::watch::stopped(&mut stop) => return Err(sink.shutting_down()),
+            () = stopped(&mut stop) => return Err(sink.shutting_down()),
             () = closed.closed() => return Ok(()),
             () = tokio::time::sleep_until(next_bookmark), if req.bookmarks => {
                 next_bookmark = Instant::now() + interval;
