@@ -4,7 +4,8 @@
 //! - [`manifest`]: Kubernetes-shaped YAML/JSON manifests <-> our messages (proto3 JSON
 //!   mapping, whose camelCase names are Kubernetes' own);
 //! - [`table`]: kubectl-like tables and ages;
-//! - [`get`]: `get` (tables, `-o yaml|json|wide`, `-w`), [`apply`]: `apply -f` / `delete -f`;
+//! - [`get`]: `get` (tables, `-o yaml|json|wide`, `-w`), [`apply`]: `apply -f` / `delete -f`,
+//!   [`client_dry_run`]: their `--dry-run=client`;
 //! - [`jsonpath`]: `-o jsonpath=` and `-o custom-columns=`;
 //! - [`modify`]: `label`, `annotate`, `patch` and `edit` (read, change, update at the version
 //!   read, again on a conflict), with [`patch`]: merge and JSON patches, `key=value` edits;
@@ -17,6 +18,7 @@
 
 pub mod agent;
 pub mod apply;
+pub mod client_dry_run;
 /// How refused writes are retried (shared with the controllers).
 pub use kubestore_controllers::backoff;
 pub mod custom;
@@ -39,6 +41,29 @@ use kubestore_telemetry::{
 };
 use tonic::{Status, transport::Channel};
 use tonic_types::StatusExt;
+
+/// kubectl's `--dry-run` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DryRun {
+    /// For real.
+    None,
+    /// registry-svc's dry run: validated, defaulted and answered; nothing stored.
+    Server,
+    /// Told by the CLI after reading the objects; nothing written, nothing validated
+    /// ([`client_dry_run`]).
+    Client,
+}
+
+impl DryRun {
+    /// What kubectl appends to each line.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Self::None => "",
+            Self::Server => " (server dry run)",
+            Self::Client => client_dry_run::SUFFIX,
+        }
+    }
+}
 
 /// Largest response the CLI accepts (tonic's default is 4 MiB, which one page of Secrets
 /// passes easily). registry-svc passes a List page on as storage-svc made it and accepts pages

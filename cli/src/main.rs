@@ -5,9 +5,9 @@ use std::{process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
 use kubestore_cli::{
-    Ch,
+    Ch, DryRun,
     agent::{self, AgentConfig},
-    apply, connect_with, custom, demo, describe,
+    apply, client_dry_run, connect_with, custom, demo, describe,
     get::{GetOptions, get},
     modify,
 };
@@ -126,7 +126,8 @@ enum Command {
         #[arg(short, long)]
         filename: String,
         /// `server`: every write is registry-svc's dry run (validated, defaulted and answered;
-        /// nothing stored); `none`: for real.
+        /// nothing stored); `client`: told after reading each object, nothing sent; `none`:
+        /// for real.
         #[arg(long, value_enum, default_value = "none")]
         dry_run: DryRun,
     },
@@ -139,7 +140,8 @@ enum Command {
         /// The kind, then one or more names.
         #[arg(value_name = "KIND NAME", num_args = 0..)]
         resource: Vec<String>,
-        /// `server`: registry-svc's dry run (checked and answered, nothing deleted).
+        /// `server`: registry-svc's dry run (checked and answered, nothing deleted); `client`:
+        /// each object read, nothing deleted.
         #[arg(long, value_enum, default_value = "none")]
         dry_run: DryRun,
     },
@@ -155,7 +157,8 @@ enum Command {
         /// Let `key=value` replace a different value already set.
         #[arg(long)]
         overwrite: bool,
-        /// `server`: registry-svc's dry run (nothing stored).
+        /// `server`: registry-svc's dry run (nothing stored); `client`: the change computed
+        /// and printed, nothing sent.
         #[arg(long, value_enum, default_value = "none")]
         dry_run: DryRun,
     },
@@ -171,7 +174,8 @@ enum Command {
         /// Let `key=value` replace a different value already set.
         #[arg(long)]
         overwrite: bool,
-        /// `server`: registry-svc's dry run (nothing stored).
+        /// `server`: registry-svc's dry run (nothing stored); `client`: the change computed
+        /// and printed, nothing sent.
         #[arg(long, value_enum, default_value = "none")]
         dry_run: DryRun,
     },
@@ -188,7 +192,8 @@ enum Command {
         /// merge or json (kubectl's strategic merge patch is not offered: see the README).
         #[arg(long = "type", value_enum, default_value = "merge")]
         patch_type: kubestore_cli::patch::PatchType,
-        /// `server`: registry-svc's dry run (nothing stored).
+        /// `server`: registry-svc's dry run (nothing stored); `client`: the change computed
+        /// and printed, nothing sent.
         #[arg(long, value_enum, default_value = "none")]
         dry_run: DryRun,
     },
@@ -210,17 +215,6 @@ enum Command {
         #[command(subcommand)]
         command: StorageCommand,
     },
-}
-
-/// kubectl's `--dry-run` values we take. `client` (print without asking the server) is not
-/// offered: our manifests are checked by registry-svc, so a server dry run is the one that
-/// says whether the write would be taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum DryRun {
-    /// For real.
-    None,
-    /// The server's dry run.
-    Server,
 }
 
 #[derive(Subcommand)]
@@ -463,16 +457,24 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
             }
         }
         Command::Apply { filename, dry_run } => {
-            manifest_command(&ch, &namespace, &filename, true, dry_run == DryRun::Server).await
+            manifest_command(&ch, &namespace, &filename, true, dry_run).await
         }
         Command::Delete {
             filename: Some(filename),
             dry_run,
             ..
-        } => manifest_command(&ch, &namespace, &filename, false, dry_run == DryRun::Server).await,
+        } => manifest_command(&ch, &namespace, &filename, false, dry_run).await,
         Command::Delete {
             resource, dry_run, ..
         } => match resource.split_first() {
+            Some((kind, names)) if !names.is_empty() && dry_run == DryRun::Client => {
+                let Some(target) = target(&ch, namespace, kind, String::new()).await else {
+                    return ExitCode::FAILURE;
+                };
+                let (lines, ok) =
+                    client_dry_run::delete_named(&ch, target.kind, &target.namespace, names).await;
+                print_results(lines, ok)
+            }
             Some((kind, names)) if !names.is_empty() => {
                 let (lines, ok) =
                     apply::delete_named(&ch, &namespace, kind, names, dry_run == DryRun::Server)
@@ -527,7 +529,7 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
             let Some(target) = target(&ch, namespace, &kind, name).await else {
                 return ExitCode::FAILURE;
             };
-            let r = modify::modify(&ch, &target, dry_run == DryRun::Server, |current| {
+            let r = modify::modify(&ch, &target, dry_run, |current| {
                 kubestore_cli::patch::apply(patch_type, current, &patch).map(|v| (v, Vec::new()))
             })
             .await;
@@ -608,7 +610,7 @@ async fn map_command(
     let Some(target) = target(ch, namespace, &kind, name).await else {
         return ExitCode::FAILURE;
     };
-    let r = modify::modify(ch, &target, dry_run == DryRun::Server, |current| {
+    let r = modify::modify(ch, &target, dry_run, |current| {
         let mut next = current.clone();
         let warnings = kubestore_cli::patch::edit_map(&mut next, field, &edits, overwrite)?;
         Ok((next, warnings))
@@ -635,13 +637,8 @@ fn changed(
             for w in &c.warnings {
                 eprintln!("{w}");
             }
-            let dry = if dry_run == DryRun::Server {
-                " (server dry run)"
-            } else {
-                ""
-            };
             let word = if c.changed { done } else { unchanged };
-            println!("{} {word}{dry}", target.what());
+            println!("{} {word}{}", target.what(), dry_run.suffix());
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -656,7 +653,7 @@ async fn manifest_command(
     ns: &str,
     file: &str,
     apply_it: bool,
-    dry_run: bool,
+    dry_run: DryRun,
 ) -> ExitCode {
     let (docs, unreadable) = match apply::read(file) {
         Ok(d) => d,
@@ -665,10 +662,11 @@ async fn manifest_command(
             return ExitCode::FAILURE;
         }
     };
-    let (mut lines, ok) = if apply_it {
-        apply::apply_with(ch, ns, docs, dry_run).await
-    } else {
-        apply::delete_with(ch, ns, docs, dry_run).await
+    let server = dry_run == DryRun::Server;
+    let (mut lines, ok) = match (dry_run, apply_it) {
+        (DryRun::Client, _) => client_dry_run::manifest(ch, ns, docs, apply_it).await,
+        (_, true) => apply::apply_with(ch, ns, docs, server).await,
+        (_, false) => apply::delete_with(ch, ns, docs, server).await,
     };
     let ok = ok && unreadable.is_empty();
     lines.extend(unreadable);

@@ -16,7 +16,7 @@ use serde_json::Value;
 use tonic::{Code, Status};
 
 use crate::{
-    Ch, custom, describe,
+    Ch, DryRun, custom, describe,
     kinds::Kind,
     manifest::{self, Object},
     resource::Named,
@@ -37,17 +37,21 @@ pub struct Target {
 }
 
 impl Target {
-    /// `kind/name` as kubectl prints it (`configmap/settings`, `crontab.stable.example.com/a`).
-    pub fn what(&self) -> String {
-        let kind = match &self.kind {
+    /// The kind as kubectl prints it before a name (`configmap`, `crontab.stable.example.com`).
+    pub fn kind_word(&self) -> String {
+        match &self.kind {
             Named::Pods => "pod".to_string(),
             Named::ConfigMaps => "configmap".into(),
             Named::Events => "event".into(),
             Named::Secrets => "secret".into(),
             Named::Definitions => "customresourcedefinition.apiextensions.k8s.io".into(),
             Named::Custom(r) => format!("{}.{}", r.kind.to_lowercase(), r.group),
-        };
-        format!("{kind}/{}", self.name)
+        }
+    }
+
+    /// `kind/name` as kubectl prints it (`configmap/settings`, `crontab.stable.example.com/a`).
+    pub fn what(&self) -> String {
+        format!("{}/{}", self.kind_word(), self.name)
     }
 
     fn namespace_for(&self, namespaced: bool) -> String {
@@ -147,7 +151,7 @@ pub struct Changed {
 pub async fn modify(
     ch: &Ch,
     t: &Target,
-    dry_run: bool,
+    dry_run: DryRun,
     change: impl Fn(&Value) -> Result<(Value, Vec<String>), String>,
 ) -> Result<Changed, String> {
     let mut attempt = 0;
@@ -155,9 +159,10 @@ pub async fn modify(
         attempt += 1;
         let current = read(ch, t).await.map_err(|s| describe(&s))?;
         let (mut next, mut warnings) = change(&current).map_err(|e| format!("error: {e}"))?;
-        if next == current {
+        if next == current || dry_run == DryRun::Client {
+            // A client dry run stops here: what would change is known, nothing is written.
             return Ok(Changed {
-                changed: false,
+                changed: next != current,
                 warnings,
             });
         }
@@ -169,7 +174,7 @@ pub async fn modify(
         {
             m.insert("resourceVersion".into(), rv.into());
         }
-        match write(ch, t, next, dry_run).await {
+        match write(ch, t, next, dry_run == DryRun::Server).await {
             Ok(w) => {
                 warnings.extend(w);
                 return Ok(Changed {

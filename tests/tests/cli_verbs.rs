@@ -296,3 +296,85 @@ async fn label_annotate_patch_edit_and_output_templates() {
     assert_eq!(cm.data["color"], "purple");
     assert_eq!(cm.metadata.expect("meta").annotations["meanwhile"], "yes");
 }
+
+/// `--dry-run=client`: kubectl's words with "(dry run)", each object read to tell created from
+/// configured and to find what a delete names; nothing is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn client_dry_runs_read_and_write_nothing() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("two.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fresh\n",
+    )
+    .expect("writes");
+    let file = file.to_str().expect("utf-8 path");
+    let r = kubestore(&url, &["apply", "-f", file], &[]).await;
+    assert!(r.ok, "{}", r.stderr);
+    let r = kubestore(&url, &["delete", "cm", "fresh"], &[]).await;
+    assert!(r.ok, "{}", r.stderr);
+
+    let r = kubestore(&url, &["apply", "-f", file, "--dry-run=client"], &[]).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "configmap/settings configured (dry run)\nconfigmap/fresh created (dry run)"
+    );
+    let e = cluster
+        .config_maps()
+        .await
+        .get(GetConfigMapRequest {
+            namespace: "default".into(),
+            name: "fresh".into(),
+        })
+        .await
+        .expect_err("nothing created");
+    assert_eq!(e.code(), tonic::Code::NotFound);
+
+    let r = kubestore(&url, &["delete", "cm", "settings", "--dry-run=client"], &[]).await;
+    assert_eq!(
+        r.stdout, "configmap \"settings\" deleted (dry run)",
+        "{}",
+        r.stderr
+    );
+    let r = kubestore(&url, &["delete", "-f", file, "--dry-run=client"], &[]).await;
+    assert!(!r.ok, "fresh does not exist");
+    assert_eq!(r.stdout, "configmap \"settings\" deleted (dry run)");
+    assert!(r.stderr.contains("NotFound"), "{}", r.stderr);
+
+    let before = stored(&cluster, "settings").await;
+    let r = kubestore(
+        &url,
+        &["label", "cm", "settings", "tier=web", "--dry-run=client"],
+        &[],
+    )
+    .await;
+    assert_eq!(
+        r.stdout, "configmap/settings labeled (dry run)",
+        "{}",
+        r.stderr
+    );
+    let r = kubestore(
+        &url,
+        &[
+            "patch",
+            "cm",
+            "settings",
+            "-p",
+            r#"{"data":{"color":"red"}}"#,
+            "--dry-run=client",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(
+        r.stdout, "configmap/settings patched (dry run)",
+        "{}",
+        r.stderr
+    );
+    let after = stored(&cluster, "settings").await;
+    assert_eq!(before, after, "a client dry run writes nothing");
+}
