@@ -3,7 +3,6 @@
 //! reads the live object to tell "created" from "configured" and to find what it deletes); the
 //! server validates nothing, so only `--dry-run=server` says whether a write would be taken.
 
-use serde_json::Value;
 use tonic::{Code, Status};
 
 use crate::{
@@ -39,29 +38,11 @@ fn target_of(
         Object::Secret(o) => named(Named::Secrets, o.meta()),
         Object::Definition(d) => named(Named::Definitions, d.metadata.clone().unwrap_or_default()),
         Object::Custom(o) => {
-            let api = o.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-            let kind = o.get("kind").and_then(Value::as_str).unwrap_or("");
-            let r = custom::by_kind(defs, api, kind).ok_or_else(|| {
-                Status::not_found(format!(
-                    "no matches for kind {kind:?} in version {api:?}: no custom resource definition serves it"
-                ))
-            })?;
-            let meta = o.get("metadata");
-            let field = |f: &str| {
-                meta.and_then(|m| m.get(f))
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string()
-            };
-            let namespace = field("namespace");
+            let r = custom::resolve_manifest(defs, o)?;
             Target {
+                namespace: custom::namespace_of(o, &r, default_ns),
+                name: custom::name_of(o),
                 kind: Named::Custom(r),
-                namespace: if namespace.is_empty() {
-                    default_ns.to_string()
-                } else {
-                    namespace
-                },
-                name: field("name"),
             }
         }
     })

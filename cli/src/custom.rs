@@ -144,7 +144,8 @@ pub fn from_struct(s: &pbjson_types::Struct) -> Value {
     whole(serde_json::to_value(s).unwrap_or(Value::Null))
 }
 
-fn namespace_of(obj: &Map<String, Value>, r: &Resolved, default_ns: &str) -> String {
+/// A custom object's namespace: its own, else `default_ns` ("" for a cluster-scoped kind).
+pub(crate) fn namespace_of(obj: &Map<String, Value>, r: &Resolved, default_ns: &str) -> String {
     if !r.namespaced {
         return String::new();
     }
@@ -156,7 +157,8 @@ fn namespace_of(obj: &Map<String, Value>, r: &Resolved, default_ns: &str) -> Str
         .to_string()
 }
 
-fn name_of(obj: &Map<String, Value>) -> String {
+/// A custom object's name.
+pub(crate) fn name_of(obj: &Map<String, Value>) -> String {
     obj.get("metadata")
         .and_then(|m| m.get("name"))
         .and_then(Value::as_str)
@@ -417,7 +419,8 @@ pub async fn delete_definition_named(ch: &Ch, name: &str, dry_run: bool) -> Resu
     ))
 }
 
-fn resolve_manifest(
+/// The kind a custom object's `apiVersion` and `kind` name, or NOT_FOUND as kubectl words it.
+pub(crate) fn resolve_manifest(
     defs: &[CustomResourceDefinition],
     obj: &Map<String, Value>,
 ) -> Result<Resolved, Status> {

@@ -146,39 +146,9 @@ enum Command {
         dry_run: DryRun,
     },
     /// Set or remove labels of an object: `label pod web tier=front old-` (kubectl's form).
-    Label {
-        /// The kind (as for get).
-        kind: String,
-        /// The object's name.
-        name: String,
-        /// `key=value` to set, `key-` to remove.
-        #[arg(required = true, num_args = 1..)]
-        changes: Vec<String>,
-        /// Let `key=value` replace a different value already set.
-        #[arg(long)]
-        overwrite: bool,
-        /// `server`: registry-svc's dry run (nothing stored); `client`: the change computed
-        /// and printed, nothing sent.
-        #[arg(long, value_enum, default_value = "none")]
-        dry_run: DryRun,
-    },
+    Label(MapChange),
     /// Set or remove annotations of an object: `annotate cm settings owner=team-a`.
-    Annotate {
-        /// The kind (as for get).
-        kind: String,
-        /// The object's name.
-        name: String,
-        /// `key=value` to set, `key-` to remove.
-        #[arg(required = true, num_args = 1..)]
-        changes: Vec<String>,
-        /// Let `key=value` replace a different value already set.
-        #[arg(long)]
-        overwrite: bool,
-        /// `server`: registry-svc's dry run (nothing stored); `client`: the change computed
-        /// and printed, nothing sent.
-        #[arg(long, value_enum, default_value = "none")]
-        dry_run: DryRun,
-    },
+    Annotate(MapChange),
     /// Change an object by a patch: `patch cm settings -p '{"data":{"color":"red"}}'`
     /// (`--type merge`, RFC 7386, the default) or `--type json` (RFC 6902 operations).
     Patch {
@@ -215,6 +185,25 @@ enum Command {
         #[command(subcommand)]
         command: StorageCommand,
     },
+}
+
+/// The arguments of `label` and `annotate`.
+#[derive(clap::Args)]
+struct MapChange {
+    /// The kind (as for get).
+    kind: String,
+    /// The object's name.
+    name: String,
+    /// `key=value` to set, `key-` to remove.
+    #[arg(required = true, num_args = 1..)]
+    changes: Vec<String>,
+    /// Let `key=value` replace a different value already set.
+    #[arg(long)]
+    overwrite: bool,
+    /// `server`: registry-svc's dry run (nothing stored); `client`: the change computed and
+    /// printed, nothing sent.
+    #[arg(long, value_enum, default_value = "none")]
+    dry_run: DryRun,
 }
 
 #[derive(Subcommand)]
@@ -488,37 +477,8 @@ async fn run(ch: Ch, namespace: String, command: Command) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Label {
-            kind,
-            name,
-            changes,
-            overwrite,
-            dry_run,
-        } => {
-            map_command(
-                &ch, namespace, kind, name, "labels", changes, overwrite, dry_run,
-            )
-            .await
-        }
-        Command::Annotate {
-            kind,
-            name,
-            changes,
-            overwrite,
-            dry_run,
-        } => {
-            map_command(
-                &ch,
-                namespace,
-                kind,
-                name,
-                "annotations",
-                changes,
-                overwrite,
-                dry_run,
-            )
-            .await
-        }
+        Command::Label(c) => map_command(&ch, namespace, "labels", c).await,
+        Command::Annotate(c) => map_command(&ch, namespace, "annotations", c).await,
         Command::Patch {
             kind,
             name,
@@ -589,17 +549,14 @@ async fn target(ch: &Ch, namespace: String, kind: &str, name: String) -> Option<
 }
 
 /// `label` and `annotate`: `field` is `labels` or `annotations`.
-#[allow(clippy::too_many_arguments)]
-async fn map_command(
-    ch: &Ch,
-    namespace: String,
-    kind: String,
-    name: String,
-    field: &str,
-    changes: Vec<String>,
-    overwrite: bool,
-    dry_run: DryRun,
-) -> ExitCode {
+async fn map_command(ch: &Ch, namespace: String, field: &str, c: MapChange) -> ExitCode {
+    let MapChange {
+        kind,
+        name,
+        changes,
+        overwrite,
+        dry_run,
+    } = c;
     let edits = match kubestore_cli::patch::map_edits(&changes) {
         Ok(e) => e,
         Err(e) => {

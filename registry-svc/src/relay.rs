@@ -101,9 +101,8 @@ impl Feed {
         self.tx.is_closed()
     }
 
-    /// Buffers `event` for the client, without waiting.
-    pub fn push(&self, event: WatchEvent) -> Result<(), Refused> {
-        let size = event.encoded_len().clamp(1, BUFFER_BYTES);
+    /// Buffers `event`, of `size` bytes ([`size`]), for the client, without waiting.
+    pub fn push(&self, event: WatchEvent, size: usize) -> Result<(), Refused> {
         let permit = self
             .bytes
             .clone()
@@ -129,12 +128,22 @@ impl Feed {
     pub fn cut_off(self, counter: &Counter) {
         tracing::info!("shared watch member cut off: the client stopped reading");
         counter.inc();
-        let _ = self.cut.set(Status::from(ApiError::WatcherTooSlow(format!(
-            "the watcher did not read its events: registry-svc's buffer of {BUFFER_EVENTS} events \
-             / {} MiB for it was full; watch again from the last resourceVersion received",
-            BUFFER_BYTES >> 20
-        ))));
+        let _ = self.cut.set(too_slow("was full"));
     }
+}
+
+/// What a relay's buffer holds of `event`: its encoded size, within the buffer's bound.
+pub fn size(event: &WatchEvent) -> usize {
+    event.encoded_len().clamp(1, BUFFER_BYTES)
+}
+
+/// The status of a watch cut off because its buffer `how` (stayed full for ..., was full).
+fn too_slow(how: &str) -> Status {
+    Status::from(ApiError::WatcherTooSlow(format!(
+        "the watcher did not read its events: registry-svc's buffer of {BUFFER_EVENTS} events / \
+         {} MiB {how}; watch again from the last resourceVersion received",
+        BUFFER_BYTES >> 20
+    )))
 }
 
 impl Relay {
@@ -153,8 +162,8 @@ impl Relay {
                     };
                     let (item, size) = match item {
                         Ok(Some(ev)) => {
-                            let size = ev.encoded_len().clamp(1, BUFFER_BYTES);
-                            (Ok(ev), size)
+                            let n = size(&ev);
+                            (Ok(ev), n)
                         }
                         // The end of storage's stream: the channel closes behind the events.
                         Ok(None) => return,
@@ -170,18 +179,12 @@ impl Relay {
                         // The client is gone, or storage's stream ended with an error.
                         Ok(_) => return,
                         Err(_) => {
-                            let message = format!(
-                                "the watcher did not read its events: registry-svc's buffer of \
-                                 {BUFFER_EVENTS} events / {} MiB stayed full for {SEND_BUDGET:?}; \
-                                 watch again from the last resourceVersion received",
-                                BUFFER_BYTES >> 20
-                            );
                             tracing::info!("watch cut off: the client stopped reading");
                             cut_off.inc();
                             // The client is not reading (the buffer is full), so it sees this
                             // at its next read, before the buffered events; the channel closes
                             // as the task ends.
-                            let _ = cut.set(Status::from(ApiError::WatcherTooSlow(message)));
+                            let _ = cut.set(too_slow(&format!("stayed full for {SEND_BUDGET:?}")));
                             return;
                         }
                     }

@@ -96,10 +96,12 @@ impl Hub {
     /// Hands `event` to every member; false when none is left (the hub then closes).
     fn deliver(&self, event: WatchEvent, cut_off: &Counter) -> bool {
         let position = event.resource_version.parse::<i64>().ok();
+        // Measured once for every member.
+        let size = crate::relay::size(&event);
         let mut s = self.lock();
         let mut kept = Vec::with_capacity(s.members.len());
         for m in s.members.drain(..) {
-            match m.push(event.clone()) {
+            match m.push(event.clone(), size) {
                 Ok(()) => kept.push(m),
                 Err(Refused::Full) => m.cut_off(cut_off),
                 Err(Refused::Gone) => {}
