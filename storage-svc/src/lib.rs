@@ -11,7 +11,7 @@
 //! - [`object`]: the wire-level handling of `metadata` and `resource_version`;
 //! - [`state`]: a key's observed state (revision, bytes, metadata);
 //! - [`preconditions`], [`lease`], [`keylock`]: what their names say;
-//! - [`etcd`]: the client, with spans, metrics and deadlines; [`encryption`]: encryption at
+//! - [`etcd`]: the client, with spans, [`metrics`] and deadlines; [`encryption`]: encryption at
 //!   rest of the configured resources, where values meet etcd;
 //! - [`request`]: the List and Watch requests and results and a watch's event sink, which the
 //!   etcd path and the cache path share;
@@ -38,6 +38,7 @@ pub mod keylock;
 pub mod keys;
 pub mod lease;
 pub mod list;
+pub mod metrics;
 pub mod object;
 pub mod preconditions;
 pub mod request;
