@@ -6,7 +6,7 @@
 //! - [`table`]: kubectl-like tables and ages;
 //! - [`get`]: `get` (tables, `-o yaml|json|wide`, `-w`), [`apply`]: `apply -f` / `delete -f`,
 //!   [`client_dry_run`]: their `--dry-run=client`;
-//! - [`jsonpath`]: `-o jsonpath=` and `-o custom-columns=`;
+//! - [`jsonpath`]: `-o jsonpath=` and `-o custom-columns=` (the shared crate's);
 //! - [`modify`]: `label`, `annotate`, `patch` and `edit` (read, change, update at the version
 //!   read, again on a conflict), with [`patch`]: merge and JSON patches, `key=value` edits;
 //! - [`pager`]: lists in pages of 500 (kubectl's `--chunk-size`);
@@ -25,7 +25,7 @@ pub mod custom;
 pub mod demo;
 pub mod description;
 pub mod get;
-pub mod jsonpath;
+pub use kubestore_apimachinery::jsonpath;
 pub mod kinds;
 pub mod manifest;
 pub mod modify;

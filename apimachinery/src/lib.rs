@@ -1,0 +1,18 @@
+//! Kubernetes' wire forms over kubestore's protos, shared by registry-svc (every transport),
+//! the CLI and the controllers: what `k8s.io/apimachinery` is to Kubernetes.
+//!
+//! - [`descriptors`]: the protos' message descriptors, indexed once;
+//! - [`rules`]: upstream's Go struct tags that a `.proto` cannot say (`omitempty`, quantities,
+//!   patch strategies and merge keys), as data;
+//! - [`json`]: Kubernetes JSON for any message, from the descriptors;
+//! - [`jsonpath`]: kubectl's JSONPath (`-o jsonpath=`, `custom-columns`, a definition's
+//!   `additionalPrinterColumns`);
+//! - [`patch`]: JSON merge, JSON and strategic merge patches;
+//! - [`time`]: `metav1.Time` and `MicroTime` text.
+
+pub mod descriptors;
+pub mod json;
+pub mod jsonpath;
+pub mod patch;
+pub mod rules;
+pub mod time;

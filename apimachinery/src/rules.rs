@@ -1,0 +1,197 @@
+//! What Kubernetes says about some fields that a `.proto` cannot: the Go struct tags of
+//! `k8s.io/api` that change a field's JSON or its patching. Data, keyed by the field's full
+//! proto name, read by the JSON codec (`json`) and the strategic merge patch
+//! (`patch::strategic`); no kind has code of its own.
+//!
+//! - **always**: the Go field has no `omitempty`, so upstream writes it even when empty (clients
+//!   with strict models, such as the Python client, require it: `ContainerStatus.imageID`,
+//!   `restartCount`, `ready`).
+//! - **quantity**: the value is a `resource.Quantity`, which upstream also accepts as a JSON
+//!   number (`cpu: 1` in YAML) and always writes as a string.
+//! - **patch**: `patchStrategy` and `patchMergeKey` (strategic merge patch). A list without one
+//!   is replaced whole by a patch, as upstream does.
+
+/// How a strategic merge patch treats a list field (upstream's `patchStrategy` tag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListStrategy {
+    /// No tag: the patch's list replaces the object's.
+    Replace,
+    /// `merge` of a list of scalars: union, in order (e.g. `finalizers`).
+    MergePrimitives,
+    /// `merge` of a list of objects by a key (`containers` by `name`).
+    MergeByKey(&'static str),
+    /// `merge,retainKeys` by a key (`volumes` by `name`): merged by key, and each item keeps
+    /// only the fields the patch names.
+    MergeByKeyRetainKeys(&'static str),
+}
+
+/// The rules of one field.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FieldRule {
+    /// Written even when empty.
+    pub always: bool,
+    /// A map of quantities (numbers accepted, strings written).
+    pub quantity: bool,
+    /// Strategic merge patch strategy of a list field.
+    pub list: Option<ListStrategy>,
+}
+
+const ALWAYS: FieldRule = FieldRule {
+    always: true,
+    quantity: false,
+    list: None,
+};
+const QUANTITY: FieldRule = FieldRule {
+    always: false,
+    quantity: true,
+    list: None,
+};
+const fn merge_by(key: &'static str) -> FieldRule {
+    FieldRule {
+        always: false,
+        quantity: false,
+        list: Some(ListStrategy::MergeByKey(key)),
+    }
+}
+const MERGE_PRIMITIVES: FieldRule = FieldRule {
+    always: false,
+    quantity: false,
+    list: Some(ListStrategy::MergePrimitives),
+};
+
+/// Upstream's tags for the fields kubestore models (`k8s.io/api` types.go of each kind).
+const RULES: &[(&str, FieldRule)] = &[
+    // meta/v1 ObjectMeta
+    (".meta.v1.ObjectMeta.finalizers", MERGE_PRIMITIVES),
+    (".meta.v1.ObjectMeta.owner_references", merge_by("uid")),
+    // meta/v1 OwnerReference: apiVersion, kind, name and uid have no omitempty.
+    (".meta.v1.OwnerReference.api_version", ALWAYS),
+    (".meta.v1.OwnerReference.kind", ALWAYS),
+    (".meta.v1.OwnerReference.name", ALWAYS),
+    (".meta.v1.OwnerReference.uid", ALWAYS),
+    // core/v1 Pod
+    (".core.v1.PodSpec.containers", merge_by("name")),
+    (".core.v1.PodSpec.init_containers", merge_by("name")),
+    (
+        ".core.v1.PodSpec.volumes",
+        FieldRule {
+            always: false,
+            quantity: false,
+            list: Some(ListStrategy::MergeByKeyRetainKeys("name")),
+        },
+    ),
+    (".core.v1.PodSpec.tolerations", FieldRule::EMPTY),
+    (".core.v1.Container.name", ALWAYS),
+    (".core.v1.Container.ports", merge_by("containerPort")),
+    (".core.v1.Container.env", merge_by("name")),
+    (".core.v1.Container.volume_mounts", merge_by("mountPath")),
+    (".core.v1.ContainerPort.container_port", ALWAYS),
+    (".core.v1.EnvVar.name", ALWAYS),
+    (".core.v1.VolumeMount.name", ALWAYS),
+    (".core.v1.VolumeMount.mount_path", ALWAYS),
+    (".core.v1.ResourceRequirements.requests", QUANTITY),
+    (".core.v1.ResourceRequirements.limits", QUANTITY),
+    (".core.v1.PodStatus.conditions", merge_by("type")),
+    (".core.v1.PodStatus.pod_ips", merge_by("ip")),
+    (".core.v1.PodStatus.host_ips", merge_by("ip")),
+    (".core.v1.PodCondition.type", ALWAYS),
+    (".core.v1.PodCondition.status", ALWAYS),
+    (".core.v1.PodCondition.last_probe_time", ALWAYS),
+    (".core.v1.PodCondition.last_transition_time", ALWAYS),
+    (".core.v1.ContainerStatus.name", ALWAYS),
+    (".core.v1.ContainerStatus.ready", ALWAYS),
+    (".core.v1.ContainerStatus.restart_count", ALWAYS),
+    (".core.v1.ContainerStatus.image", ALWAYS),
+    (".core.v1.ContainerStatus.image_id", ALWAYS),
+    // core/v1 Event: involvedObject, reportingComponent, reportingInstance, eventTime have no
+    // omitempty; eventTime is written as null when unset (a MicroTime).
+    (".core.v1.Event.involved_object", ALWAYS),
+    (".core.v1.Event.reporting_component", ALWAYS),
+    (".core.v1.Event.reporting_instance", ALWAYS),
+    (".core.v1.Event.event_time", ALWAYS),
+    (".core.v1.Event.first_timestamp", ALWAYS),
+    (".core.v1.Event.last_timestamp", ALWAYS),
+    // apiextensions/v1
+    (
+        ".apiextensions.v1.CustomResourceDefinitionNames.plural",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceDefinitionNames.kind",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceDefinitionSpec.group",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceDefinitionSpec.scope",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceDefinitionSpec.versions",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceDefinitionVersion.name",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceDefinitionVersion.served",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceDefinitionVersion.storage",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceDefinitionStatus.stored_versions",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceDefinitionStatus.accepted_names",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceDefinitionCondition.type",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceDefinitionCondition.status",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceColumnDefinition.name",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceColumnDefinition.type",
+        ALWAYS,
+    ),
+    (
+        ".apiextensions.v1.CustomResourceColumnDefinition.json_path",
+        ALWAYS,
+    ),
+    (".apiextensions.v1.SelectableField.json_path", ALWAYS),
+];
+
+impl FieldRule {
+    /// No rule.
+    pub const EMPTY: FieldRule = FieldRule {
+        always: false,
+        quantity: false,
+        list: None,
+    };
+}
+
+/// The rule of the field `full_name` (`.core.v1.PodSpec.containers`).
+pub fn rule(full_name: &str) -> FieldRule {
+    // Read once per field when the descriptors are indexed (`FieldDesc::rule`), not per object.
+    static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static str, FieldRule>> =
+        std::sync::OnceLock::new();
+    INDEX
+        .get_or_init(|| RULES.iter().copied().collect())
+        .get(full_name)
+        .copied()
+        .unwrap_or_default()
+}
