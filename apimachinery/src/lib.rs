@@ -8,6 +8,7 @@
 //! - [`jsonpath`]: kubectl's JSONPath (`-o jsonpath=`, `custom-columns`, a definition's
 //!   `additionalPrinterColumns`);
 //! - [`patch`]: JSON merge, JSON and strategic merge patches;
+//! - [`table`]: `meta.k8s.io/v1` Tables (server-side printing);
 //! - [`time`]: `metav1.Time` and `MicroTime` text.
 
 pub mod descriptors;
@@ -15,4 +16,5 @@ pub mod json;
 pub mod jsonpath;
 pub mod patch;
 pub mod rules;
+pub mod table;
 pub mod time;

@@ -67,6 +67,16 @@ pub enum ApiError {
     /// The request itself is malformed (missing object, namespace mismatch, bad name).
     #[error("{0}")]
     BadRequest(String),
+    /// The verb is not supported by the resource (upstream's 405 MethodNotAllowed).
+    #[error("{0}")]
+    MethodNotSupported(String),
+    /// The response cannot be given in any media type the client accepts (406).
+    #[error("{0}")]
+    NotAcceptable(String),
+    /// The body is in a media type the resource does not take (415), e.g. a strategic merge
+    /// patch of a custom kind.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// The object is larger than storage can hold (upstream's 413 RequestEntityTooLarge).
     #[error("Request entity too large: {kind} \"{}\" is {bytes} bytes encoded; storage accepts at most {limit} bytes per object, its key included", shown(.name))]
     TooLarge {
@@ -155,6 +165,9 @@ impl ApiError {
             Self::Conflict { .. } => "Conflict",
             Self::Invalid { .. } => "Invalid",
             Self::BadRequest(_) => "BadRequest",
+            Self::MethodNotSupported(_) => "MethodNotAllowed",
+            Self::NotAcceptable(_) => "NotAcceptable",
+            Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
             Self::TooLarge { .. } => "RequestEntityTooLarge",
             Self::StorageFull(_) => "StorageFull",
             Self::Expired { .. } => "Expired",
@@ -172,9 +185,12 @@ impl ApiError {
             Self::NotFound { .. } => Code::NotFound,
             Self::AlreadyExists { .. } => Code::AlreadyExists,
             Self::Conflict { .. } => Code::Aborted,
-            Self::Invalid { .. } | Self::BadRequest(_) | Self::TooLarge { .. } => {
-                Code::InvalidArgument
-            }
+            Self::Invalid { .. }
+            | Self::BadRequest(_)
+            | Self::TooLarge { .. }
+            | Self::NotAcceptable(_)
+            | Self::UnsupportedMediaType(_) => Code::InvalidArgument,
+            Self::MethodNotSupported(_) => Code::Unimplemented,
             Self::StorageFull(_) | Self::WatcherTooSlow(_) | Self::TooManyRequests(_) => {
                 Code::ResourceExhausted
             }
@@ -244,6 +260,20 @@ impl ApiError {
                     message: format!("storage-svc is unavailable: {message}"),
                 },
                 _ => Self::Internal(format!("storage-svc: {}: {message}", status.code())),
+            },
+        }
+    }
+
+    /// A patch that was not applied: malformed (400) or not applicable to the object (422,
+    /// upstream's `StatusReasonInvalid` with the patch library's message).
+    pub fn from_patch(e: kubestore_apimachinery::patch::PatchError) -> Self {
+        use kubestore_apimachinery::patch::PatchError;
+        match e {
+            PatchError::BadRequest(m) => Self::BadRequest(m),
+            PatchError::Unprocessable(m) => Self::Invalid {
+                kind: String::new(),
+                name: String::new(),
+                violations: Violations::from(vec![(String::new(), m)]),
             },
         }
     }

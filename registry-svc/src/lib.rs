@@ -20,6 +20,7 @@
 //!   `apiserver_storage_objects`, counted periodically;
 //! - [`service`]: the gRPC glue; [`fuzzing`]: entry points for the fuzz targets.
 
+pub mod catalog;
 pub mod collection;
 pub mod create;
 pub mod custom;

@@ -44,6 +44,10 @@ pub enum Verb {
     Update,
     /// UpdateStatus (`PUT`, subresource `status`).
     UpdateStatus,
+    /// Patch (`PATCH`).
+    Patch,
+    /// Patch of the status subresource (`PATCH`, subresource `status`).
+    PatchStatus,
     /// Delete (`DELETE`).
     Delete,
     /// DeleteCollection (`DELETE` on a collection).
@@ -58,12 +62,13 @@ impl Verb {
             Self::List => "LIST",
             Self::Watch => "WATCH",
             Self::Update | Self::UpdateStatus => "PUT",
+            Self::Patch | Self::PatchStatus => "PATCH",
             Self::Delete | Self::DeleteCollection => "DELETE",
         }
     }
 
     fn subresource(self) -> &'static str {
-        if self == Self::UpdateStatus {
+        if matches!(self, Self::UpdateStatus | Self::PatchStatus) {
             "status"
         } else {
             ""
@@ -140,6 +145,9 @@ pub fn http_code(e: &ApiError) -> u16 {
         ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
         ApiError::Invalid { .. } => 422,
         ApiError::BadRequest(_) => 400,
+        ApiError::MethodNotSupported(_) => 405,
+        ApiError::NotAcceptable(_) => 406,
+        ApiError::UnsupportedMediaType(_) => 415,
         ApiError::TooLarge { .. } => 413,
         ApiError::Expired { .. } => 410,
         ApiError::WatcherTooSlow(_) | ApiError::TooManyRequests(_) => 429,

@@ -18,6 +18,20 @@ pub trait Resource: prost::Message + Default + Clone + PartialEq + Send + Sync +
     const RESOURCE: &'static str;
     /// API group: "" for the core group (request metrics' `group` label).
     const GROUP: &'static str = "";
+    /// kubectl's short names (`po`), for discovery.
+    const SHORT_NAMES: &'static [&'static str] = &[];
+    /// Discovery's categories (`all`).
+    const CATEGORIES: &'static [&'static str] = &[];
+    /// The proto message, `.core.v1.Pod`: by convention the package is the group's first label
+    /// (`core` for the core group) and the version, and the message is named for the kind, so
+    /// that the descriptor-driven JSON codec finds every built-in kind without a list.
+    fn message_name() -> String {
+        let package = match Self::GROUP.split('.').next() {
+            None | Some("") => "core",
+            Some(label) => label,
+        };
+        format!(".{package}.v1.{}", Self::KIND)
+    }
     /// The metadata (field 1), if present.
     fn meta(&self) -> Option<&ObjectMeta>;
     /// The metadata, created empty if absent.
@@ -35,11 +49,18 @@ pub trait Resource: prost::Message + Default + Clone + PartialEq + Send + Sync +
 /// Implements [`Resource`] for a message whose field 1 is `metadata`.
 #[macro_export]
 macro_rules! resource {
-    ($ty:ty, $kind:literal, $plural:literal, $list:ty, $watch:ty $(, group = $group:literal)?) => {
+    (
+        $ty:ty, $kind:literal, $plural:literal, $list:ty, $watch:ty
+        $(, group = $group:literal)?
+        $(, short = [$($short:literal),*])?
+        $(, categories = [$($category:literal),*])?
+    ) => {
         impl $crate::resource::Resource for $ty {
             const KIND: &'static str = $kind;
             const RESOURCE: &'static str = $plural;
             $(const GROUP: &'static str = $group;)?
+            $(const SHORT_NAMES: &'static [&'static str] = &[$($short),*];)?
+            $(const CATEGORIES: &'static [&'static str] = &[$($category),*];)?
             type ListRequest = $list;
             fn list_parts(
                 request: $list,
@@ -62,20 +83,30 @@ macro_rules! resource {
     };
 }
 
-resource!(Pod, "Pod", "pods", ListPodsRequest, WatchPodsRequest);
+resource!(
+    Pod,
+    "Pod",
+    "pods",
+    ListPodsRequest,
+    WatchPodsRequest,
+    short = ["po"],
+    categories = ["all"]
+);
 resource!(
     ConfigMap,
     "ConfigMap",
     "configmaps",
     ListConfigMapsRequest,
-    WatchConfigMapsRequest
+    WatchConfigMapsRequest,
+    short = ["cm"]
 );
 resource!(
     Event,
     "Event",
     "events",
     ListEventsRequest,
-    WatchEventsRequest
+    WatchEventsRequest,
+    short = ["ev"]
 );
 resource!(
     kubestore_proto::coordination::v1::Lease,

@@ -15,12 +15,14 @@
 //! before a default existed (or by another writer) is served, compared and updated as if it had
 //! been written with it.
 
+use kubestore_apimachinery::table::{self, Column};
 use kubestore_proto::meta::v1::DeleteOptions;
+use serde_json::Value;
 
 use crate::{
     error::ApiError,
     finalizers::GcPolicy,
-    resource::Resource,
+    resource::{MetaExt, Resource},
     selectors::{METADATA_FIELDS, SelectableField},
     violations::Violations,
 };
@@ -164,10 +166,27 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
     fn after_delete(&self, _obj: &R, _dry_run: bool) {}
     /// Last touch on every object returned to a client.
     fn decorate(&self, _obj: &mut R) {}
+    /// The columns of the kind's Table, as upstream's printer of the kind has them
+    /// (`pkg/printers/internalversion`); by default upstream's default table convertor's Name
+    /// and Created At.
+    fn columns(&self) -> Vec<Column> {
+        table::default_columns()
+    }
+    /// One object's cells, in `columns`' order (`now`: seconds since the epoch, for ages).
+    fn cells(&self, obj: &R, _now: i64) -> Vec<Value> {
+        table::default_cells(obj.name(), created(obj))
+    }
     /// Whether `decorate` changes objects. A kind that overrides `decorate` must say so: List
     /// and Watch otherwise pass storage's encoded objects through without decoding them
     /// (`passthrough`).
     fn has_decorator(&self) -> bool {
         false
     }
+}
+
+/// When `obj` was created, in seconds since the epoch.
+pub fn created<R: Resource>(obj: &R) -> Option<i64> {
+    obj.meta()
+        .and_then(|m| m.creation_timestamp.as_ref())
+        .map(|t| t.seconds)
 }

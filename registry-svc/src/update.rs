@@ -38,18 +38,37 @@ fn failed_precondition(status: &tonic::Status) -> Option<&'static str> {
 
 /// Which part of an object an update writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Part {
+pub enum Part {
     /// Update: metadata and spec (the strategy keeps status).
     Main,
     /// UpdateStatus: status (the status strategy keeps the rest).
     Status,
 }
 
+/// A patch as the Store applies it: the current object in, the patched object out (or why
+/// not). Called once per storage attempt, on the state that attempt read.
+pub type PatchFn<'a, R> = &'a (dyn Fn(&R) -> Result<R, ApiError> + Send + Sync);
+
+/// What an update writes: the request's object, or a patch of the stored one.
+enum Request<'a, R> {
+    Object(&'a R),
+    Patch(PatchFn<'a, R>),
+}
+
+impl<R> Clone for Request<'_, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<R> Copy for Request<'_, R> {}
+
 /// What the update function needs from the request.
 struct UpdateCall<'a, R> {
     ns: &'a str,
-    request: &'a R,
-    /// The request's resourceVersion (0: none).
+    /// The object's name (the URL's, for a patch).
+    name: &'a str,
+    request: Request<'a, R>,
+    /// The request's resourceVersion (0: none; a patch's comes from the patched object).
     request_rv: u64,
     dry_run: bool,
     part: Part,
@@ -148,6 +167,85 @@ impl<R: Resource> Store<R> {
                 .get_or_insert_with(Preconditions::default)
                 .resource_version = Some(rv.to_string());
         }
+        self.run_update(
+            ctx,
+            &ns,
+            &name,
+            key,
+            preconditions,
+            update_preconditions,
+            allow_create,
+            UpdateCall {
+                ns: &ns,
+                name: &name,
+                request: Request::Object(&obj),
+                request_rv: rv,
+                dry_run,
+                part,
+            },
+        )
+        .await
+    }
+
+    /// Patch (upstream's patcher): `apply` turns the stored object into the patched one, on
+    /// every state storage hands the update (a patch that lost to a concurrent write is applied
+    /// again to what won), then the patched object is updated as by Update: the strategy's
+    /// hooks, validation, a resourceVersion the patch sets as a precondition. A patch that
+    /// changes nothing writes nothing (the resourceVersion stays).
+    pub async fn patch(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        apply: PatchFn<'_, R>,
+        dry_run: bool,
+        part: Part,
+    ) -> Result<R, ApiError> {
+        if part == Part::Status && !self.strategy.has_status() {
+            return Err(ApiError::BadRequest(format!(
+                "{} has no status subresource",
+                self.resource()
+            )));
+        }
+        let ns = self.request_namespace(namespace, "")?.to_string();
+        let key = self.key(&ns, name)?;
+        if let Some(e) = self.impossible_name(name) {
+            return Err(e);
+        }
+        self.run_update(
+            ctx,
+            &ns,
+            name,
+            key,
+            None,
+            None,
+            false,
+            UpdateCall {
+                ns: &ns,
+                name,
+                request: Request::Patch(apply),
+                request_rv: 0,
+                dry_run,
+                part,
+            },
+        )
+        .await
+    }
+
+    /// The GuaranteedUpdate of Update, UpdateStatus and Patch.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_update(
+        &self,
+        ctx: Ctx,
+        ns: &str,
+        name: &str,
+        key: String,
+        preconditions: Option<Preconditions>,
+        update_preconditions: Option<Preconditions>,
+        allow_create: bool,
+        call: UpdateCall<'_, R>,
+    ) -> Result<R, ApiError> {
+        let dry_run = call.dry_run;
         let start = UpdateStart {
             key: key.clone(),
             preconditions: update_preconditions,
@@ -159,13 +257,6 @@ impl<R: Resource> Store<R> {
         let end = self
             .storage
             .guaranteed_update(ctx.deadline, start, |state| {
-                let call = UpdateCall {
-                    ns: &ns,
-                    request: &obj,
-                    request_rv: rv,
-                    dry_run,
-                    part,
-                };
                 let existing = state.object;
                 let (o, ttl) = self.try_update(&call, state, &mut creating)?;
                 // A kind whose encoding is not canonical (a `Struct` is a hash map) may encode
@@ -179,11 +270,11 @@ impl<R: Resource> Store<R> {
                     return Ok((bytes.to_vec(), ttl));
                 }
                 let encoded = o.encode_to_vec();
-                self.check_size(&key, &name, &encoded)?;
+                self.check_size(&key, name, &encoded)?;
                 Ok((encoded, ttl))
             })
             .await
-            .map_err(|s| match self.storage_error(&s, &name) {
+            .map_err(|s| match self.storage_error(&s, name) {
                 ApiError::Conflict { resource, name, .. }
                     if failed_precondition(&s) == Some("resourceVersion") =>
                 {
@@ -208,7 +299,8 @@ impl<R: Resource> Store<R> {
             }
             UpdateEnd::Aborted(Abort::Api(e)) => Err(e),
             UpdateEnd::Aborted(Abort::DeleteNow(updated)) => {
-                self.delete_without_finalizers(ctx, key, &name, preconditions, dry_run, updated)
+                let _ = ns;
+                self.delete_without_finalizers(ctx, key, name, preconditions, dry_run, updated)
                     .await
             }
         }
@@ -261,14 +353,21 @@ impl<R: Resource> Store<R> {
     ) -> Result<(R, i64), Abort<R>> {
         let UpdateCall {
             ns,
+            name,
             request,
             request_rv,
             dry_run,
             part,
         } = *call;
         *creating = false;
-        let name = request.name();
         let Some(existing_bytes) = state.object else {
+            let Request::Object(request) = request else {
+                return Err(ApiError::NotFound {
+                    resource: self.resource().into(),
+                    name: name.into(),
+                }
+                .into());
+            };
             if part == Part::Status || !self.strategy.allow_create_on_update() {
                 return Err(ApiError::NotFound {
                     resource: self.resource().into(),
@@ -293,7 +392,28 @@ impl<R: Resource> Store<R> {
             return Ok((obj, ttl));
         };
         let existing = self.decode(existing_bytes)?;
-        let mut obj = request.clone();
+        let (mut obj, request_rv) = match request {
+            Request::Object(r) => (r.clone(), request_rv),
+            Request::Patch(apply) => {
+                let mut patched = apply(&existing)?;
+                // Upstream defaults a patched object as it decodes it.
+                self.strategy.default_object(&mut patched);
+                // A resourceVersion the patch sets is a precondition; else the patch applies to
+                // the version it read, which is current.
+                let rv = self.parse_resource_version(
+                    name,
+                    patched.meta().map_or("", |m| m.resource_version.as_str()),
+                )?;
+                if patched.name() != name {
+                    return Err(ApiError::BadRequest(format!(
+                        "the name of the object ({}) does not match the name on the URL ({name})",
+                        patched.name()
+                    ))
+                    .into());
+                }
+                (patched, rv)
+            }
+        };
         if request_rv == 0 {
             if !self.strategy.allow_unconditional_update() {
                 return Err(ApiError::invalid(

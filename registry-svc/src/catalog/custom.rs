@@ -1,0 +1,460 @@
+//! The endpoint of one served version of a custom kind (upstream's `crdHandler` serving a
+//! version through the same handlers as every built-in kind).
+//!
+//! An object is taken in as upstream's handler does: its `apiVersion` and `kind` checked against
+//! the request's version and the served kind, pruned and defaulted by the version's schema, and
+//! stored in the storage version (conversion `None`: only `apiVersion` changes). Objects go out
+//! in the requested version. Strategic merge patches are refused (415), as upstream refuses them
+//! for custom resources: there are no Go struct tags to merge lists by.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kubestore_apimachinery::{
+    jsonpath,
+    patch::{Patch, PatchType},
+    table::{self, Column, IncludeObject},
+};
+use kubestore_proto::meta::v1::{DeleteOptions, ListMeta, ListOptions};
+use serde_json::{Map, Value};
+use tokio_stream::StreamExt;
+
+use super::{
+    Deleted, Endpoint, EventStream, Json, Output, Page, Part, ResourceInfo, WriteOptions, Written,
+    builtin::{check_type_meta, watch_error},
+};
+use crate::{
+    custom::{
+        kinds::{ServedKind, ServedVersion},
+        object::CustomObject,
+    },
+    error::ApiError,
+    metrics::Verb,
+    store::{Ctx, Store},
+};
+
+/// A served version of a custom kind.
+pub struct CustomEndpoint {
+    kind: Arc<ServedKind>,
+    version: String,
+    info: ResourceInfo,
+    columns: Vec<(Column, String)>,
+}
+
+impl CustomEndpoint {
+    /// The endpoint of `kind`'s `version` (which must be one of its served versions).
+    pub fn new(kind: Arc<ServedKind>, version: &str, info: ResourceInfo) -> Self {
+        let columns = kind
+            .versions
+            .get(version)
+            .map(printer_columns)
+            .unwrap_or_default();
+        Self {
+            kind,
+            version: version.to_string(),
+            info,
+            columns,
+        }
+    }
+
+    fn served(&self) -> Result<&ServedVersion, ApiError> {
+        self.kind.version(&self.version)
+    }
+
+    fn store(&self) -> Result<&Store<CustomObject>, ApiError> {
+        Ok(&self.served()?.store)
+    }
+
+    /// A client's object taken in: checked, pruned, defaulted, in the storage version.
+    pub fn take_in(&self, body: Value) -> Result<CustomObject, ApiError> {
+        let Value::Object(mut json) = body else {
+            return Err(ApiError::BadRequest(
+                "the object must be a JSON object".into(),
+            ));
+        };
+        let api_version = self.info.api_version();
+        check_type_meta(&Value::Object(json.clone()), &api_version, &self.kind.kind)?;
+        json.insert("apiVersion".into(), Value::String(api_version));
+        json.insert("kind".into(), Value::String(self.kind.kind.clone()));
+        let version = self.served()?;
+        let mut value = Value::Object(json);
+        version.schema.prune(&mut value);
+        version.schema.default(&mut value);
+        let Value::Object(mut json) = value else {
+            return Err(ApiError::Internal("pruning left no object".into()));
+        };
+        json.insert(
+            "apiVersion".into(),
+            Value::String(format!("{}/{}", self.kind.group, self.kind.storage_version)),
+        );
+        CustomObject::from_json(json)
+    }
+
+    /// An object as it goes out, in this version.
+    pub fn give_out(&self, obj: &CustomObject) -> Result<Map<String, Value>, ApiError> {
+        let mut json = obj.to_json()?;
+        json.insert("apiVersion".into(), Value::String(self.info.api_version()));
+        Ok(json)
+    }
+
+    fn to_json(&self, obj: &CustomObject) -> Result<Json, ApiError> {
+        let json = self.give_out(obj)?;
+        serde_json::to_vec(&json)
+            .map(Bytes::from)
+            .map_err(|e| ApiError::Internal(format!("custom object as JSON: {e}")))
+    }
+
+    fn row(&self, obj: &CustomObject, include: IncludeObject, now: i64) -> Result<Value, ApiError> {
+        let json = Value::Object(self.give_out(obj)?);
+        let name = json
+            .pointer("/metadata/name")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let mut cells = vec![name];
+        for (column, path) in &self.columns {
+            cells.push(cell(jsonpath::first(path, &json), &column.ty, now));
+        }
+        Ok(table::row(cells, include, &json))
+    }
+
+    fn table_columns(&self) -> Vec<Column> {
+        let mut columns = vec![Column::new(
+            "Name",
+            "string",
+            "name",
+            0,
+            table::NAME_DESCRIPTION,
+        )];
+        columns.extend(self.columns.iter().map(|(c, _)| c.clone()));
+        columns
+    }
+
+    fn answer(&self, obj: &CustomObject, output: Output) -> Result<Json, ApiError> {
+        match output {
+            Output::Object => self.to_json(obj),
+            Output::Table {
+                include_object,
+                no_headers,
+            } => {
+                let row = self.row(obj, include_object, table::now())?;
+                let rv = obj
+                    .metadata
+                    .as_ref()
+                    .map_or("", |m| m.resource_version.as_str());
+                Ok(Bytes::from(table::table(
+                    &self.table_columns(),
+                    vec![row],
+                    rv,
+                    no_headers,
+                )))
+            }
+        }
+    }
+
+    fn page(
+        &self,
+        meta: ListMeta,
+        items: &[CustomObject],
+        output: Output,
+    ) -> Result<Page, ApiError> {
+        match output {
+            Output::Object => Ok(Page::Objects {
+                meta,
+                items: items
+                    .iter()
+                    .map(|o| self.to_json(o))
+                    .collect::<Result<_, _>>()?,
+            }),
+            Output::Table { include_object, .. } => {
+                let now = table::now();
+                Ok(Page::Table {
+                    meta,
+                    columns: Bytes::from(table::columns_json(&self.table_columns())),
+                    rows: items
+                        .iter()
+                        .map(|o| {
+                            self.row(o, include_object, now)
+                                .map(|r| Bytes::from(serde_json::to_vec(&r).unwrap_or_default()))
+                        })
+                        .collect::<Result<_, _>>()?,
+                })
+            }
+        }
+    }
+
+    fn written(&self, obj: &CustomObject, created: bool) -> Result<Written, ApiError> {
+        Ok(Written {
+            object: self.to_json(obj)?,
+            warnings: Vec::new(),
+            created,
+        })
+    }
+}
+
+/// A version's printer columns and their JSONPaths; without any, upstream's default `Age`.
+fn printer_columns(version: &ServedVersion) -> Vec<(Column, String)> {
+    if version.columns.is_empty() {
+        return vec![(
+            Column::new("Age", "date", "", 0, table::AGE_DESCRIPTION),
+            ".metadata.creationTimestamp".into(),
+        )];
+    }
+    version
+        .columns
+        .iter()
+        .map(|c| {
+            (
+                Column::new(&c.name, &c.r#type, &c.format, c.priority, &c.description),
+                c.json_path.clone(),
+            )
+        })
+        .collect()
+}
+
+/// A printer column's cell: the first value its JSONPath finds (null when none); a `date` as
+/// its age, as upstream's custom resource table convertor does.
+fn cell(v: Option<&Value>, ty: &str, now: i64) -> Value {
+    match (v, ty) {
+        (None, _) => Value::Null,
+        (Some(Value::String(s)), "date") => Value::String(table::age(
+            kubestore_apimachinery::time::parse(s).map(|(secs, _)| secs),
+            now,
+        )),
+        (Some(v @ (Value::Object(_) | Value::Array(_))), _) => Value::String(v.to_string()),
+        (Some(v), _) => v.clone(),
+    }
+}
+
+#[tonic::async_trait]
+impl Endpoint for CustomEndpoint {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+
+    async fn get(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        part: Part,
+        output: Output,
+    ) -> Result<Json, ApiError> {
+        let store = self.store()?;
+        if part == Part::Status && !self.info.status {
+            return Err(ApiError::NotFound {
+                resource: self.info.qualified(),
+                name: name.into(),
+            });
+        }
+        let obj = store
+            .request(Verb::Get, namespace, false, store.get(ctx, namespace, name))
+            .await?;
+        self.answer(&obj, output)
+    }
+
+    async fn list(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        options: ListOptions,
+        output: Output,
+    ) -> Result<Page, ApiError> {
+        let store = self.store()?;
+        let (meta, items) = store
+            .request(
+                Verb::List,
+                namespace,
+                false,
+                store.list(ctx, namespace, Some(options)),
+            )
+            .await?;
+        self.page(meta, &items, output)
+    }
+
+    async fn watch(
+        &self,
+        namespace: &str,
+        options: ListOptions,
+        output: Output,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<EventStream, ApiError> {
+        let store = self.store()?;
+        let events = store
+            .request(
+                Verb::Watch,
+                namespace,
+                false,
+                store.watch(namespace, Some(options), stop),
+            )
+            .await?;
+        let open = store.watch_opened(namespace);
+        let this = CustomEndpoint {
+            kind: self.kind.clone(),
+            version: self.version.clone(),
+            info: self.info.clone(),
+            columns: self.columns.clone(),
+        };
+        let mut first = true;
+        Ok(Box::pin(events.map(move |e| {
+            let _open = &open;
+            let (kind, obj) = e.map_err(|s| watch_error(&s))?;
+            let out = match output {
+                Output::Object => output,
+                Output::Table { include_object, .. } => {
+                    let o = Output::Table {
+                        include_object,
+                        no_headers: !first,
+                    };
+                    first = false;
+                    o
+                }
+            };
+            Ok((kind, this.answer(&obj, out)?))
+        })))
+    }
+
+    async fn create(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        body: Value,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        if self.kind.terminating {
+            return Err(ApiError::Forbidden(format!(
+                "create not allowed while custom resource definition {}.{} is terminating",
+                self.kind.plural, self.kind.group
+            )));
+        }
+        let store = self.store()?;
+        let dry_run = options.dry_run;
+        store
+            .request(Verb::Create, namespace, dry_run, async {
+                let obj = self.take_in(body)?;
+                let created = store.create(ctx, namespace, obj, dry_run).await?;
+                self.written(&created, true)
+            })
+            .await
+    }
+
+    async fn update(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        body: Value,
+        part: Part,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        let store = self.store()?;
+        let dry_run = options.dry_run;
+        let verb = match part {
+            Part::Main => Verb::Update,
+            Part::Status => Verb::UpdateStatus,
+        };
+        store
+            .request(verb, namespace, dry_run, async {
+                let obj = self.take_in(body)?;
+                let got = obj.metadata.as_ref().map_or("", |m| m.name.as_str());
+                if got != name {
+                    return Err(ApiError::BadRequest(format!(
+                        "the name of the object ({got}) does not match the name on the URL ({name})"
+                    )));
+                }
+                let updated = match part {
+                    Part::Main => store.update(ctx, namespace, obj, dry_run).await?,
+                    Part::Status => store.update_status(ctx, namespace, obj, dry_run).await?,
+                };
+                self.written(&updated, false)
+            })
+            .await
+    }
+
+    async fn patch(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        patch: Patch,
+        part: Part,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        if matches!(patch.patch_type, PatchType::Strategic | PatchType::Apply) {
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json{}",
+                if patch.patch_type == PatchType::Apply {
+                    " (server-side apply is not supported)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        let store = self.store()?;
+        let dry_run = options.dry_run;
+        let verb = match part {
+            Part::Main => Verb::Patch,
+            Part::Status => Verb::PatchStatus,
+        };
+        let apply = |current: &CustomObject| -> Result<CustomObject, ApiError> {
+            let original = Value::Object(self.give_out(current)?);
+            let patched = patch.apply(&original, None).map_err(ApiError::from_patch)?;
+            self.take_in(patched)
+        };
+        store
+            .request(verb, namespace, dry_run, async {
+                let patched = store
+                    .patch(ctx, namespace, name, &apply, dry_run, part)
+                    .await?;
+                self.written(&patched, false)
+            })
+            .await
+    }
+
+    async fn delete(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        options: DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        let store = self.store()?;
+        let dry_run = options.dry_run;
+        let (obj, deleted) = store
+            .request(
+                Verb::Delete,
+                namespace,
+                dry_run,
+                store.delete(ctx, namespace, name, Some(options)),
+            )
+            .await?;
+        Ok(Deleted {
+            uid: obj
+                .metadata
+                .as_ref()
+                .map(|m| m.uid.clone())
+                .unwrap_or_default(),
+            object: self.to_json(&obj)?,
+            deleted,
+        })
+    }
+
+    async fn delete_collection(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        list: ListOptions,
+        options: DeleteOptions,
+    ) -> Result<Page, ApiError> {
+        let store = self.store()?;
+        let dry_run = options.dry_run;
+        let (meta, items) = store
+            .request(
+                Verb::DeleteCollection,
+                namespace,
+                dry_run,
+                store.delete_collection(ctx, namespace, Some(list), Some(options)),
+            )
+            .await?;
+        self.page(meta, &items, Output::Object)
+    }
+}

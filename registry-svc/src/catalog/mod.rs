@@ -1,0 +1,355 @@
+//! The catalog of endpoints: every resource registry-svc serves, built in or custom, as one
+//! object-safe [`Endpoint`] (Kubernetes JSON in and out, `meta.v1` options, a [`Ctx`]), found
+//! by group, version and plural. What kube-apiserver's resource-agnostic
+//! `pkg/endpoints/handlers` sit on (`rest.Storage`, and apiextensions' `crdHandler` for custom
+//! kinds): every transport (the generic gRPC API, the REST API) dispatches verbs through here
+//! once, never per kind.
+//!
+//! - [`builtin`]: the endpoint of a built-in kind, over its `Store<R>` and the descriptor-driven
+//!   JSON codec;
+//! - [`custom`]: the endpoint of one served version of a custom kind.
+//!
+//! Tables (server-side printing) are built with `kubestore_apimachinery::table`, from the
+//! kind's strategy (built-in kinds) or printer columns (custom kinds).
+//!
+//! Built-in kinds are registered once at start-up (`builtin::register`); a custom kind's
+//! versions are added and removed as its definition changes (`custom::kinds`). The catalog
+//! also carries what discovery needs ([`ResourceInfo`]).
+
+pub mod builtin;
+pub mod custom;
+
+use std::{
+    collections::BTreeMap,
+    pin::Pin,
+    sync::{Arc, RwLock},
+};
+
+use bytes::Bytes;
+use kubestore_apimachinery::patch::Patch;
+pub use kubestore_apimachinery::table::IncludeObject;
+use kubestore_proto::meta::v1::{DeleteOptions, ListMeta, ListOptions, WatchEventType};
+use serde_json::Value;
+use tokio_stream::Stream;
+
+use crate::{error::ApiError, store::Ctx};
+
+/// What discovery says about a resource (upstream's `APIResource`), and what a transport
+/// needs to route to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// API group ("" for the core group).
+    pub group: String,
+    /// Version, `v1`.
+    pub version: String,
+    /// Plural, `pods`: the URL's resource.
+    pub plural: String,
+    /// Singular, `pod`.
+    pub singular: String,
+    /// Kind, `Pod`.
+    pub kind: String,
+    /// The list's kind, `PodList`.
+    pub list_kind: String,
+    /// kubectl's short names (`po`).
+    pub short_names: Vec<String>,
+    /// Categories (`all`).
+    pub categories: Vec<String>,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// The verbs clients may use (discovery's; upstream's names: `create`, `delete`,
+    /// `deletecollection`, `get`, `list`, `patch`, `update`, `watch`).
+    pub verbs: Vec<String>,
+    /// Whether the `status` subresource exists.
+    pub status: bool,
+    /// Whether this version is the one objects are stored in.
+    pub storage_version: bool,
+    /// The proto message of a built-in kind (`.core.v1.Pod`): strategic merge patches and
+    /// Kubernetes protobuf bodies need it; custom kinds have none.
+    pub message: Option<String>,
+}
+
+impl ResourceInfo {
+    /// `v1`, or `group/version`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `plural` or `plural.group`: how upstream names the resource in messages and metrics.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+}
+
+/// Every verb, as discovery lists them.
+pub const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+pub use crate::update::Part;
+
+/// What `fieldValidation` asks of fields the kind does not have (upstream's
+/// `metav1.FieldValidation*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them, with a warning per field (upstream's default).
+    #[default]
+    Warn,
+    /// Refuse the request (`strict decoding error: unknown field "spec.x"`).
+    Strict,
+}
+
+/// Options of a write.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: everything but storing.
+    pub dry_run: bool,
+    /// What to do with unknown fields.
+    pub field_validation: FieldValidation,
+    /// `fieldManager` (accepted and validated; no managed fields are kept yet).
+    pub field_manager: String,
+}
+
+/// How objects are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Output {
+    /// The objects themselves.
+    #[default]
+    Object,
+    /// A `meta.k8s.io/v1` Table (server-side printing).
+    Table {
+        /// What each row carries.
+        include_object: IncludeObject,
+        /// Leave the column definitions out (watch events after the first).
+        no_headers: bool,
+    },
+}
+
+/// An object, or a Table, in Kubernetes JSON (text).
+pub type Json = Bytes;
+
+/// A written object, and what the write has to say.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The object as stored (or as it would be, in a dry run).
+    pub object: Json,
+    /// `Warning` headers: unknown fields under `fieldValidation=Warn`, and the like.
+    pub warnings: Vec<String>,
+    /// Whether the write created the object (201 upstream).
+    pub created: bool,
+}
+
+/// What a Delete did.
+#[derive(Debug, Clone)]
+pub struct Deleted {
+    /// The object's last state (marked, while its deletion is pending).
+    pub object: Json,
+    /// Whether it is gone (false while a grace period or finalizers hold it).
+    pub deleted: bool,
+    /// Its UID (the Status of a finished delete names it).
+    pub uid: String,
+}
+
+/// One page of a List.
+#[derive(Debug, Clone)]
+pub enum Page {
+    /// The objects, each in Kubernetes JSON: the transport writes the list around them
+    /// (`{"kind":"PodList",...,"items":[...]}`), streaming, one encoded copy at a time.
+    Objects {
+        /// The list's metadata.
+        meta: ListMeta,
+        /// The items.
+        items: Vec<Json>,
+    },
+    /// A Table: its column definitions (a JSON array) and rows (JSON objects).
+    Table {
+        /// The list's metadata.
+        meta: ListMeta,
+        /// `columnDefinitions`, a JSON array.
+        columns: Json,
+        /// Each row, `{"cells":[...],"object":...}`.
+        rows: Vec<Json>,
+    },
+}
+
+/// A watch event: its type and object (a Table, for `Output::Table`).
+pub type Event = (WatchEventType, Json);
+
+/// A stream of watch events, ended by the watch's error (or its end).
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event, ApiError>> + Send>>;
+
+/// One resource's verbs, for any transport. Implemented once for every built-in kind's
+/// `Store<R>` (`builtin`) and once for a served custom version (`custom`).
+#[tonic::async_trait]
+pub trait Endpoint: Send + Sync + 'static {
+    /// What discovery says about it.
+    fn info(&self) -> &ResourceInfo;
+
+    /// Get `name` in `namespace` ("" for cluster-scoped kinds).
+    async fn get(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        part: Part,
+        output: Output,
+    ) -> Result<Json, ApiError>;
+
+    /// One page of a List ("" namespace: all namespaces).
+    async fn list(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        options: ListOptions,
+        output: Output,
+    ) -> Result<Page, ApiError>;
+
+    /// A Watch; ends when `stop` is raised (shutdown).
+    async fn watch(
+        &self,
+        namespace: &str,
+        options: ListOptions,
+        output: Output,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<EventStream, ApiError>;
+
+    /// Create `body`, a JSON object of the kind.
+    async fn create(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        body: Value,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError>;
+
+    /// Update (replace) `name` with `body`, or its status.
+    async fn update(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        body: Value,
+        part: Part,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError>;
+
+    /// Patch `name` (or its status), applied inside the update's retry loop.
+    async fn patch(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        patch: Patch,
+        part: Part,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError>;
+
+    /// Delete `name`.
+    async fn delete(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        options: DeleteOptions,
+    ) -> Result<Deleted, ApiError>;
+
+    /// Delete every object `list` selects, each as by Delete with `options`.
+    async fn delete_collection(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        list: ListOptions,
+        options: DeleteOptions,
+    ) -> Result<Page, ApiError>;
+}
+
+/// Group, version and plural.
+pub type Gvr = (String, String, String);
+
+/// Every endpoint, by group, version and plural.
+#[derive(Default)]
+pub struct Catalog {
+    endpoints: RwLock<BTreeMap<Gvr, Arc<dyn Endpoint>>>,
+    /// Raised whenever an endpoint comes or goes (discovery caches, the generic API's
+    /// discovery watchers).
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+impl Catalog {
+    /// An empty catalog.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    fn key(group: &str, version: &str, plural: &str) -> Gvr {
+        (group.to_string(), version.to_string(), plural.to_string())
+    }
+
+    /// Adds (or replaces) an endpoint.
+    pub fn add(&self, endpoint: Arc<dyn Endpoint>) {
+        let info = endpoint.info();
+        let key = Self::key(&info.group, &info.version, &info.plural);
+        self.endpoints
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, endpoint);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Removes the endpoints of `group`/`plural` that `keep` refuses (a custom kind's versions
+    /// no longer served).
+    pub fn retain(&self, mut keep: impl FnMut(&ResourceInfo) -> bool) {
+        let mut removed = false;
+        self.endpoints
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, e| {
+                let k = keep(e.info());
+                removed |= !k;
+                k
+            });
+        if removed {
+            self.changed.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// The endpoint of `group`/`version`/`plural`.
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<dyn Endpoint>> {
+        self.endpoints
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&Self::key(group, version, plural))
+            .cloned()
+    }
+
+    /// Every endpoint, in group, version, plural order.
+    pub fn all(&self) -> Vec<Arc<dyn Endpoint>> {
+        self.endpoints
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// A receiver that sees a new number whenever the catalog changes.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
