@@ -69,7 +69,11 @@ impl<R: Resource> Store<R> {
             finalizers = Empty,
             deleted = Empty,
         );
-        let options = options.unwrap_or_default();
+        let mut options = options.unwrap_or_default();
+        if !self.strategy.delete_finalizers().is_empty() {
+            self.add_delete_finalizers(ctx, namespace, name, &mut options)
+                .await?;
+        }
         async {
             // First from any copy (the watch cache's: no etcd read), then, if that copy turns
             // out stale, again from a consistent read (see `delete_inner`).
@@ -86,6 +90,53 @@ impl<R: Resource> Store<R> {
         }
         .instrument(span)
         .await
+    }
+
+    /// A kind whose deletion first needs work done (a definition's objects deleted) gets the
+    /// strategy's finalizers on its first delete, before the deletion itself, under a UID
+    /// precondition: the definition's `customresourcecleanup` finalizer, added by upstream's
+    /// `customresourcedefinition` REST Delete. The deletion that follows then only marks it.
+    async fn add_delete_finalizers(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        options: &mut DeleteOptions,
+    ) -> Result<(), ApiError> {
+        let current = self.get(ctx, namespace, name).await?;
+        let meta = current.meta().cloned().unwrap_or_default();
+        if let Some(uid) = options.preconditions.as_ref().and_then(|p| p.uid.as_ref())
+            && *uid != meta.uid
+        {
+            return Err(ApiError::Conflict {
+                resource: self.resource().into(),
+                name: name.into(),
+                message: format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta.uid
+                ),
+            });
+        }
+        let missing: Vec<&str> = self
+            .strategy
+            .delete_finalizers()
+            .iter()
+            .copied()
+            .filter(|f| !meta.finalizers.iter().any(|have| have == f))
+            .collect();
+        if meta.deletion_timestamp.is_none() && !missing.is_empty() && !options.dry_run {
+            let mut marked = current;
+            marked
+                .meta_mut()
+                .finalizers
+                .extend(missing.iter().map(|f| f.to_string()));
+            self.update(ctx, namespace, marked, false).await?;
+        }
+        options
+            .preconditions
+            .get_or_insert_with(Default::default)
+            .uid = Some(meta.uid);
+        Ok(())
     }
 
     /// One attempt. With `consistent` false, the object is read from any copy storage has (its

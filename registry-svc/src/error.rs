@@ -179,6 +179,27 @@ impl ApiError {
         }
     }
 
+    /// The HTTP status upstream answers it with (the REST API's status, and the `code` label
+    /// of the request metrics on every transport).
+    pub fn http_code(&self) -> u16 {
+        match self {
+            Self::NotFound { .. } => 404,
+            Self::AlreadyExists { .. } | Self::Conflict { .. } => 409,
+            Self::Invalid { .. } => 422,
+            Self::BadRequest(_) => 400,
+            Self::MethodNotSupported(_) => 405,
+            Self::NotAcceptable(_) => 406,
+            Self::UnsupportedMediaType(_) => 415,
+            Self::TooLarge { .. } => 413,
+            Self::Expired { .. } => 410,
+            Self::WatcherTooSlow(_) | Self::TooManyRequests(_) => 429,
+            Self::Forbidden(_) => 403,
+            Self::Unavailable { reason, .. } if *reason == "Timeout" => 504,
+            Self::Unavailable { .. } => 503,
+            Self::StorageFull(_) | Self::Internal(_) => 500,
+        }
+    }
+
     /// The gRPC code.
     pub fn code(&self) -> Code {
         match self {

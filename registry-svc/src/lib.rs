@@ -39,6 +39,7 @@ pub mod passthrough;
 pub mod quantity;
 pub mod relay;
 pub mod resource;
+pub mod rest;
 pub mod selectors;
 pub mod service;
 pub mod shared_watch;
@@ -50,7 +51,7 @@ pub mod validation;
 pub mod violations;
 pub mod watch;
 
-use std::{future::Future, net::SocketAddr, path::PathBuf, time::Duration};
+use std::{future::Future, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use kubestore_proto::apiextensions::v1::{
     custom_objects_server::CustomObjectsServer,
@@ -213,6 +214,10 @@ pub struct Config {
     /// Address of the Prometheus `/metrics` endpoint; unset: no endpoint.
     #[arg(long, env = "REGISTRY_METRICS_ADDR", value_parser = kubestore_telemetry::deadline::parse_socket_addr)]
     pub metrics_addr: Option<SocketAddr>,
+    /// Address of Kubernetes' REST API (kubectl, client-go, the Python client): plain HTTP/1.1,
+    /// or HTTPS (HTTP/1.1 and h2) with the service's TLS flags; unset: not served.
+    #[arg(long, env = "KUBE_API_ADDR", value_parser = kubestore_telemetry::deadline::parse_socket_addr)]
+    pub kube_api_addr: Option<SocketAddr>,
     /// Log line format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -262,6 +267,7 @@ impl Default for Config {
             shutdown_timeout: Duration::from_secs(30),
             storage_objects_period: Duration::from_secs(60),
             metrics_addr: None,
+            kube_api_addr: None,
             log_format: LogFormat::Text,
             tls: ServerTlsArgs::default(),
             storage_ca_file: None,
@@ -311,6 +317,25 @@ pub async fn run(
 pub async fn run_with_metrics(
     listener: TcpListener,
     metrics_listener: Option<TcpListener>,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let kube_api =
+        match config.kube_api_addr {
+            Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {
+                std::io::Error::new(e.kind(), format!("--kube-api-addr {addr}: {e}"))
+            })?),
+            None => None,
+        };
+    run_with_listeners(listener, metrics_listener, kube_api, config, shutdown).await
+}
+
+/// [`run`], with every endpoint on an already bound listener: the metrics endpoint's and the
+/// REST API's (`--kube-api-addr`), when given.
+pub async fn run_with_listeners(
+    listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
+    kube_api_listener: Option<TcpListener>,
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
@@ -406,6 +431,21 @@ pub async fn run_with_metrics(
         custom.kinds.clone(),
         config.storage_objects_period,
     );
+    // The catalog: every built-in kind's endpoint, and the custom kinds' as they are served.
+    let codec = Arc::new(
+        kubestore_apimachinery::json::Codec::new(kubestore_proto::CORE_DESCRIPTOR_SET)
+            .map_err(|e| RunError::Tls(format!("descriptors: {e}")))?,
+    );
+    let catalog = catalog::Catalog::new();
+    catalog::builtin::register(&catalog, &codec, &pods);
+    catalog::builtin::register(&catalog, &codec, &config_maps);
+    catalog::builtin::register(&catalog, &codec, &events);
+    catalog::builtin::register(&catalog, &codec, &secrets);
+    catalog::builtin::register(&catalog, &codec, &leases);
+    catalog::builtin::register(&catalog, &codec, &custom.definitions);
+    catalog.add_provider(Arc::new(catalog::custom::CustomProvider::new(
+        custom.clone(),
+    )));
     let server = serving
         .server(
             config.max_requests_inflight,
@@ -433,7 +473,32 @@ pub async fn run_with_metrics(
             custom,
         ))
         .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained());
+    let rest_server = match kube_api_listener {
+        Some(l) => {
+            let tls = rest::tls::config(&config.tls).map_err(RunError::Tls)?;
+            let rest = Arc::new(rest::Rest {
+                catalog: catalog.clone(),
+                stop: stop.clone(),
+                inflight: serving.inflight(),
+                serving: serving.serving_flag(),
+                client_auth: config.tls.client_ca_file.is_some(),
+                openapi: rest::openapi::OpenApi::new(codec.clone()),
+            });
+            tracing::info!(addr = ?l.local_addr().ok(), tls = tls.is_some(), "Kubernetes REST API serving");
+            Some(tokio::spawn(rest::serve(
+                l,
+                rest,
+                tls,
+                serving.stopped(),
+                config.shutdown_timeout,
+            )))
+        }
+        None => None,
+    };
     let result = serving.drain(server, config.shutdown_timeout).await;
+    if let Some(r) = rest_server {
+        let _ = r.await;
+    }
     poller.abort();
     writes.abort();
     replica_health.abort();

@@ -138,25 +138,6 @@ impl Default for ApiMetrics {
     }
 }
 
-/// The HTTP status upstream answers `e` with.
-pub fn http_code(e: &ApiError) -> u16 {
-    match e {
-        ApiError::NotFound { .. } => 404,
-        ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
-        ApiError::Invalid { .. } => 422,
-        ApiError::BadRequest(_) => 400,
-        ApiError::MethodNotSupported(_) => 405,
-        ApiError::NotAcceptable(_) => 406,
-        ApiError::UnsupportedMediaType(_) => 415,
-        ApiError::TooLarge { .. } => 413,
-        ApiError::Expired { .. } => 410,
-        ApiError::WatcherTooSlow(_) | ApiError::TooManyRequests(_) => 429,
-        ApiError::Forbidden(_) => 403,
-        ApiError::Unavailable { .. } => 503,
-        ApiError::StorageFull(_) | ApiError::Internal(_) => 500,
-    }
-}
-
 impl ApiMetrics {
     /// Registers the families in `metrics`.
     pub fn register(&self, metrics: &kubestore_telemetry::Metrics) {
@@ -219,7 +200,7 @@ impl ApiMetrics {
         let code = match result {
             Ok(_) if created => 201,
             Ok(_) => 200,
-            Err(e) => http_code(e),
+            Err(e) => e.http_code(),
         };
         if labels.verb != "WATCH" {
             self.duration

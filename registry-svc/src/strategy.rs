@@ -106,6 +106,23 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
         None
     }
 
+    /// Finalizers the first delete adds before deleting (a definition's cleanup finalizer: its
+    /// objects go first). None by default.
+    fn delete_finalizers(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Whether a finished Delete answers with the deleted object rather than a `Status`
+    /// (upstream's `ReturnDeletedObject`: Pods, Namespaces).
+    fn return_deleted_object(&self) -> bool {
+        false
+    }
+
+    /// Whether DeleteCollection is served (not for Namespaces, as upstream).
+    fn supports_delete_collection(&self) -> bool {
+        true
+    }
+
     /// Default garbage-collection policy.
     fn gc_policy(&self) -> GcPolicy {
         GcPolicy::DeleteDependents

@@ -130,6 +130,33 @@ impl<S> tower::Layer<S> for InflightLimitLayer {
     }
 }
 
+impl InflightLimitLayer {
+    /// A slot for a call of another transport of the same server (the REST API beside gRPC):
+    /// the same limit, gauge and refusal count. `Ok(None)`: no limit; `Err(limit)`: refused,
+    /// every slot taken.
+    pub fn try_acquire(&self) -> Result<Option<InflightPermit>, usize> {
+        let Some(slots) = &self.slots else {
+            return Ok(None);
+        };
+        match slots.clone().try_acquire_owned() {
+            Ok(permit) => {
+                self.inflight.inc();
+                Ok(Some(InflightPermit(Held {
+                    _permit: permit,
+                    inflight: self.inflight.clone(),
+                })))
+            }
+            Err(_) => {
+                self.refused.inc();
+                Err(self.limit)
+            }
+        }
+    }
+}
+
+/// A slot taken by [`InflightLimitLayer::try_acquire`], given back when dropped.
+pub struct InflightPermit(#[allow(dead_code)] Held);
+
 /// The service produced by [`InflightLimitLayer`].
 #[derive(Clone)]
 pub struct InflightLimit<S> {

@@ -75,6 +75,11 @@ pub struct Serving {
     methods: Arc<HashMap<String, RpcType>>,
     descriptor_sets: Vec<&'static [u8]>,
     stop: watch::Receiver<bool>,
+    /// The in-flight limit of the gRPC server, once built: other transports share it.
+    inflight: std::sync::OnceLock<InflightLimitLayer>,
+    /// Whether the whole server is SERVING (what its health service says of ""), for other
+    /// transports' health endpoints.
+    serving: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The services (`package.Service`) and method paths (`/package.Service/Method`, with their
@@ -135,6 +140,8 @@ impl Serving {
             methods: Arc::new(methods),
             descriptor_sets: descriptor_sets.to_vec(),
             stop,
+            inflight: std::sync::OnceLock::new(),
+            serving: Arc::default(),
         };
         me.set_health(ServingStatus::NotServing).await;
         if let Some(l) = metrics_listener {
@@ -149,6 +156,10 @@ impl Serving {
     }
 
     async fn set_health(&self, status: ServingStatus) {
+        self.serving.store(
+            status == ServingStatus::Serving,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         for s in &self.services {
             self.health.set_service_status(s.as_str(), status).await;
         }
@@ -175,10 +186,12 @@ impl Serving {
     {
         let health = self.health.clone();
         let services = self.services.clone();
+        let serving = self.serving.clone();
         tokio::spawn(async move {
             let mut last = None;
             loop {
                 let ok = probe().await;
+                serving.store(ok, std::sync::atomic::Ordering::Relaxed);
                 if last != Some(ok) {
                     let status = if ok {
                         ServingStatus::Serving
@@ -279,13 +292,25 @@ impl Serving {
                 self.methods.clone(),
             ))
             .layer(AllowedNamesLayer::new(allowed_names, domain))
-            .layer(InflightLimitLayer::new(
-                max_inflight,
-                timeouts,
-                domain,
-                &self.metrics,
-            ))
+            .layer(
+                self.inflight
+                    .get_or_init(|| {
+                        InflightLimitLayer::new(max_inflight, timeouts, domain, &self.metrics)
+                    })
+                    .clone(),
+            )
             .layer(OversizeLayer::new(domain)))
+    }
+
+    /// Whether the server is SERVING now (its health), shared with other transports.
+    pub fn serving_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.serving.clone()
+    }
+
+    /// The in-flight limit the gRPC server was built with ([`Self::server`]), for another
+    /// transport of the same service to share.
+    pub fn inflight(&self) -> Option<InflightLimitLayer> {
+        self.inflight.get().cloned()
     }
 
     /// Reflection, v1 and v1alpha, over the served descriptor sets, health's and the
@@ -339,8 +364,10 @@ impl Serving {
         let stopped = self.stopped();
         let health = self.health.clone();
         let services = self.services.clone();
+        let serving = self.serving.clone();
         async move {
             stopped.await;
+            serving.store(false, std::sync::atomic::Ordering::Relaxed);
             for s in services.iter().map(String::as_str).chain([WRITES]) {
                 health
                     .set_service_status(s, ServingStatus::NotServing)

@@ -489,3 +489,36 @@ impl<R: Resource> Endpoint for BuiltinEndpoint<R> {
         self.page(meta, &items, Output::Object)
     }
 }
+
+/// Registers the endpoint of a built-in kind's Store: what discovery says of it comes from the
+/// kind's [`Resource`] constants and its strategy.
+pub fn register<R: Resource>(catalog: &super::Catalog, codec: &Arc<Codec>, store: &Store<R>) {
+    let s = &store.strategy;
+    let verbs = super::ALL_VERBS
+        .iter()
+        .filter(|v| **v != "deletecollection" || s.supports_delete_collection())
+        .map(|v| v.to_string())
+        .collect();
+    let names = store.names();
+    let info = ResourceInfo {
+        group: names.group.clone(),
+        version: "v1".into(),
+        plural: names.plural.clone(),
+        singular: names.kind.to_lowercase(),
+        kind: names.kind.clone(),
+        list_kind: format!("{}List", names.kind),
+        short_names: R::SHORT_NAMES.iter().map(|n| n.to_string()).collect(),
+        categories: R::CATEGORIES.iter().map(|n| n.to_string()).collect(),
+        namespaced: s.namespace_scoped(),
+        verbs,
+        status: s.has_status(),
+        storage_version: true,
+        message: Some(R::message_name()),
+        return_deleted_object: s.return_deleted_object(),
+    };
+    catalog.add(Arc::new(BuiltinEndpoint::new(
+        store.clone(),
+        codec.clone(),
+        info,
+    )));
+}

@@ -39,6 +39,8 @@ pub struct CustomEndpoint {
     version: String,
     info: ResourceInfo,
     columns: Vec<(Column, String)>,
+    /// The version's `openAPIV3Schema`, for OpenAPI.
+    schema: Option<Value>,
 }
 
 impl CustomEndpoint {
@@ -54,6 +56,7 @@ impl CustomEndpoint {
             version: version.to_string(),
             info,
             columns,
+            schema: None,
         }
     }
 
@@ -231,6 +234,10 @@ impl Endpoint for CustomEndpoint {
         &self.info
     }
 
+    fn openapi_schema(&self) -> Option<Value> {
+        self.schema.clone()
+    }
+
     async fn get(
         &self,
         ctx: Ctx,
@@ -293,6 +300,7 @@ impl Endpoint for CustomEndpoint {
             version: self.version.clone(),
             info: self.info.clone(),
             columns: self.columns.clone(),
+            schema: None,
         };
         let mut first = true;
         Ok(Box::pin(events.map(move |e| {
@@ -456,5 +464,137 @@ impl Endpoint for CustomEndpoint {
             )
             .await?;
         self.page(meta, &items, Output::Object)
+    }
+}
+
+/// The custom kinds as a provider of the catalog: each served version of each served kind is
+/// an endpoint, looked up (and learnt from storage, for a definition another replica
+/// established a moment ago) at each request, as upstream's `crdHandler` does.
+pub struct CustomProvider {
+    service: crate::custom::service::CustomService,
+}
+
+impl CustomProvider {
+    /// The provider over the custom kinds `service` serves.
+    pub fn new(service: crate::custom::service::CustomService) -> Self {
+        Self { service }
+    }
+
+    fn endpoint(&self, kind: Arc<ServedKind>, version: &str) -> Arc<dyn Endpoint> {
+        let crd = self
+            .service
+            .kinds
+            .definitions()
+            .into_iter()
+            .find(|d| d.metadata.as_ref().is_some_and(|m| m.uid == kind.uid));
+        let names = crd
+            .as_ref()
+            .and_then(|d| d.status.as_ref())
+            .and_then(|s| s.accepted_names.clone())
+            .filter(|n| !n.plural.is_empty())
+            .or_else(|| {
+                crd.as_ref()
+                    .and_then(|d| d.spec.as_ref())
+                    .and_then(|s| s.names.clone())
+            })
+            .unwrap_or_default();
+        let version_spec = crd
+            .as_ref()
+            .and_then(|d| d.spec.as_ref())
+            .and_then(|s| s.versions.iter().find(|v| v.name == version).cloned());
+        let status = version_spec
+            .as_ref()
+            .and_then(|v| v.subresources.as_ref())
+            .is_some_and(|s| s.status.is_some());
+        let schema = version_spec
+            .as_ref()
+            .and_then(|v| v.schema.as_ref())
+            .and_then(|s| s.open_api_v3_schema.as_ref())
+            .and_then(|s| serde_json::to_value(s).ok());
+        // Upstream's order, unsorted (`customresource_discovery_controller`); a terminating
+        // definition's objects can no longer be created or changed.
+        let verbs: &[&str] = if kind.terminating {
+            &["delete", "deletecollection", "get", "list", "watch"]
+        } else {
+            &[
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "create",
+                "update",
+                "watch",
+            ]
+        };
+        let info = ResourceInfo {
+            group: kind.group.clone(),
+            version: version.to_string(),
+            plural: kind.plural.clone(),
+            singular: if names.singular.is_empty() {
+                kind.kind.to_lowercase()
+            } else {
+                names.singular.clone()
+            },
+            kind: kind.kind.clone(),
+            list_kind: if names.list_kind.is_empty() {
+                format!("{}List", kind.kind)
+            } else {
+                names.list_kind.clone()
+            },
+            short_names: names.short_names.clone(),
+            categories: names.categories.clone(),
+            namespaced: kind.namespaced,
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+            status,
+            storage_version: kind.storage_version == version,
+            message: None,
+            return_deleted_object: false,
+        };
+        let mut e = CustomEndpoint::new(kind, version, info);
+        e.schema = schema;
+        Arc::new(e)
+    }
+}
+
+#[tonic::async_trait]
+impl super::Provider for CustomProvider {
+    async fn resolve(
+        &self,
+        ctx: &Ctx,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Result<Option<Arc<dyn Endpoint>>, ApiError> {
+        let target = crate::custom::service::Target {
+            group,
+            version,
+            plural,
+            namespace: "",
+        };
+        match self.service.resolve(ctx, &target, true).await {
+            Ok((kind, v)) => Ok(Some(self.endpoint(kind, &v))),
+            Err(ApiError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn knows(&self, group: &str, version: &str, plural: &str) -> bool {
+        self.service
+            .kinds
+            .get(group, plural)
+            .is_some_and(|k| k.version(version).is_ok())
+    }
+
+    fn all(&self) -> Vec<Arc<dyn Endpoint>> {
+        let mut out = Vec::new();
+        for kind in self.service.kinds.all() {
+            for (name, v) in &kind.versions {
+                if v.served {
+                    out.push(self.endpoint(kind.clone(), name));
+                }
+            }
+        }
+        out
     }
 }

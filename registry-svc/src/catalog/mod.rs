@@ -66,6 +66,9 @@ pub struct ResourceInfo {
     /// The proto message of a built-in kind (`.core.v1.Pod`): strategic merge patches and
     /// Kubernetes protobuf bodies need it; custom kinds have none.
     pub message: Option<String>,
+    /// Whether a finished Delete answers the deleted object instead of a `Status` (upstream's
+    /// `ReturnDeletedObject`: Pods and Namespaces).
+    pub return_deleted_object: bool,
 }
 
 impl ResourceInfo {
@@ -201,6 +204,12 @@ pub trait Endpoint: Send + Sync + 'static {
     /// What discovery says about it.
     fn info(&self) -> &ResourceInfo;
 
+    /// The OpenAPI v3 schema of a custom kind's version (its definition's `openAPIV3Schema`);
+    /// built-in kinds' schemas come from their descriptors (`ResourceInfo::message`).
+    fn openapi_schema(&self) -> Option<Value> {
+        None
+    }
+
     /// Get `name` in `namespace` ("" for cluster-scoped kinds).
     async fn get(
         &self,
@@ -282,10 +291,33 @@ pub trait Endpoint: Send + Sync + 'static {
 /// Group, version and plural.
 pub type Gvr = (String, String, String);
 
+/// Endpoints that come and go at run time (custom kinds, as their definitions change): the
+/// catalog asks its providers for what it does not hold itself.
+#[tonic::async_trait]
+pub trait Provider: Send + Sync + 'static {
+    /// The endpoint of `group`/`version`/`plural` for a request, learnt now if the provider can
+    /// (a definition established through another replica); None when nobody serves it.
+    async fn resolve(
+        &self,
+        ctx: &Ctx,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Result<Option<Arc<dyn Endpoint>>, ApiError>;
+
+    /// Whether `group`/`version`/`plural` is served now, as far as the provider knows (routing
+    /// needs a quick answer).
+    fn knows(&self, group: &str, version: &str, plural: &str) -> bool;
+
+    /// Every endpoint served now (discovery).
+    fn all(&self) -> Vec<Arc<dyn Endpoint>>;
+}
+
 /// Every endpoint, by group, version and plural.
 #[derive(Default)]
 pub struct Catalog {
     endpoints: RwLock<BTreeMap<Gvr, Arc<dyn Endpoint>>>,
+    providers: RwLock<Vec<Arc<dyn Provider>>>,
     /// Raised whenever an endpoint comes or goes (discovery caches, the generic API's
     /// discovery watchers).
     changed: tokio::sync::watch::Sender<u64>,
@@ -329,7 +361,22 @@ impl Catalog {
         }
     }
 
-    /// The endpoint of `group`/`version`/`plural`.
+    /// Adds a provider of endpoints that change at run time.
+    pub fn add_provider(&self, provider: Arc<dyn Provider>) {
+        self.providers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(provider);
+    }
+
+    fn providers(&self) -> Vec<Arc<dyn Provider>> {
+        self.providers
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The registered endpoint of `group`/`version`/`plural` (built-in kinds).
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<dyn Endpoint>> {
         self.endpoints
             .read()
@@ -338,18 +385,66 @@ impl Catalog {
             .cloned()
     }
 
-    /// Every endpoint, in group, version, plural order.
+    /// The endpoint of `group`/`version`/`plural` for a request: registered, or from a
+    /// provider; NotFound as upstream words a path nobody serves.
+    pub async fn resolve(
+        &self,
+        ctx: &Ctx,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Result<Arc<dyn Endpoint>, ApiError> {
+        if let Some(e) = self.get(group, version, plural) {
+            return Ok(e);
+        }
+        for p in self.providers() {
+            if let Some(e) = p.resolve(ctx, group, version, plural).await? {
+                return Ok(e);
+            }
+        }
+        Err(not_served(group, version, plural))
+    }
+
+    /// Whether `group`/`version`/`plural` is served now.
+    pub fn knows(&self, group: &str, version: &str, plural: &str) -> bool {
+        self.get(group, version, plural).is_some()
+            || self
+                .providers()
+                .iter()
+                .any(|p| p.knows(group, version, plural))
+    }
+
+    /// Every endpoint, registered and provided, in group, version, plural order.
     pub fn all(&self) -> Vec<Arc<dyn Endpoint>> {
-        self.endpoints
+        let mut all: Vec<Arc<dyn Endpoint>> = self
+            .endpoints
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .values()
             .cloned()
-            .collect()
+            .collect();
+        for p in self.providers() {
+            all.extend(p.all());
+        }
+        all.sort_by(|a, b| {
+            let (a, b) = (a.info(), b.info());
+            (&a.group, &a.version, &a.plural).cmp(&(&b.group, &b.version, &b.plural))
+        });
+        all
     }
 
     /// A receiver that sees a new number whenever the catalog changes.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changed.subscribe()
+    }
+}
+
+/// Upstream's 404 for a resource nobody serves ("the server could not find the requested
+/// resource").
+pub fn not_served(group: &str, version: &str, plural: &str) -> ApiError {
+    let _ = (group, version, plural);
+    ApiError::NotFound {
+        resource: String::new(),
+        name: String::new(),
     }
 }

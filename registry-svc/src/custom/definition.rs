@@ -27,6 +27,9 @@ pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io"
 impl crate::resource::Resource for CustomResourceDefinition {
     const KIND: &'static str = "CustomResourceDefinition";
     const RESOURCE: &'static str = "customresourcedefinitions.apiextensions.k8s.io";
+    const GROUP: &'static str = "apiextensions.k8s.io";
+    const SHORT_NAMES: &'static [&'static str] = &["crd", "crds"];
+    const CATEGORIES: &'static [&'static str] = &["api-extensions"];
     type ListRequest = ListCustomResourceDefinitionsRequest;
     fn list_parts(request: Self::ListRequest) -> (String, Option<ListOptions>) {
         (String::new(), request.options)
@@ -71,6 +74,10 @@ pub fn storage_version(spec: &CustomResourceDefinitionSpec) -> String {
 impl Strategy<CustomResourceDefinition> for DefinitionStrategy {
     fn namespace_scoped(&self) -> bool {
         false
+    }
+
+    fn delete_finalizers(&self) -> &'static [&'static str] {
+        &[CLEANUP_FINALIZER]
     }
 
     fn allow_unconditional_update(&self) -> bool {

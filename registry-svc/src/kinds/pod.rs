@@ -190,6 +190,10 @@ fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
 }
 
 impl Strategy<Pod> for PodStrategy {
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+
     fn default_object(&self, pod: &mut Pod) -> bool {
         pod_defaults::default_pod(pod)
     }

@@ -1,0 +1,122 @@
+//! Request bodies: read within upstream's 3 MiB limit (413 past it) and the request's
+//! deadline (a client that sends headers and never its body cannot hold a slot), then decoded by
+//! `Content-Type`: JSON, YAML, or Kubernetes protobuf for built-in kinds (`protobuf`).
+
+use bytes::Bytes;
+use http::header;
+use http_body_util::BodyExt;
+use serde_json::Value;
+
+use super::Rest;
+use crate::{catalog::Endpoint, error::ApiError, store::Ctx};
+
+/// Upstream's `MaxRequestBodyBytes` (3 MiB).
+pub const MAX_BODY_BYTES: usize = 3 << 20;
+
+/// A decoded request body.
+pub enum Decoded {
+    /// A JSON value (from JSON, YAML or protobuf).
+    Json(Value),
+    /// No body.
+    Empty,
+}
+
+/// The body's bytes, at most [`MAX_BODY_BYTES`], read before the request's deadline.
+pub async fn read_raw(
+    _rest: &Rest,
+    req: http::Request<hyper::body::Incoming>,
+    ctx: &Ctx,
+) -> Result<Bytes, ApiError> {
+    if let Some(len) = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        && len > MAX_BODY_BYTES
+    {
+        return Err(too_large());
+    }
+    let limited = http_body_util::Limited::new(req.into_body(), MAX_BODY_BYTES);
+    match tokio::time::timeout(ctx.deadline.remaining(), limited.collect()).await {
+        Err(_) => Err(ApiError::Unavailable {
+            reason: "Timeout",
+            message: "the request body was not received before the request's deadline".into(),
+        }),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(e)) => Err(ApiError::BadRequest(format!(
+            "the request body could not be read: {e}"
+        ))),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+    }
+}
+
+fn too_large() -> ApiError {
+    ApiError::TooLarge {
+        kind: String::new(),
+        name: String::new(),
+        bytes: 0,
+        limit: MAX_BODY_BYTES,
+    }
+}
+
+/// The body, decoded by its `Content-Type`.
+pub async fn read_body(
+    rest: &Rest,
+    req: http::Request<hyper::body::Incoming>,
+    ctx: &Ctx,
+    endpoint: &dyn Endpoint,
+) -> Result<Decoded, ApiError> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let raw = read_raw(rest, req, ctx).await?;
+    decode(&content_type, &raw, endpoint)
+}
+
+/// `raw` as a JSON value, by `content_type`.
+pub fn decode(
+    content_type: &str,
+    raw: &[u8],
+    endpoint: &dyn Endpoint,
+) -> Result<Decoded, ApiError> {
+    if raw.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Decoded::Empty);
+    }
+    let media = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match media.as_str() {
+        "application/json" | "" | "*/*" => serde_json::from_slice(raw)
+            .map(Decoded::Json)
+            .map_err(|e| malformed(endpoint, &e.to_string())),
+        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml_ng::from_slice(raw)
+            .map(Decoded::Json)
+            .map_err(|e| malformed(endpoint, &e.to_string())),
+        "application/vnd.kubernetes.protobuf" => {
+            super::protobuf::decode(raw, endpoint).map(Decoded::Json)
+        }
+        _ => Err(ApiError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml{}",
+            if endpoint.info().message.is_some() {
+                ", application/vnd.kubernetes.protobuf"
+            } else {
+                ""
+            }
+        ))),
+    }
+}
+
+/// A body that does not parse (upstream: 400, "couldn't get version/kind; json parse error").
+fn malformed(endpoint: &dyn Endpoint, detail: &str) -> ApiError {
+    let kind = &endpoint.info().kind;
+    ApiError::BadRequest(format!(
+        "{kind} in version \"{}\" cannot be handled as a {kind}: {detail}",
+        endpoint.info().version
+    ))
+}

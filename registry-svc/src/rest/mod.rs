@@ -1,0 +1,498 @@
+//! Kubernetes' REST API (`--kube-api-addr`), so that kubectl, client-go, kube-rs and the
+//! Python and JavaScript clients work unchanged: one set of resource-agnostic handlers over the
+//! catalog (upstream's `pkg/endpoints`), beside the gRPC services and sharing their in-flight
+//! limit, deadlines, watch cut-offs and tracing.
+//!
+//! - [`route`]: paths; [`params`]: query parameters and content negotiation;
+//! - [`handlers`]: the verbs of every resource; [`watch`]: watches as chunked JSON lines;
+//! - [`body`]: request bodies (3 MiB, JSON / YAML / [`protobuf`]);
+//! - [`discovery`], [`openapi`]: what clients learn the API from;
+//! - [`status`]: errors as `Status` bodies; [`reply`]: responses;
+//! - [`tls`]: HTTPS with the service's certificate, client certificates as identities;
+//! - this module: the server (HTTP/1.1, and h2 by ALPN), health, and the request pipeline.
+
+pub mod body;
+pub mod discovery;
+pub mod handlers;
+pub mod openapi;
+pub mod params;
+pub mod protobuf;
+pub mod reply;
+pub mod route;
+pub mod status;
+pub mod tls;
+pub mod watch;
+
+use std::{
+    convert::Infallible,
+    net::SocketAddr,
+    sync::{Arc, atomic::AtomicBool},
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, StatusCode, header};
+use http_body_util::combinators::UnsyncBoxBody;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use kubestore_telemetry::{Deadline, inflight::InflightLimitLayer};
+use tokio::net::TcpListener;
+use tracing::{Instrument, field::Empty};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::{catalog::Catalog, error::ApiError, store::Ctx};
+use route::Route;
+
+/// Response bodies.
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// How long a client may take to send a request's headers (slow-loris bound).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a TLS handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The REST API's state.
+pub struct Rest {
+    /// Every resource.
+    pub catalog: Arc<Catalog>,
+    /// Raised on shutdown: watches end.
+    pub stop: tokio::sync::watch::Receiver<bool>,
+    /// The gRPC server's in-flight limit, shared.
+    pub inflight: Option<InflightLimitLayer>,
+    /// Whether registry-svc is SERVING (its storage answers).
+    pub serving: Arc<AtomicBool>,
+    /// Whether a client certificate is required (a client CA is configured).
+    pub client_auth: bool,
+    /// The OpenAPI documents.
+    pub openapi: openapi::OpenApi,
+}
+
+/// Upstream's 404 for a path nobody serves.
+pub fn no_route() -> ApiError {
+    ApiError::NotFound {
+        resource: String::new(),
+        name: String::new(),
+    }
+}
+
+/// Serves the REST API on `listener` until `stopped` resolves; open watches end on the stop
+/// signal, and connections are given `drain` to finish.
+pub async fn serve(
+    listener: TcpListener,
+    rest: Arc<Rest>,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    stopped: impl std::future::Future<Output = ()> + Send + 'static,
+    drain: Duration,
+) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    tokio::pin!(stopped);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "REST API: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut stopped => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let rest = rest.clone();
+        let acceptor = acceptor.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            builder
+                .http2()
+                .timer(TokioTimer::new())
+                .max_concurrent_streams(250);
+            match acceptor {
+                None => {
+                    let service = service(rest, peer, None);
+                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    let _ = watcher.watch(conn.into_owned()).await;
+                }
+                Some(acceptor) => {
+                    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
+                        .await
+                    {
+                        Ok(Ok(tls)) => tls,
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "REST API: TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => return,
+                    };
+                    let identity = tls
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .and_then(|c| c.first())
+                        .and_then(|c| tls::identity(c));
+                    let service = service(rest, peer, identity);
+                    let conn = builder.serve_connection(TokioIo::new(tls), service);
+                    let _ = watcher.watch(conn.into_owned()).await;
+                }
+            }
+        });
+    }
+    if tokio::time::timeout(drain, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("REST API: connections still open after the drain; closing them");
+    }
+}
+
+fn service(rest: Arc<Rest>, peer: SocketAddr, identity: Option<tls::Identity>) -> Service {
+    Service {
+        rest,
+        peer,
+        identity: Arc::new(identity),
+    }
+}
+
+/// One connection's service.
+#[derive(Clone)]
+struct Service {
+    rest: Arc<Rest>,
+    peer: SocketAddr,
+    identity: Arc<Option<tls::Identity>>,
+}
+
+impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Service {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<http::Response<Body>, Infallible>> + Send>,
+    >;
+
+    fn call(&self, req: http::Request<hyper::body::Incoming>) -> Self::Future {
+        let (rest, peer, identity) = (self.rest.clone(), self.peer, self.identity.clone());
+        Box::pin(async move { Ok(rest.handle(req, peer, &identity).await) })
+    }
+}
+
+impl Rest {
+    /// One request, traced, logged and answered.
+    async fn handle(
+        self: &Arc<Self>,
+        req: http::Request<hyper::body::Incoming>,
+        peer: SocketAddr,
+        identity: &Option<tls::Identity>,
+    ) -> http::Response<Body> {
+        let start = Instant::now();
+        let method = req.method().clone();
+        let path = req.uri().path().to_string();
+        let route = route::parse(&path, |g, v, r| self.catalog.knows(g, v, r));
+        let template = template(&route);
+        let span = tracing::info_span!(
+            "HTTP",
+            otel.name = %format!("{method} {template}"),
+            otel.kind = "server",
+            otel.status_code = Empty,
+            http.request.method = %method,
+            http.route = %template,
+            url.path = %path,
+            http.response.status_code = Empty,
+            client.address = %peer.ip(),
+            user_agent.original = req
+                .headers()
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or(""),
+            user.name = identity.as_ref().map_or("", |i| i.user.as_str()),
+        );
+        let _ = span.set_parent(kubestore_telemetry::grpc_trace::extract(req.headers()));
+        let response = async {
+            if self.client_auth && identity.is_none() {
+                return unauthorized();
+            }
+            match self.dispatch(req, route).await {
+                Ok(r) => r,
+                Err(e) => error(&e),
+            }
+        }
+        .instrument(span.clone())
+        .await;
+        let code = response.status().as_u16();
+        span.record("http.response.status_code", code);
+        if code >= 500 {
+            span.record("otel.status_code", "ERROR");
+        }
+        let trace_id = kubestore_telemetry::grpc_trace::trace_id(&span);
+        tracing::info!(
+            target: "kubestore::access",
+            parent: &span,
+            method = %method,
+            path = %path,
+            code,
+            duration_ms = start.elapsed().as_secs_f64() * 1000.0,
+            peer = %peer,
+            trace_id = trace_id.as_deref().unwrap_or(""),
+            "handled"
+        );
+        response
+    }
+
+    async fn dispatch(
+        self: &Arc<Self>,
+        req: http::Request<hyper::body::Incoming>,
+        route: Route,
+    ) -> Result<http::Response<Body>, ApiError> {
+        let accept = params::Accept::parse(
+            req.headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok()),
+        );
+        let get_only = |req: &http::Request<_>| {
+            if req.method() == Method::GET || req.method() == Method::HEAD {
+                Ok(())
+            } else {
+                Err(ApiError::MethodNotSupported(
+                    "the server does not allow this method on the requested resource".into(),
+                ))
+            }
+        };
+        match route {
+            Route::Version => {
+                get_only(&req)?;
+                Ok(reply::value(StatusCode::OK, &discovery::version()))
+            }
+            Route::Api | Route::Apis => {
+                get_only(&req)?;
+                let core = route == Route::Api;
+                Ok(match accept.aggregated_discovery() {
+                    Some(media) => {
+                        let v = if media.contains("v=v2beta1") {
+                            "v2beta1"
+                        } else {
+                            "v2"
+                        };
+                        discovery::answer(&discovery::aggregated(self, core, v), &media)
+                    }
+                    None if core => reply::value(StatusCode::OK, &discovery::api()),
+                    None => reply::value(StatusCode::OK, &discovery::apis(self)),
+                })
+            }
+            Route::Group(g) => {
+                get_only(&req)?;
+                discovery::group(self, &g)
+                    .map(|v| reply::value(StatusCode::OK, &v))
+                    .ok_or_else(no_route)
+            }
+            Route::GroupVersion { group, version } => {
+                get_only(&req)?;
+                discovery::resources(self, &group, &version)
+                    .map(|v| reply::value(StatusCode::OK, &v))
+                    .ok_or_else(no_route)
+            }
+            Route::OpenApiV3 => {
+                get_only(&req)?;
+                Ok(reply::value(StatusCode::OK, &self.openapi.index(self)))
+            }
+            Route::OpenApiV3Doc(path) => {
+                get_only(&req)?;
+                self.openapi
+                    .document(self, &path)
+                    .map(|v| reply::value(StatusCode::OK, &v))
+                    .ok_or_else(no_route)
+            }
+            Route::OpenApiV2 | Route::NotFound => Err(no_route()),
+            Route::Health { endpoint, check } => {
+                get_only(&req)?;
+                Ok(self.health(&endpoint, check.as_deref(), req.uri().query()))
+            }
+            Route::Resource(path) => {
+                let query = params::Query::parse(req.uri().query());
+                let long_running = req.method() == Method::GET && query.watch()?;
+                let _permit = if long_running {
+                    None
+                } else {
+                    match self.inflight.as_ref().map(InflightLimitLayer::try_acquire) {
+                        None | Some(Ok(None)) => None,
+                        Some(Ok(Some(p))) => Some(p),
+                        Some(Err(limit)) => return Ok(too_many(limit)),
+                    }
+                };
+                let budget = timeout(&query, req.method(), path.name.is_none());
+                let ctx = Ctx {
+                    deadline: Deadline::after(budget),
+                };
+                if long_running {
+                    return handlers::resource(self, req, path, ctx).await;
+                }
+                match tokio::time::timeout(budget, handlers::resource(self, req, path, ctx)).await
+                {
+                    Ok(r) => r,
+                    Err(_) => Err(ApiError::Unavailable {
+                        reason: "Timeout",
+                        message: "Timeout: request did not complete within requested timeout - context deadline exceeded".into(),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// `/healthz`, `/livez`, `/readyz` (upstream's `healthz` handler): `ok`, or with
+    /// `?verbose` a line per check; 500 when a check fails.
+    fn health(
+        &self,
+        endpoint: &str,
+        check: Option<&str>,
+        query: Option<&str>,
+    ) -> http::Response<Body> {
+        let q = params::Query::parse(query);
+        let storage_ok = self.serving.load(std::sync::atomic::Ordering::Relaxed);
+        let shutting_down = *self.stop.borrow();
+        let mut checks: Vec<(&str, bool)> = vec![("ping", true), ("log", true)];
+        if endpoint != "livez" {
+            checks.push(("etcd", storage_ok));
+        }
+        if endpoint == "readyz" {
+            checks.push(("shutdown", !shutting_down));
+        }
+        let excluded: Vec<&str> = query
+            .unwrap_or("")
+            .split('&')
+            .filter_map(|p| p.strip_prefix("exclude="))
+            .collect();
+        let text = |s: &str| bytes::Bytes::from(s.to_string());
+        if let Some(name) = check {
+            return match checks.iter().find(|(n, _)| *n == name) {
+                Some((_, true)) => {
+                    reply::bytes(StatusCode::OK, "text/plain; charset=utf-8", text("ok"))
+                }
+                Some((_, false)) => reply::bytes(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "text/plain; charset=utf-8",
+                    text(&format!("internal server error: {name} check failed\n")),
+                ),
+                None => error(&no_route()),
+            };
+        }
+        let mut lines = String::new();
+        let mut ok = true;
+        for (name, passed) in &checks {
+            if excluded.contains(name) {
+                lines.push_str(&format!("[+]{name} excluded: ok\n"));
+            } else if *passed {
+                lines.push_str(&format!("[+]{name} ok\n"));
+            } else {
+                ok = false;
+                lines.push_str(&format!("[-]{name} failed: reason withheld\n"));
+            }
+        }
+        if ok && q.get("verbose").is_none() {
+            return reply::bytes(StatusCode::OK, "text/plain; charset=utf-8", text("ok"));
+        }
+        lines.push_str(&format!(
+            "{endpoint} check {}\n",
+            if ok { "passed" } else { "failed" }
+        ));
+        reply::bytes(
+            if ok {
+                StatusCode::OK
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            },
+            "text/plain; charset=utf-8",
+            text(&lines),
+        )
+    }
+}
+
+/// A request's deadline: its `timeout` parameter, capped at the default request timeout (a
+/// DeleteCollection's longer one).
+fn timeout(query: &params::Query, method: &Method, collection: bool) -> Duration {
+    let cap = if method == Method::DELETE && collection {
+        crate::service::DELETE_COLLECTION_TIMEOUT
+    } else {
+        crate::service::DEFAULT_REQUEST_TIMEOUT
+    };
+    query
+        .get("timeout")
+        .and_then(|t| kubestore_telemetry::deadline::parse_duration(t).ok())
+        .filter(|t| !t.is_zero())
+        .map_or(cap, |t| t.min(cap))
+}
+
+/// The route as a template, for span names and `http.route` (no names or namespaces in it:
+/// a bounded set of values).
+fn template(route: &Route) -> String {
+    match route {
+        Route::Version => "/version".into(),
+        Route::Api => "/api".into(),
+        Route::Apis => "/apis".into(),
+        Route::Group(_) => "/apis/{group}".into(),
+        Route::GroupVersion { group, .. } if group.is_empty() => "/api/v1".into(),
+        Route::GroupVersion { .. } => "/apis/{group}/{version}".into(),
+        Route::OpenApiV3 => "/openapi/v3".into(),
+        Route::OpenApiV3Doc(_) => "/openapi/v3/{path}".into(),
+        Route::OpenApiV2 => "/openapi/v2".into(),
+        Route::Health { endpoint, .. } => format!("/{endpoint}"),
+        Route::NotFound => "unknown".into(),
+        Route::Resource(p) => {
+            let mut t = if p.group.is_empty() {
+                "/api/v1".to_string()
+            } else {
+                "/apis/{group}/{version}".to_string()
+            };
+            if p.namespace.is_some() {
+                t.push_str("/namespaces/{namespace}");
+            }
+            t.push_str("/{resource}");
+            if p.name.is_some() {
+                t.push_str("/{name}");
+            }
+            if let Some(s) = &p.subresource {
+                t.push('/');
+                t.push_str(if s == "status" {
+                    "status"
+                } else {
+                    "{subresource}"
+                });
+            }
+            t
+        }
+    }
+}
+
+/// An error as a `Status` response.
+pub fn error(e: &ApiError) -> http::Response<Body> {
+    let body = status::body(e);
+    let code = StatusCode::from_u16(e.http_code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = reply::value(code, &body);
+    if matches!(
+        e,
+        ApiError::TooManyRequests(_) | ApiError::WatcherTooSlow(_)
+    ) {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    r
+}
+
+/// Upstream's 401 for a request without credentials.
+fn unauthorized() -> http::Response<Body> {
+    reply::value(
+        StatusCode::UNAUTHORIZED,
+        &serde_json::json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "Unauthorized", "reason": "Unauthorized", "code": 401,
+        }),
+    )
+}
+
+/// The in-flight limit's refusal, with upstream's `Retry-After`.
+fn too_many(limit: usize) -> http::Response<Body> {
+    error(&ApiError::TooManyRequests(format!(
+        "Too many requests, please try again later: {limit} requests are running (--max-requests-inflight)"
+    )))
+}

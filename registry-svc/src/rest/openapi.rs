@@ -1,0 +1,295 @@
+//! OpenAPI v3 (`/openapi/v3` and one document per group version), what kubectl validates
+//! manifests with and `kubectl explain` reads: every resource's paths, with
+//! `x-kubernetes-group-version-kind` on each operation and the `fieldValidation` parameter on
+//! writes (kubectl then leaves validation to the server's `fieldValidation=Strict`), and
+//! `components.schemas` with each kind's schema: generated from the descriptors for built-in
+//! kinds (the same fields the JSON codec reads and writes), a definition's `openAPIV3Schema`
+//! for custom kinds.
+//!
+//! The index names each document with a hash of its content (`?hash=`), so clients' caches
+//! notice a new definition. Documents are built per request from the catalog: nothing to keep
+//! in step.
+
+use std::{collections::BTreeMap, hash::Hasher, sync::Arc};
+
+use kubestore_apimachinery::{
+    descriptors::{Descriptors, FieldType},
+    json::Codec,
+};
+use serde_json::{Map, Value, json};
+
+use super::Rest;
+use crate::catalog::{Endpoint, ResourceInfo};
+
+/// The OpenAPI documents' source.
+pub struct OpenApi {
+    codec: Arc<Codec>,
+}
+
+/// The upstream schema name of a proto message (`io.k8s.api.core.v1.Pod`).
+fn schema_name(message: &str) -> String {
+    let m = message.trim_start_matches('.');
+    if let Some(rest) = m.strip_prefix("meta.v1.") {
+        format!("io.k8s.apimachinery.pkg.apis.meta.v1.{rest}")
+    } else if let Some(rest) = m.strip_prefix("apiextensions.v1.") {
+        format!("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.{rest}")
+    } else if let Some(rest) = m.strip_prefix("google.protobuf.") {
+        format!("io.k8s.kubestore.google.protobuf.{rest}")
+    } else {
+        format!("io.k8s.api.{m}")
+    }
+}
+
+fn reference(message: &str) -> Value {
+    json!({"allOf": [{"$ref": format!("#/components/schemas/{}", schema_name(message))}]})
+}
+
+fn gvk(info: &ResourceInfo) -> Value {
+    json!({"group": info.group, "version": info.version, "kind": info.kind})
+}
+
+impl OpenApi {
+    /// Documents over `codec`'s descriptors.
+    pub fn new(codec: Arc<Codec>) -> Self {
+        Self { codec }
+    }
+
+    /// `/openapi/v3`: every group version's document, by path, with its hash.
+    pub fn index(&self, rest: &Rest) -> Value {
+        let mut paths = Map::new();
+        for (path, _) in group_versions(rest) {
+            let doc = self.document(rest, &path).unwrap_or(Value::Null);
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            h.write(doc.to_string().as_bytes());
+            paths.insert(
+                path.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={:016X}", h.finish())}),
+            );
+        }
+        json!({"paths": paths})
+    }
+
+    /// The document of `path` (`api/v1`, `apis/G/V`), if served.
+    pub fn document(&self, rest: &Rest, path: &str) -> Option<Value> {
+        let endpoints = group_versions(rest).remove(path)?;
+        let mut paths = Map::new();
+        let mut schemas = Map::new();
+        for e in &endpoints {
+            let info = e.info();
+            self.paths(info, &mut paths);
+            match (&info.message, e.openapi_schema()) {
+                (Some(message), _) => {
+                    self.message_schemas(self.codec.descriptors(), message, &mut schemas);
+                    if let Some(Value::Object(s)) = schemas.get_mut(&schema_name(message)) {
+                        s.insert("x-kubernetes-group-version-kind".into(), json!([gvk(info)]));
+                        type_meta_properties(s);
+                    }
+                }
+                (None, schema) => {
+                    let mut s = match schema {
+                        Some(Value::Object(s)) => s,
+                        _ => Map::from_iter([
+                            ("type".to_string(), json!("object")),
+                            (
+                                "x-kubernetes-preserve-unknown-fields".to_string(),
+                                json!(true),
+                            ),
+                        ]),
+                    };
+                    s.insert("x-kubernetes-group-version-kind".into(), json!([gvk(info)]));
+                    type_meta_properties(&mut s);
+                    if let Some(Value::Object(props)) = s.get_mut("properties") {
+                        props.insert("metadata".into(), reference(".meta.v1.ObjectMeta"));
+                    }
+                    self.message_schemas(
+                        self.codec.descriptors(),
+                        ".meta.v1.ObjectMeta",
+                        &mut schemas,
+                    );
+                    schemas.insert(custom_schema_name(info), Value::Object(s));
+                }
+            }
+        }
+        Some(json!({
+            "openapi": "3.0.0",
+            "info": {"title": "Kubernetes", "version": format!("v{}.{}.0", super::discovery::KUBERNETES_MAJOR, super::discovery::KUBERNETES_MINOR)},
+            "paths": paths,
+            "components": {"schemas": schemas},
+        }))
+    }
+
+    /// The paths of one resource, with upstream's extensions on each operation.
+    fn paths(&self, info: &ResourceInfo, paths: &mut Map<String, Value>) {
+        let root = if info.group.is_empty() {
+            "/api/v1".to_string()
+        } else {
+            format!("/apis/{}/{}", info.group, info.version)
+        };
+        let scope = if info.namespaced {
+            "/namespaces/{namespace}"
+        } else {
+            ""
+        };
+        let body_ref = match &info.message {
+            Some(m) => json!({"$ref": format!("#/components/schemas/{}", schema_name(m))}),
+            None => json!({"$ref": format!("#/components/schemas/{}", custom_schema_name(info))}),
+        };
+        let op = |action: &str, write: bool| -> Value {
+            let mut o = Map::new();
+            o.insert("x-kubernetes-action".into(), json!(action));
+            o.insert("x-kubernetes-group-version-kind".into(), gvk(info));
+            o.insert(
+                "responses".into(),
+                json!({"200": {"description": "OK", "content": {"application/json": {"schema": body_ref}}}}),
+            );
+            if write {
+                o.insert(
+                    "parameters".into(),
+                    json!([
+                        {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+                        {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+                        {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+                    ]),
+                );
+                o.insert(
+                    "requestBody".into(),
+                    json!({"content": {"application/json": {"schema": body_ref}}, "required": true}),
+                );
+            }
+            Value::Object(o)
+        };
+        let mut collection = Map::new();
+        collection.insert("get".into(), op("list", false));
+        collection.insert("post".into(), op("post", true));
+        collection.insert("delete".into(), op("deletecollection", false));
+        paths.insert(
+            format!("{root}{scope}/{}", info.plural),
+            Value::Object(collection),
+        );
+        let mut item = Map::new();
+        item.insert("get".into(), op("get", false));
+        item.insert("put".into(), op("put", true));
+        item.insert("patch".into(), op("patch", true));
+        item.insert("delete".into(), op("delete", false));
+        paths.insert(
+            format!("{root}{scope}/{}/{{name}}", info.plural),
+            Value::Object(item),
+        );
+        if info.status {
+            let mut status = Map::new();
+            status.insert("get".into(), op("get", false));
+            status.insert("put".into(), op("put", true));
+            status.insert("patch".into(), op("patch", true));
+            paths.insert(
+                format!("{root}{scope}/{}/{{name}}/status", info.plural),
+                Value::Object(status),
+            );
+        }
+    }
+
+    /// The schema of `message` and of every message it uses, into `schemas`.
+    fn message_schemas(&self, d: &Descriptors, message: &str, schemas: &mut Map<String, Value>) {
+        let name = schema_name(message);
+        if schemas.contains_key(&name) {
+            return;
+        }
+        let Some(desc) = d.message_desc(message) else {
+            return;
+        };
+        // Placeholder first: recursive messages stop here.
+        schemas.insert(name.clone(), json!({}));
+        let mut properties = BTreeMap::new();
+        let mut nested = Vec::new();
+        for f in &desc.fields {
+            let map_entry = match &f.ty {
+                FieldType::Message(m) => d.message_desc(m).filter(|e| e.map_entry).cloned(),
+                _ => None,
+            };
+            let schema = if let Some(entry) = map_entry {
+                let value = entry
+                    .field(2)
+                    .map(|v| field_schema(&v.ty, &mut nested))
+                    .unwrap_or_else(|| json!({}));
+                json!({"type": "object", "additionalProperties": value})
+            } else {
+                let one = field_schema(&f.ty, &mut nested);
+                if f.repeated {
+                    json!({"type": "array", "items": one})
+                } else {
+                    one
+                }
+            };
+            properties.insert(f.json_name.clone(), schema);
+        }
+        schemas.insert(name, json!({"type": "object", "properties": properties}));
+        for m in nested {
+            self.message_schemas(d, &m, schemas);
+        }
+    }
+}
+
+/// A custom kind's schema name (`com.example.stable.v1.CronTab`, as upstream reverses the group).
+fn custom_schema_name(info: &ResourceInfo) -> String {
+    let reversed: Vec<&str> = info.group.split('.').rev().collect();
+    format!("{}.{}.{}", reversed.join("."), info.version, info.kind)
+}
+
+/// `kind` and `apiVersion` properties on a kind's schema.
+fn type_meta_properties(schema: &mut Map<String, Value>) {
+    let props = schema.entry("properties").or_insert_with(|| json!({}));
+    if let Value::Object(p) = props {
+        p.entry("apiVersion")
+            .or_insert_with(|| json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."}));
+        p.entry("kind")
+            .or_insert_with(|| json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."}));
+    }
+}
+
+fn field_schema(ty: &FieldType, nested: &mut Vec<String>) -> Value {
+    match ty {
+        FieldType::Int64
+        | FieldType::Sint64
+        | FieldType::Sfixed64
+        | FieldType::Uint64
+        | FieldType::Fixed64 => {
+            json!({"type": "integer", "format": "int64"})
+        }
+        FieldType::Int32
+        | FieldType::Sint32
+        | FieldType::Sfixed32
+        | FieldType::Uint32
+        | FieldType::Fixed32 => {
+            json!({"type": "integer", "format": "int32"})
+        }
+        FieldType::Double => json!({"type": "number", "format": "double"}),
+        FieldType::Float => json!({"type": "number", "format": "float"}),
+        FieldType::Bool => json!({"type": "boolean"}),
+        FieldType::String | FieldType::Enum(_) => json!({"type": "string"}),
+        FieldType::Bytes => json!({"type": "string", "format": "byte"}),
+        FieldType::Message(m) if m == ".google.protobuf.Timestamp" => {
+            json!({"type": "string", "format": "date-time"})
+        }
+        FieldType::Message(m) if m.starts_with(".google.protobuf.") => {
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+        }
+        FieldType::Message(m) => {
+            nested.push(m.clone());
+            reference(m)
+        }
+    }
+}
+
+/// Every served group version, by its document path (`api/v1`, `apis/G/V`).
+fn group_versions(rest: &Rest) -> BTreeMap<String, Vec<Arc<dyn Endpoint>>> {
+    let mut out: BTreeMap<String, Vec<Arc<dyn Endpoint>>> = BTreeMap::new();
+    for e in rest.catalog.all() {
+        let info = e.info();
+        let path = if info.group.is_empty() {
+            format!("api/{}", info.version)
+        } else {
+            format!("apis/{}/{}", info.group, info.version)
+        };
+        out.entry(path).or_default().push(e);
+    }
+    out
+}
