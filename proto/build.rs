@@ -68,5 +68,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .ignore_unknown_fields()
             .build(packages)?;
     }
+    // Kubernetes' own protobuf, for the REST API's protobuf bodies: descriptors only (the
+    // bodies are transcoded to JSON with them), so protoc alone, no generated code.
+    let k8s = [
+        "k8s/meta.proto",
+        "k8s/runtime.proto",
+        "k8s/resource.proto",
+        "k8s/intstr.proto",
+        "k8s/core.proto",
+        "k8s/coordination.proto",
+    ];
+    for p in k8s {
+        println!("cargo:rerun-if-changed={p}");
+    }
+    let protoc = env::var("PROTOC").unwrap_or_else(|_| "protoc".into());
+    let status = std::process::Command::new(protoc)
+        .arg("--include_imports")
+        .arg("-I.")
+        .arg(format!(
+            "--descriptor_set_out={}",
+            out.join("k8s_descriptor.bin").display()
+        ))
+        .args(k8s)
+        .status()?;
+    if !status.success() {
+        return Err(format!("protoc failed on the k8s protos: {status}").into());
+    }
     Ok(())
 }

@@ -199,6 +199,7 @@ async fn pod_and_event_worker(ch: Channel, stop: Arc<AtomicBool>, counts: Arc<Co
                         message: "soak".into(),
                         r#type: "Normal".into(),
                         count: 1,
+                        ..Default::default()
                     }),
                     dry_run: false,
                 })

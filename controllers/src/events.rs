@@ -90,6 +90,15 @@ impl Recorder {
             message,
             r#type: kind.into(),
             count: 1,
+            // As client-go's recorder: who reported it, and when it was first and last seen.
+            source: Some(kubestore_proto::core::v1::EventSource {
+                component: self.component.to_string(),
+                host: String::new(),
+            }),
+            first_timestamp: Some(now_timestamp()),
+            last_timestamp: Some(now_timestamp()),
+            reporting_component: self.component.to_string(),
+            ..Default::default()
         };
         let mut client = EventsClient::new(self.ch.clone());
         tokio::spawn(async move {
@@ -104,5 +113,15 @@ impl Recorder {
             }
             drop(slot);
         });
+    }
+}
+
+/// Now, to the second (what `metav1.Time` keeps).
+fn now_timestamp() -> kubestore_proto::Timestamp {
+    kubestore_proto::Timestamp {
+        seconds: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+        nanos: 0,
     }
 }

@@ -87,6 +87,11 @@ pub const STORAGE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("s
 /// registry-svc's reflection.
 pub const CORE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("core_descriptor");
 
+/// Encoded `FileDescriptorSet` of Kubernetes' own protobuf messages (packages `k8s.io.*`,
+/// upstream's field numbers, `k8s/*.proto`), for the REST API's protobuf request bodies.
+pub const K8S_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/k8s_descriptor.bin"));
+
 /// Leases (leader election), served by registry-svc.
 pub mod coordination {
     /// Version 1.

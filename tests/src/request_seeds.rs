@@ -282,6 +282,7 @@ pub fn registry_methods(seed_pod: &Pod, seed_cm: &ConfigMap) -> Vec<Method> {
         message: "started".into(),
         r#type: "Normal".into(),
         count: 1,
+        ..Default::default()
     };
     let watch_options = Some(ListOptions {
         send_initial_events: Some(true),

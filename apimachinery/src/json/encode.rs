@@ -107,7 +107,39 @@ impl Writer<'_> {
         }
         let mut wire = fields(bytes).ok_or_else(|| malformed(desc, "invalid wire format"))?;
         match desc.full_name.as_str() {
-            ".google.protobuf.Timestamp" => return self.timestamp(&wire),
+            ".google.protobuf.Timestamp"
+            | ".k8s.io.apimachinery.pkg.apis.meta.v1.Time"
+            | ".k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime" => return self.timestamp(&wire),
+            // Kubernetes' protobuf (`apimachinery`'s): a Quantity is its string, an
+            // IntOrString its int or its string.
+            ".k8s.io.apimachinery.pkg.api.resource.Quantity" => {
+                let text = wire.iter().rev().find_map(|(n, v)| match (n, v) {
+                    (1, Wire::Len(b)) => std::str::from_utf8(b).ok(),
+                    _ => None,
+                });
+                self.string(text.unwrap_or(""));
+                return Ok(());
+            }
+            ".k8s.io.apimachinery.pkg.util.intstr.IntOrString" => {
+                let ty = wire.iter().rev().find_map(|(n, v)| match (n, v) {
+                    (1, Wire::Varint(t)) => Some(*t),
+                    _ => None,
+                });
+                if ty == Some(1) {
+                    let text = wire.iter().rev().find_map(|(n, v)| match (n, v) {
+                        (3, Wire::Len(b)) => std::str::from_utf8(b).ok(),
+                        _ => None,
+                    });
+                    self.string(text.unwrap_or(""));
+                } else {
+                    let n = wire.iter().rev().find_map(|(n, v)| match (n, v) {
+                        (2, Wire::Varint(i)) => Some(*i as i32),
+                        _ => None,
+                    });
+                    write_num(self.out, n.unwrap_or(0));
+                }
+                return Ok(());
+            }
             ".google.protobuf.Struct" => return self.structure(desc, &wire, depth),
             ".google.protobuf.Value" => return self.value(desc, &wire, depth),
             ".google.protobuf.ListValue" => return self.list_value(desc, &wire, depth),

@@ -95,6 +95,14 @@ pub fn content_generation(meta: &mut ObjectMeta, content_changed: Option<bool>) 
 }
 
 impl Strategy<ConfigMap> for ConfigMapStrategy {
+    fn columns(&self) -> Vec<kubestore_apimachinery::table::Column> {
+        crate::kinds::printers::config_map_columns()
+    }
+
+    fn cells(&self, obj: &ConfigMap, now: i64) -> Vec<serde_json::Value> {
+        crate::kinds::printers::config_map_cells(obj, now)
+    }
+
     fn prepare_for_create(&self, cm: &mut ConfigMap) {
         content_generation(cm.metadata.get_or_insert_with(Default::default), None);
     }

@@ -47,6 +47,14 @@ impl Default for EventStrategy {
 }
 
 impl Strategy<Event> for EventStrategy {
+    fn columns(&self) -> Vec<kubestore_apimachinery::table::Column> {
+        crate::kinds::printers::event_columns()
+    }
+
+    fn cells(&self, obj: &Event, now: i64) -> Vec<serde_json::Value> {
+        crate::kinds::printers::event_cells(obj, now)
+    }
+
     fn validate(&self, e: &Event) -> Violations {
         let mut v = Violations::new();
         if !["", "Normal", "Warning"].contains(&e.r#type.as_str()) {

@@ -11,6 +11,14 @@ use crate::{strategy::Strategy, violations::Violations};
 pub struct LeaseStrategy;
 
 impl Strategy<Lease> for LeaseStrategy {
+    fn columns(&self) -> Vec<kubestore_apimachinery::table::Column> {
+        crate::kinds::printers::lease_columns()
+    }
+
+    fn cells(&self, obj: &Lease, now: i64) -> Vec<serde_json::Value> {
+        crate::kinds::printers::lease_cells(obj, now)
+    }
+
     fn validate(&self, lease: &Lease) -> Violations {
         let mut v = Violations::new();
         let Some(spec) = &lease.spec else {

@@ -8,4 +8,5 @@ pub mod hugepages;
 pub mod lease;
 pub mod pod;
 pub mod pod_defaults;
+pub mod printers;
 pub mod secret;

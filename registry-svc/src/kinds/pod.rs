@@ -190,6 +190,14 @@ fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
 }
 
 impl Strategy<Pod> for PodStrategy {
+    fn columns(&self) -> Vec<kubestore_apimachinery::table::Column> {
+        crate::kinds::printers::pod_columns()
+    }
+
+    fn cells(&self, obj: &Pod, now: i64) -> Vec<serde_json::Value> {
+        crate::kinds::printers::pod_cells(obj, now)
+    }
+
     fn return_deleted_object(&self) -> bool {
         true
     }

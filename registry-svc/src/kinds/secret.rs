@@ -76,6 +76,14 @@ fn merge_string_data(s: &mut Secret) {
 }
 
 impl Strategy<Secret> for SecretStrategy {
+    fn columns(&self) -> Vec<kubestore_apimachinery::table::Column> {
+        crate::kinds::printers::secret_columns()
+    }
+
+    fn cells(&self, obj: &Secret, now: i64) -> Vec<serde_json::Value> {
+        crate::kinds::printers::secret_cells(obj, now)
+    }
+
     fn default_object(&self, s: &mut Secret) -> bool {
         default_type(s)
     }

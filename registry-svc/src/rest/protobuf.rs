@@ -1,15 +1,131 @@
 //! Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`): what client-go's
 //! typed clients (1.32 and later) and kubectl's `create configmap|secret|namespace` send, with no
-//! JSON fallback.
+//! JSON fallback. A body is `k8s\0` and a `runtime.Unknown` whose `raw` is the object in
+//! upstream's `generated.proto` form; it is transcoded to Kubernetes JSON with the descriptors
+//! of those messages (`proto/k8s`, upstream's field numbers), and then taken in exactly as a JSON
+//! body. Responses are JSON (clients that send protobuf accept JSON too).
 
+use std::sync::OnceLock;
+
+use kubestore_apimachinery::json::Codec;
 use serde_json::Value;
 
 use crate::{catalog::Endpoint, error::ApiError};
 
+/// The envelope's magic bytes.
+const MAGIC: &[u8] = b"k8s\0";
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct TypeMeta {
+    #[prost(string, optional, tag = "1")]
+    api_version: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    kind: Option<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct Unknown {
+    #[prost(message, optional, tag = "1")]
+    type_meta: Option<TypeMeta>,
+    #[prost(bytes = "vec", optional, tag = "2")]
+    raw: Option<Vec<u8>>,
+    #[prost(string, optional, tag = "3")]
+    content_encoding: Option<String>,
+}
+
+fn codec() -> Result<&'static Codec, ApiError> {
+    static CODEC: OnceLock<Option<Codec>> = OnceLock::new();
+    CODEC
+        .get_or_init(|| Codec::new(kubestore_proto::K8S_DESCRIPTOR_SET).ok())
+        .as_ref()
+        .ok_or_else(|| ApiError::Internal("Kubernetes protobuf descriptors do not decode".into()))
+}
+
 /// A protobuf body as the JSON object it encodes.
-pub fn decode(_raw: &[u8], endpoint: &dyn Endpoint) -> Result<Value, ApiError> {
-    Err(ApiError::UnsupportedMediaType(format!(
-        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml ({} in protobuf is not supported yet)",
-        endpoint.info().kind
-    )))
+pub fn decode(raw: &[u8], endpoint: &dyn Endpoint) -> Result<Value, ApiError> {
+    let info = endpoint.info();
+    let Some(message) = &info.message else {
+        return Err(ApiError::UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml".into(),
+        ));
+    };
+    let body = raw.strip_prefix(MAGIC).ok_or_else(|| {
+        ApiError::BadRequest(format!(
+            "provided data does not appear to be a protobuf message, expected prefix {:?}",
+            MAGIC
+        ))
+    })?;
+    let unknown = <Unknown as prost::Message>::decode(body)
+        .map_err(|e| ApiError::BadRequest(format!("the protobuf envelope does not decode: {e}")))?;
+    if unknown
+        .content_encoding
+        .as_deref()
+        .is_some_and(|e| !e.is_empty())
+    {
+        return Err(ApiError::UnsupportedMediaType(format!(
+            "the protobuf content encoding {:?} is not supported",
+            unknown.content_encoding.unwrap_or_default()
+        )));
+    }
+    let type_meta = unknown.type_meta.unwrap_or_default();
+    let kind = type_meta.kind.unwrap_or_default();
+    let api_version = type_meta.api_version.unwrap_or_default();
+    if kind != info.kind {
+        return Err(ApiError::BadRequest(format!(
+            "the object provided is unrecognized (must be of type {}): kind {kind:?} in the protobuf envelope",
+            info.kind
+        )));
+    }
+    // Our `.core.v1.Pod` is upstream's `.k8s.io.api.core.v1.Pod`.
+    let upstream = format!(".k8s.io.api{message}");
+    codec()?
+        .encode_to_value(
+            &upstream,
+            unknown.raw.as_deref().unwrap_or_default(),
+            Some((&api_version, &kind)),
+        )
+        .map_err(|e| ApiError::BadRequest(format!("{kind} in protobuf does not decode: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    #[test]
+    fn a_configmap_in_kubernetes_protobuf_reads_as_its_json() {
+        // upstream ConfigMap: metadata (1) { name (1) }, data (2) map entry.
+        let mut meta = Vec::new();
+        prost::encoding::string::encode(1, &"c1".to_string(), &mut meta);
+        let mut entry = Vec::new();
+        prost::encoding::string::encode(1, &"a".to_string(), &mut entry);
+        prost::encoding::string::encode(2, &"b".to_string(), &mut entry);
+        let mut cm = Vec::new();
+        prost::encoding::bytes::encode(1, &meta, &mut cm);
+        prost::encoding::bytes::encode(2, &entry, &mut cm);
+        let env = Unknown {
+            type_meta: Some(TypeMeta {
+                api_version: Some("v1".into()),
+                kind: Some("ConfigMap".into()),
+            }),
+            raw: Some(cm),
+            content_encoding: None,
+        };
+        let mut body = MAGIC.to_vec();
+        body.extend(env.encode_to_vec());
+        let json = codec()
+            .expect("descriptors")
+            .encode_to_value(
+                ".k8s.io.api.core.v1.ConfigMap",
+                env.raw.as_deref().unwrap_or_default(),
+                Some(("v1", "ConfigMap")),
+            )
+            .expect("transcodes");
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1",
+                               "metadata": {"name": "c1"}, "data": {"a": "b"}})
+        );
+        assert!(body.starts_with(MAGIC));
+    }
 }
