@@ -12,14 +12,15 @@ use kubestore_controllers::manager::{self, Handle, ManagerConfig};
 use kubestore_proto::{
     apiextensions::v1::{
         CreateCustomObjectRequest, DeleteCustomObjectRequest,
+        DeleteCustomResourceDefinitionRequest, GetCustomObjectRequest,
         custom_objects_client::CustomObjectsClient,
         custom_resource_definitions_client::CustomResourceDefinitionsClient,
     },
     coordination::v1::{GetLeaseRequest, leases_client::LeasesClient},
     core::v1::{
-        ConfigMap, CreateConfigMapRequest, CreateSecretRequest, DeleteConfigMapRequest,
-        GetConfigMapRequest, GetSecretRequest, ListConfigMapsRequest, Secret,
-        UpdateConfigMapRequest, config_maps_client::ConfigMapsClient,
+        ConfigMap, CreateConfigMapRequest, CreateSecretRequest, DeleteConfigMapRequest, Event,
+        GetConfigMapRequest, GetSecretRequest, ListConfigMapsRequest, ListEventsRequest, Secret,
+        UpdateConfigMapRequest, config_maps_client::ConfigMapsClient, events_client::EventsClient,
         secrets_client::SecretsClient,
     },
     meta::v1::{DeleteOptions, ListOptions, ObjectMeta, OwnerReference, PropagationPolicy},
@@ -156,6 +157,15 @@ impl Drop for Process {
     }
 }
 
+/// A Lease time as a SystemTime.
+fn system_time(t: &kubestore_proto::Timestamp) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH
+        + Duration::new(
+            u64::try_from(t.seconds).expect("after 1970"),
+            u32::try_from(t.nanos).expect("nanos"),
+        )
+}
+
 fn owner(api_version: &str, kind: &str, meta: &ObjectMeta, block: Option<bool>) -> OwnerReference {
     OwnerReference {
         api_version: api_version.into(),
@@ -173,8 +183,18 @@ async fn create_cm(
     owners: Vec<OwnerReference>,
     finalizers: &[&str],
 ) -> ObjectMeta {
+    create_cm_in(c, NS, name, owners, finalizers).await
+}
+
+async fn create_cm_in(
+    c: &mut ConfigMapsClient<Channel>,
+    namespace: &str,
+    name: &str,
+    owners: Vec<OwnerReference>,
+    finalizers: &[&str],
+) -> ObjectMeta {
     c.create(CreateConfigMapRequest {
-        namespace: NS.into(),
+        namespace: namespace.into(),
         config_map: Some(ConfigMap {
             metadata: Some(ObjectMeta {
                 name: name.into(),
@@ -194,9 +214,17 @@ async fn create_cm(
 }
 
 async fn get_cm(c: &mut ConfigMapsClient<Channel>, name: &str) -> Option<ConfigMap> {
+    get_cm_in(c, NS, name).await
+}
+
+async fn get_cm_in(
+    c: &mut ConfigMapsClient<Channel>,
+    namespace: &str,
+    name: &str,
+) -> Option<ConfigMap> {
     match c
         .get(GetConfigMapRequest {
-            namespace: NS.into(),
+            namespace: namespace.into(),
             name: name.into(),
         })
         .await
@@ -238,6 +266,50 @@ where
 
 async fn gone(c: &ConfigMapsClient<Channel>, name: &str) -> bool {
     get_cm(&mut c.clone(), name).await.is_none()
+}
+
+/// The events in `namespace` with `reason` about the object `uid`.
+async fn events_about(
+    events: &EventsClient<Channel>,
+    namespace: &str,
+    uid: &str,
+    reason: &str,
+) -> Vec<Event> {
+    events
+        .clone()
+        .list(ListEventsRequest {
+            namespace: namespace.into(),
+            options: None,
+        })
+        .await
+        .expect("list events")
+        .into_inner()
+        .items
+        .into_iter()
+        .filter(|e| e.reason == reason && e.involved_object.as_ref().is_some_and(|o| o.uid == uid))
+        .collect()
+}
+
+/// Waits until an event with `reason` about `uid` is in `namespace`, then a moment more (the
+/// collector writes events in the background), and returns them all.
+async fn settled_events(
+    events: &EventsClient<Channel>,
+    namespace: &str,
+    uid: &str,
+    reason: &str,
+) -> Vec<Event> {
+    eventually(
+        &format!("a {reason} event about {uid} in {namespace}"),
+        Duration::from_secs(10),
+        || async move {
+            !events_about(events, namespace, uid, reason)
+                .await
+                .is_empty()
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    events_about(events, namespace, uid, reason).await
 }
 
 async fn register_crontab(url: &str) {
@@ -339,34 +411,20 @@ async fn background_deletion_cascades_three_levels_across_kinds() {
         }
     })
     .await;
-    // What it did is reported: an event on the owner, and the metrics.
+    // What it did is reported: one event on the owner (not one per dependent: two of its
+    // dependents were deleted), and the metrics.
     let events = cluster.events().await;
-    eventually(
-        "a DeletingDependents event names the owner",
-        Duration::from_secs(5),
-        || {
-            let (mut events, uid) = (events.clone(), tab_meta.uid.clone());
-            async move {
-                events
-                    .list(kubestore_proto::core::v1::ListEventsRequest {
-                        namespace: NS.into(),
-                        options: None,
-                    })
-                    .await
-                    .expect("list events")
-                    .into_inner()
-                    .items
-                    .iter()
-                    .any(|e| {
-                        e.reason == "DeletingDependents"
-                            && e.involved_object.as_ref().is_some_and(|o| {
-                                o.uid == uid && o.kind == "CronTab" && o.name == "nightly"
-                            })
-                    })
-            }
-        },
-    )
-    .await;
+    let about_tab = settled_events(&events, NS, &tab_meta.uid, "DeletingDependents").await;
+    assert_eq!(about_tab.len(), 1, "one event per owner: {about_tab:?}");
+    let o = about_tab[0]
+        .involved_object
+        .as_ref()
+        .expect("involvedObject");
+    assert_eq!(
+        (o.kind.as_str(), o.name.as_str(), o.namespace.as_str()),
+        ("CronTab", "nightly", NS)
+    );
+    assert_eq!(about_tab[0].r#type, "Normal");
     let scraped = scrape(m.handle.metrics_addr.expect("metrics")).await;
     assert!(
         sample(&scraped, "garbagecollector_deleted_dependents_total").unwrap_or(0.0) >= 3.0,
@@ -536,6 +594,21 @@ async fn orphaning_keeps_dependents_and_removes_only_that_reference() {
             "only the deleted owner's reference went"
         );
     }
+    // One event on the orphaned owner says so.
+    let events = cluster.events().await;
+    let orphaned = settled_events(&events, NS, &o.uid, "OrphanedDependents").await;
+    assert_eq!(orphaned.len(), 1, "{orphaned:?}");
+    assert_eq!(
+        orphaned[0].message,
+        "removed the owner reference from 3 dependents"
+    );
+    assert_eq!(
+        orphaned[0]
+            .involved_object
+            .as_ref()
+            .map(|i| (i.kind.as_str(), i.name.as_str())),
+        Some(("ConfigMap", "owner"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -778,73 +851,83 @@ async fn only_the_leader_acts_and_another_takes_over_within_the_lease_duration()
     // The second never leads while the first renews.
     tokio::time::sleep(lease * 2).await;
     assert!(one.leading().await && !two.leading().await);
-    // Only the leader acts: it collects a dependent, the standby deletes nothing.
+    // Only the leader acts: it collects every dependent, the standby deletes none. (Twenty: a
+    // standby that also acted would race the leader for each and win some; with one
+    // dependent it would go unnoticed half the time.)
     let mut cms = cluster.config_maps().await;
     let first_owner = create_cm(&mut cms, "first-owner", vec![], &[]).await;
-    create_cm(
-        &mut cms,
-        "first-dep",
-        vec![owner("v1", "ConfigMap", &first_owner, None)],
-        &[],
-    )
-    .await;
+    create_many(&cms, "first", 20, &first_owner).await;
     delete_cm(&mut cms, "first-owner", PropagationPolicy::Background).await;
-    eventually("the leader collects", Duration::from_secs(10), || {
-        let cms = cms.clone();
-        async move { gone(&cms, "first-dep").await }
+    eventually("the leader collects", Duration::from_secs(20), || {
+        let mut cms = cms.clone();
+        async move { count(&mut cms, "owner=first").await == 0 }
     })
     .await;
     let deleted =
         |text: &str| sample(text, "garbagecollector_deleted_dependents_total").unwrap_or(0.0);
-    assert!(deleted(&scrape(one.metrics).await) >= 1.0);
+    assert_eq!(deleted(&scrape(one.metrics).await), 20.0);
     assert_eq!(
         deleted(&scrape(two.metrics).await),
         0.0,
         "the standby acted"
     );
-    let mut leases = LeasesClient::new(channel(&url).await);
-    let held = leases
-        .get(GetLeaseRequest {
-            namespace: "kube-system".into(),
-            name: "kube-controller-manager".into(),
-        })
-        .await
-        .expect("the lease exists")
-        .into_inner()
-        .spec
-        .expect("spec");
+    let leases = LeasesClient::new(channel(&url).await);
+    let read_lease = |mut leases: LeasesClient<Channel>| async move {
+        leases
+            .get(GetLeaseRequest {
+                namespace: "kube-system".into(),
+                name: "kube-controller-manager".into(),
+            })
+            .await
+            .expect("the lease exists")
+            .into_inner()
+            .spec
+            .expect("spec")
+    };
+    let held = read_lease(leases.clone()).await;
     assert_eq!(held.holder_identity.as_deref(), Some("cm-one"));
     assert_eq!(held.lease_duration_seconds, Some(3));
     let transitions = held.lease_transitions.unwrap_or(0);
 
     one.kill();
     let killed = std::time::SystemTime::now();
-    two.wait_leading(lease + Duration::from_secs(3)).await;
-    let now = leases
-        .get(GetLeaseRequest {
-            namespace: "kube-system".into(),
-            name: "kube-controller-manager".into(),
-        })
-        .await
-        .expect("lease")
-        .into_inner()
-        .spec
-        .expect("spec");
+    // The dead leader's last renewal, read at once (the standby cannot have taken it within
+    // a lease duration; if this read came that late, the one read before the kill stands in,
+    // an earlier time, which only loosens the upper bound below).
+    let after_kill = read_lease(leases.clone()).await;
+    let last_renewal = if after_kill.holder_identity.as_deref() == Some("cm-one") {
+        after_kill.renew_time
+    } else {
+        held.renew_time
+    };
+    let last_renewal = system_time(last_renewal.as_ref().expect("renewTime"));
+    two.wait_leading(lease * 4).await;
+    let now = read_lease(leases.clone()).await;
     // When the new leader took the Lease (the acquireTime it wrote), not when this test's poll
     // of its metrics noticed: on a loaded machine the poll lags, the failover does not.
-    let acquired = now.acquire_time.as_ref().expect("acquireTime");
-    let acquired = std::time::UNIX_EPOCH
-        + Duration::new(
-            u64::try_from(acquired.seconds).expect("after 1970"),
-            u32::try_from(acquired.nanos).expect("nanos"),
-        );
-    let took = acquired.duration_since(killed).unwrap_or_default();
-    // The standby sees the last renewal up to one retry period late and checks again one retry
-    // period after expiry; the rest is its Lease Get and Update, which take up to a second on
-    // two cores shared with the other tests' controller-managers (4.9 s was seen once).
+    let acquired = system_time(now.acquire_time.as_ref().expect("acquireTime"));
+    // A fresh acquisition: an acquireTime left from before the kill is not a takeover.
     assert!(
-        took <= lease + lease / 5 * 2 + Duration::from_millis(1000),
-        "took over after {took:?}, lease {lease:?}"
+        acquired > killed,
+        "the new leader's acquireTime {acquired:?} is not after the kill {killed:?}"
+    );
+    let took = acquired
+        .duration_since(last_renewal)
+        .expect("acquired after the last renewal");
+    // Never before the lease expired: the standby waits a whole lease duration from when it
+    // saw the last renewal, which was no earlier than that renewal (one clock, this machine's).
+    assert!(
+        took >= lease,
+        "took over {took:?} after the last renewal, before the {lease:?} lease expired"
+    );
+    // And soon after: the standby sees the last renewal up to a jittered retry period late
+    // (0.6 s to 1.3 s here), tries again at most that long after expiry, and its Lease Get
+    // and Update take up to a second on two cores shared with other tests (4.9 s from the
+    // kill was seen once). Past twice the lease duration and more, the failover was not
+    // made when it was due.
+    assert!(
+        took <= lease * 2 + Duration::from_millis(1500),
+        "took over {took:?} after the last renewal, lease {lease:?}"
     );
     assert_eq!(now.holder_identity.as_deref(), Some("cm-two"));
     assert_eq!(now.lease_transitions, Some(transitions + 1));
@@ -863,5 +946,249 @@ async fn only_the_leader_acts_and_another_takes_over_within_the_lease_duration()
         let cms = cms.clone();
         async move { gone(&cms, "dep").await }
     })
+    .await;
+}
+
+/// The namespace a ConfigMap of the attacks below lives in.
+const EVIL: &str = "evil";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reference_from_another_namespace_never_decides_about_this_ones_objects() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut m = Manager::start(&url, "gc-1", Duration::from_secs(5), 4).await;
+    m.wait_leading(Duration::from_secs(5)).await;
+    let mut cms = cluster.config_maps().await;
+    let owner_cm = create_cm(&mut cms, "prod-owner", vec![], &[]).await;
+    let other = create_cm(&mut cms, "other-owner", vec![], &[]).await;
+    create_cm(
+        &mut cms,
+        "prod-dep",
+        vec![
+            owner("v1", "ConfigMap", &owner_cm, Some(true)),
+            owner("v1", "ConfigMap", &other, None),
+        ],
+        &[],
+    )
+    .await;
+    // The attack: a ConfigMap in another namespace names the prod owner (its name and UID,
+    // blocking), and holds itself with a finalizer. Its owner is not in its namespace, so the
+    // collector deletes it (it stays, held): the owner is absent *for it*.
+    create_cm_in(
+        &mut cms,
+        EVIL,
+        "bait",
+        vec![owner("v1", "ConfigMap", &owner_cm, Some(true))],
+        &["example.com/hold"],
+    )
+    .await;
+    eventually(
+        "the bait is collected (its owner is not in its namespace)",
+        Duration::from_secs(10),
+        || {
+            let mut cms = cms.clone();
+            async move {
+                get_cm_in(&mut cms, EVIL, "bait")
+                    .await
+                    .and_then(|c| c.metadata)
+                    .is_some_and(|m| m.deletion_timestamp.is_some())
+            }
+        },
+    )
+    .await;
+    // The prod dependent is checked now (one of its owners goes): its other owner exists, in
+    // its namespace, so only the deleted owner's reference goes. What the bait's check found
+    // in its own namespace must not count here.
+    delete_cm(&mut cms, "other-owner", PropagationPolicy::Background).await;
+    eventually(
+        "the deleted owner's reference is dropped, the dependent kept",
+        Duration::from_secs(10),
+        || {
+            let (mut cms, keep) = (cms.clone(), owner_cm.uid.clone());
+            async move {
+                let dep = get_cm(&mut cms, "prod-dep").await;
+                let refs = dep
+                    .expect("the collector deleted a dependent whose owner exists")
+                    .metadata
+                    .expect("meta")
+                    .owner_references;
+                refs.len() == 1 && refs[0].uid == keep
+            }
+        },
+    )
+    .await;
+    // Foreground deletion of the prod owner waits for its own blocking dependent only: the
+    // bait, held by its finalizer in another namespace, does not hold it up.
+    delete_cm(&mut cms, "prod-owner", PropagationPolicy::Foreground).await;
+    eventually(
+        "the owner and its dependent are deleted, whatever the bait does",
+        Duration::from_secs(15),
+        || {
+            let cms = cms.clone();
+            async move { gone(&cms, "prod-dep").await && gone(&cms, "prod-owner").await }
+        },
+    )
+    .await;
+    // And its event is its own: the bait's collection (reported in the bait's namespace) did
+    // not use it up.
+    let events = cluster.events().await;
+    let about = settled_events(&events, NS, &owner_cm.uid, "DeletingDependents").await;
+    assert_eq!(about.len(), 1, "{about:?}");
+    // The bait is still held by its finalizer, and only by it.
+    let bait = get_cm_in(&mut cms, EVIL, "bait")
+        .await
+        .expect("held by its finalizer")
+        .metadata
+        .expect("meta");
+    assert_eq!(bait.finalizers, vec!["example.com/hold".to_string()]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn foreground_deletion_of_an_ownership_cycle_finishes() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut m = Manager::start(&url, "gc-1", Duration::from_secs(5), 4).await;
+    m.wait_leading(Duration::from_secs(5)).await;
+    let mut cms = cluster.config_maps().await;
+    // a owns b and b owns a, both references blocking.
+    let a = create_cm(&mut cms, "cycle-a", vec![], &[]).await;
+    let b = create_cm(
+        &mut cms,
+        "cycle-b",
+        vec![owner("v1", "ConfigMap", &a, Some(true))],
+        &[],
+    )
+    .await;
+    let mut a_now = get_cm(&mut cms, "cycle-a").await.expect("a");
+    a_now.metadata.as_mut().expect("meta").owner_references =
+        vec![owner("v1", "ConfigMap", &b, Some(true))];
+    cms.update(UpdateConfigMapRequest {
+        namespace: NS.into(),
+        config_map: Some(a_now),
+        dry_run: false,
+    })
+    .await
+    .expect("a owned by b");
+    // A third, outside the cycle, owned by a: it goes too.
+    create_cm(
+        &mut cms,
+        "cycle-leaf",
+        vec![owner("v1", "ConfigMap", &a, Some(true))],
+        &[],
+    )
+    .await;
+    delete_cm(&mut cms, "cycle-a", PropagationPolicy::Foreground).await;
+    // b waits for a (its owner, deleted in the foreground) and a waits for b (its blocking
+    // dependent): without upstream's cycle breaking neither ever goes.
+    eventually(
+        "both objects of the cycle and the leaf are deleted",
+        Duration::from_secs(20),
+        || {
+            let cms = cms.clone();
+            async move {
+                gone(&cms, "cycle-a").await
+                    && gone(&cms, "cycle-b").await
+                    && gone(&cms, "cycle-leaf").await
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kind_defined_while_the_collector_runs_is_collected_and_dropped_with_its_definition() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut m = Manager::start(&url, "gc-1", Duration::from_secs(5), 4).await;
+    m.wait_leading(Duration::from_secs(5)).await;
+    let metrics = m.handle.metrics_addr.expect("metrics");
+    let monitors = move || async move {
+        sample(&scrape(metrics).await, "garbagecollector_monitors").unwrap_or(0.0)
+    };
+    // The built-in kinds' monitors (Events excepted).
+    eventually(
+        "the built-in kinds are monitored",
+        Duration::from_secs(10),
+        || async move { monitors().await == 4.0 },
+    )
+    .await;
+
+    // Defined after the collector started (the only other custom cascade registers its
+    // definition first).
+    register_crontab(&url).await;
+    eventually(
+        "the new kind is monitored",
+        Duration::from_secs(10),
+        || async move { monitors().await == 5.0 },
+    )
+    .await;
+    // A CronTab owned by a ConfigMap: only a collector that watches CronTabs knows the
+    // ConfigMap has a dependent to collect.
+    let mut cms = cluster.config_maps().await;
+    let o = create_cm(&mut cms, "tab-owner", vec![], &[]).await;
+    let mut objects = CustomObjectsClient::new(channel(&url).await);
+    let target = |name: &str| GetCustomObjectRequest {
+        group: "stable.example.com".into(),
+        version: "v1".into(),
+        plural: "crontabs".into(),
+        namespace: NS.into(),
+        name: name.into(),
+    };
+    objects
+        .create(CreateCustomObjectRequest {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            plural: "crontabs".into(),
+            namespace: NS.into(),
+            object: Some(
+                serde_json::from_value(json!({
+                    "apiVersion": "stable.example.com/v1",
+                    "kind": "CronTab",
+                    "metadata": {
+                        "name": "owned-tab",
+                        "ownerReferences": [{
+                            "apiVersion": "v1", "kind": "ConfigMap",
+                            "name": o.name, "uid": o.uid,
+                        }],
+                    },
+                    "spec": {"cronSpec": "* * * * *"},
+                }))
+                .expect("struct"),
+            ),
+            dry_run: false,
+        })
+        .await
+        .expect("create the dependent CronTab");
+    delete_cm(&mut cms, "tab-owner", PropagationPolicy::Background).await;
+    eventually(
+        "the CronTab dependent is collected",
+        Duration::from_secs(15),
+        || {
+            let mut objects = objects.clone();
+            let get = target("owned-tab");
+            async move {
+                match objects.get(get).await {
+                    Err(e) if e.code() == Code::NotFound => true,
+                    Err(e) => panic!("get: {e:?}"),
+                    Ok(_) => false,
+                }
+            }
+        },
+    )
+    .await;
+
+    // The definition goes: the collector stops watching its kind.
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    defs.delete(DeleteCustomResourceDefinitionRequest {
+        name: "crontabs.stable.example.com".into(),
+        options: None,
+    })
+    .await
+    .expect("delete the definition");
+    eventually(
+        "the deleted kind is no longer monitored",
+        Duration::from_secs(15),
+        || async move { monitors().await == 4.0 },
+    )
     .await;
 }
