@@ -11,9 +11,12 @@
 //! - [`raw`]: calls with raw bytes (malformed messages, made-up methods), and this process's RSS.
 //! - [`mutate`]: a deterministic generator and byte mutator, and the fuzz seed corpus.
 //! - [`watch_gate`]: a proxy in front of storage-svc that holds back watch streams on demand.
+//! - [`fixtures_gc`]: controller-managers (in process, or the real binary) for the garbage
+//!   collector's tests.
 
 pub mod etcd;
 pub mod fixtures_custom;
+pub mod fixtures_gc;
 pub mod fixtures_registry;
 pub mod fixtures_storage;
 pub mod fixtures_watch;

@@ -7,7 +7,8 @@
 //!   where upstream's discovery takes up to 30 s).
 //! - [`graph`]: the owner graph they fill, by UID; [`queue`]: the two work queues it feeds
 //!   (attemptToDelete, attemptToOrphan); [`worker`]: what is done with a queued object, always
-//!   on live reads.
+//!   on live reads; [`absent`]: the owners those reads found absent, by coordinates and the
+//!   namespace looked in.
 //! - Workers start once every monitor has listed (or after [`INITIAL_SYNC_TIMEOUT`], as
 //!   upstream), [`GcConfig::workers`] per queue, so thousands of dependents are deleted at a
 //!   bounded rate; a refusal carrying RetryInfo (registry-svc's RESOURCE_EXHAUSTED) is retried
