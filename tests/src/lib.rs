@@ -10,9 +10,13 @@
 //! - [`update`]: drives a storage GuaranteedUpdate stream from a closure.
 //! - [`raw`]: calls with raw bytes (malformed messages, made-up methods), and this process's RSS.
 //! - [`mutate`]: a deterministic generator and byte mutator, and the fuzz seed corpus.
+//! - [`watch_gate`]: a proxy in front of storage-svc that holds back watch streams on demand.
+//! - [`fixtures_gc`]: controller-managers (in process, or the real binary) for the garbage
+//!   collector's tests.
 
 pub mod etcd;
 pub mod fixtures_custom;
+pub mod fixtures_gc;
 pub mod fixtures_registry;
 pub mod fixtures_storage;
 pub mod fixtures_watch;
@@ -25,6 +29,7 @@ pub mod request_seeds;
 pub mod services;
 pub mod update;
 pub mod watch_cache;
+pub mod watch_gate;
 
 pub use etcd::EtcdProcess;
 pub use services::{Cluster, ClusterOptions};

@@ -2,8 +2,9 @@
 //! definition of the Kubernetes docs (its manifest, as JSON) is registered, established and
 //! served; its objects are created, read, listed, watched, updated (status subresource rules,
 //! generation), validated against the schema, and deleted; a second registry-svc serves the
-//! definition within a second of its registration; deleting the definition deletes its
-//! objects first.
+//! definition at once, before its watch brings it; deleting the definition refuses creates
+//! and deletes its objects first (whether or not a version is served), waiting for any held
+//! by their finalizers.
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +23,10 @@ use kubestore_tests::{
     fixtures_custom::{crontab_crd, register_established as register, to_json},
     reason,
     services::{channel, spawn_registry, wait_serving},
+    watch_gate::WatchGate,
 };
+use prost::Message;
+use registry_svc::custom::object::CustomObject;
 use serde_json::{Value, json};
 use tonic::{Code, Status, transport::Channel};
 
@@ -32,29 +36,94 @@ fn to_struct(v: Value) -> pbjson_types::Struct {
     serde_json::from_value(v).expect("a JSON object")
 }
 
+/// Creates a CronTab: once, with no retry. A replica serves an established definition at once,
+/// whether or not its definitions watch brought it yet (it reads a kind it does not know from
+/// storage before it refuses it), so a NOT_FOUND here is a failure, not a lag to wait out.
 async fn create(c: &mut CustomObjectsClient<Channel>, object: Value) -> Result<Value, Status> {
-    // The definition is established; every replica serves it within moments (retry a
-    // NOT_FOUND briefly, as a client of a freshly registered kind would).
-    let until = Instant::now() + Duration::from_secs(2);
-    loop {
-        let r = c
-            .create(CreateCustomObjectRequest {
-                group: "stable.example.com".into(),
-                version: "v1".into(),
-                plural: "crontabs".into(),
-                namespace: NS.into(),
-                object: Some(to_struct(object.clone())),
-                dry_run: false,
-            })
-            .await;
-        match r {
-            Err(e) if e.code() == Code::NotFound && Instant::now() < until => {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            r => return r.map(|r| to_json(&r.into_inner())),
-        }
+    create_with(c, object, false).await
+}
+
+async fn create_with(
+    c: &mut CustomObjectsClient<Channel>,
+    object: Value,
+    dry_run: bool,
+) -> Result<Value, Status> {
+    c.create(CreateCustomObjectRequest {
+        group: "stable.example.com".into(),
+        version: "v1".into(),
+        plural: "crontabs".into(),
+        namespace: NS.into(),
+        object: Some(to_struct(object)),
+        dry_run,
+    })
+    .await
+    .map(|r| to_json(&r.into_inner()))
+}
+
+async fn get_tab(c: &mut CustomObjectsClient<Channel>, name: &str) -> Result<Value, Status> {
+    c.get(GetCustomObjectRequest {
+        group: "stable.example.com".into(),
+        version: "v1".into(),
+        plural: "crontabs".into(),
+        namespace: NS.into(),
+        name: name.into(),
+    })
+    .await
+    .map(|r| to_json(&r.into_inner()))
+}
+
+/// The definition `name` as stored, None once it is gone.
+async fn definition(
+    defs: &mut CustomResourceDefinitionsClient<Channel>,
+    name: &str,
+) -> Option<CustomResourceDefinition> {
+    match defs
+        .get(GetCustomResourceDefinitionRequest { name: name.into() })
+        .await
+    {
+        Ok(d) => Some(d.into_inner()),
+        Err(e) if e.code() == Code::NotFound => None,
+        Err(e) => panic!("get {name}: {e:?}"),
     }
 }
+
+/// Waits (15 s at most) until the definition `name` is gone.
+async fn wait_gone(defs: &mut CustomResourceDefinitionsClient<Channel>, name: &str) {
+    let until = Instant::now() + Duration::from_secs(15);
+    while definition(defs, name).await.is_some() {
+        assert!(Instant::now() < until, "the definition was never deleted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The etcd keys of CronTabs (storage's own fence key, no object, left out).
+async fn crontab_keys(cluster: &Cluster) -> Vec<String> {
+    let mut etcd = cluster.etcd.client().await;
+    let left = etcd
+        .get(
+            CRONTABS_PREFIX,
+            Some(
+                etcd_client::GetOptions::new()
+                    .with_prefix()
+                    .with_keys_only(),
+            ),
+        )
+        .await
+        .expect("etcd");
+    left.kvs()
+        .iter()
+        .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
+        .filter(|k| !k.contains("kubestore-fence"))
+        .collect()
+}
+
+/// Where CronTabs live in etcd.
+const CRONTABS_PREFIX: &str = "/registry/stable.example.com/crontabs/";
+/// Where the CronTab definition lives in etcd.
+const CRONTAB_DEFINITION_KEY: &str =
+    "/registry/apiextensions.k8s.io/customresourcedefinitions/crontabs.stable.example.com";
+/// The CronTab definition's name.
+const CRONTABS: &str = "crontabs.stable.example.com";
 
 fn crontab(name: &str, spec: Value) -> Value {
     json!({
@@ -268,14 +337,19 @@ async fn a_definition_serves_its_kind_with_the_stores_semantics() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_second_registry_serves_a_new_definition_within_a_second() {
+async fn a_second_registry_serves_a_new_definition_before_its_watch_brings_it() {
     let cluster = Cluster::full().await;
-    let second = spawn_registry(registry_svc::Config::default(), cluster.storage.url(), None);
+    // The second replica reaches storage-svc through a gate that holds its watches back.
+    let gate = WatchGate::start(&cluster.storage.url()).await;
+    let second = spawn_registry(registry_svc::Config::default(), gate.url(), None);
     wait_serving(&second.url()).await;
     let url = cluster.registry.as_ref().expect("registry").url();
     let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    gate.hold();
     register(&mut defs, crontab_crd()).await;
-    let registered = Instant::now();
+    // Its definitions watch has not brought the definition: it serves the new kind at once
+    // anyway, from a consistent read of the definition it does not know yet. One try: a
+    // client that saw Established=True must not get a NOT_FOUND.
     let mut other = CustomObjectsClient::new(channel(&second.url()).await);
     let created = create(
         &mut other,
@@ -285,9 +359,262 @@ async fn a_second_registry_serves_a_new_definition_within_a_second() {
         ),
     )
     .await
-    .expect("the second replica serves the new kind");
-    assert!(registered.elapsed() < Duration::from_secs(1));
+    .expect("the second replica serves the new kind at once");
     assert_eq!(created["metadata"]["name"], json!("through-the-second"));
+    assert!(
+        gate.delayed() > 0,
+        "the second replica's definitions watch was not held back"
+    );
+    gate.release();
+    // Once its watch catches up, it serves the kind as before.
+    let got = get_tab(&mut other, "through-the-second")
+        .await
+        .expect("served after its watch caught up");
+    assert_eq!(got["spec"]["replicas"], json!(2));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminating_definition_refuses_creates_and_waits_for_its_objects() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    register(&mut defs, crontab_crd()).await;
+    let mut objects = CustomObjectsClient::new(channel(&url).await);
+    let mut held = crontab("held", json!({"cronSpec": "* * * * *"}));
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create(&mut objects, held).await.expect("create held");
+    create(
+        &mut objects,
+        crontab("plain", json!({"cronSpec": "* * * * *"})),
+    )
+    .await
+    .expect("create plain");
+    let r = defs
+        .delete(DeleteCustomResourceDefinitionRequest {
+            name: CRONTABS.into(),
+            options: None,
+        })
+        .await
+        .expect("delete definition")
+        .into_inner();
+    assert!(!r.deleted, "held until its objects are gone");
+
+    // Creates are refused once the replica has seen the deletion (its watch brings it; a dry
+    // run tells when, creating nothing), with upstream's words.
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        match create_with(
+            &mut objects,
+            crontab("late", json!({"cronSpec": "* * * * *"})),
+            true,
+        )
+        .await
+        {
+            Err(e) if e.code() == Code::FailedPrecondition => break,
+            Ok(_) => {}
+            Err(e) => panic!("dry run: {e:?}"),
+        }
+        assert!(
+            Instant::now() < until,
+            "creates are still accepted while the definition terminates"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let e = create(
+        &mut objects,
+        crontab("late", json!({"cronSpec": "* * * * *"})),
+    )
+    .await
+    .expect_err("create while terminating");
+    assert_eq!(
+        (e.code(), reason(&e).as_str()),
+        (Code::FailedPrecondition, "Forbidden"),
+        "{e:?}"
+    );
+    assert!(
+        e.message().contains(
+            "create not allowed while custom resource definition crontabs.stable.example.com is terminating"
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        get_tab(&mut objects, "late")
+            .await
+            .expect_err("not created")
+            .code(),
+        Code::NotFound
+    );
+
+    // The objects go; the one its finalizer holds keeps the definition (and its cleanup
+    // finalizer) for as long as it stays: checked over several of the controller's passes.
+    let until = Instant::now() + Duration::from_secs(15);
+    while get_tab(&mut objects, "plain").await.is_ok() {
+        assert!(Instant::now() < until, "the plain object was never deleted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let d = definition(&mut defs, CRONTABS)
+            .await
+            .expect("the definition waits for the held object");
+        assert_eq!(
+            d.metadata.as_ref().expect("meta").finalizers,
+            vec!["customresourcecleanup.apiextensions.k8s.io".to_string()]
+        );
+    }
+    // Reads and updates still work: the held object is released, and then everything goes.
+    let mut h = get_tab(&mut objects, "held").await.expect("held stays");
+    assert!(h["metadata"]["deletionTimestamp"].is_string(), "{h}");
+    h["metadata"]["finalizers"] = json!([]);
+    objects
+        .update(UpdateCustomObjectRequest {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            plural: "crontabs".into(),
+            namespace: NS.into(),
+            object: Some(to_struct(h)),
+            dry_run: false,
+        })
+        .await
+        .expect("release the held object");
+    wait_gone(&mut defs, CRONTABS).await;
+    assert_eq!(crontab_keys(&cluster).await, Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deleting_a_definition_deletes_its_objects_even_when_no_version_is_served() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    register(&mut defs, crontab_crd()).await;
+    let mut objects = CustomObjectsClient::new(channel(&url).await);
+    let mut held = crontab("held", json!({"cronSpec": "* * * * *"}));
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create(&mut objects, held).await.expect("create held");
+    for i in 0..3 {
+        create(
+            &mut objects,
+            crontab(&format!("c{i}"), json!({"cronSpec": "* * * * *"})),
+        )
+        .await
+        .expect("create");
+    }
+    // The storage version's schema stops building: the definition's record is rewritten in
+    // etcd, around the API (which would refuse it), with a root that is not an object. No
+    // version of the kind is served any more; its objects are still in storage. The record
+    // carries the cleanup finalizer already: the API's first Delete adds it with an update
+    // that validates the definition, which this record fails; with the finalizer there, the
+    // Delete below only marks the definition for deletion, as for any definition.
+    let mut etcd = cluster.etcd.client().await;
+    let stored = etcd
+        .get(CRONTAB_DEFINITION_KEY, None)
+        .await
+        .expect("etcd get")
+        .take_kvs()
+        .into_iter()
+        .next()
+        .expect("the definition's record");
+    let mut crd = CustomResourceDefinition::decode(stored.value()).expect("a definition");
+    crd.metadata
+        .as_mut()
+        .expect("metadata")
+        .finalizers
+        .push("customresourcecleanup.apiextensions.k8s.io".into());
+    for v in &mut crd.spec.as_mut().expect("spec").versions {
+        let schema = v
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+            .expect("a schema");
+        let mut json = serde_json::to_value(&*schema).expect("json");
+        json["type"] = json!("string");
+        *schema = to_struct(json);
+    }
+    etcd.put(CRONTAB_DEFINITION_KEY, crd.encode_to_vec(), None)
+        .await
+        .expect("etcd put");
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        match get_tab(&mut objects, "c0").await {
+            Err(e) if e.code() == Code::NotFound => break,
+            Ok(_) => {}
+            Err(e) => panic!("get: {e:?}"),
+        }
+        assert!(Instant::now() < until, "the broken version is still served");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(crontab_keys(&cluster).await.len(), 4);
+
+    let r = defs
+        .delete(DeleteCustomResourceDefinitionRequest {
+            name: CRONTABS.into(),
+            options: None,
+        })
+        .await
+        .expect("delete definition")
+        .into_inner();
+    assert!(!r.deleted, "held until its objects are gone");
+    // Its objects go all the same, but the one its finalizer holds (marked for deletion) keeps
+    // the definition.
+    let held_key = format!("{CRONTABS_PREFIX}{NS}/held");
+    let until = Instant::now() + Duration::from_secs(15);
+    while crontab_keys(&cluster).await != vec![held_key.clone()] {
+        assert!(
+            Instant::now() < until,
+            "the objects of a definition with no served version were not deleted: {:?}",
+            crontab_keys(&cluster).await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let d = definition(&mut defs, CRONTABS)
+            .await
+            .expect("the definition waits for the held object");
+        assert_eq!(
+            d.metadata.as_ref().expect("meta").finalizers,
+            vec!["customresourcecleanup.apiextensions.k8s.io".to_string()]
+        );
+    }
+    // The held object is released (in etcd: its kind is not served) and goes on the
+    // controller's next pass, and the definition with it.
+    let raw = etcd
+        .get(held_key.as_str(), None)
+        .await
+        .expect("etcd get")
+        .take_kvs()
+        .into_iter()
+        .next()
+        .expect("the held object");
+    let mut object = CustomObject::decode(raw.value()).expect("a custom object");
+    let meta = object.metadata.as_mut().expect("metadata");
+    assert!(meta.deletion_timestamp.is_some(), "marked for deletion");
+    meta.finalizers.clear();
+    etcd.put(held_key.as_str(), object.encode_to_vec(), None)
+        .await
+        .expect("etcd put");
+    wait_gone(&mut defs, CRONTABS).await;
+    assert_eq!(crontab_keys(&cluster).await, Vec::<String>::new());
+
+    // A definition of the same name, created again, finds none of them.
+    register(&mut defs, crontab_crd()).await;
+    let listed = objects
+        .list(ListCustomObjectsRequest {
+            group: "stable.example.com".into(),
+            version: "v1".into(),
+            plural: "crontabs".into(),
+            namespace: String::new(),
+            options: None,
+        })
+        .await
+        .expect("list")
+        .into_inner();
+    let names: Vec<Value> = listed
+        .items
+        .iter()
+        .map(|o| to_json(o)["metadata"]["name"].clone())
+        .collect();
+    assert_eq!(names, Vec::<Value>::new(), "the old objects are back");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -329,41 +656,38 @@ async fn deleting_a_definition_deletes_its_objects_first() {
         assert!(Instant::now() < until, "the definition was never deleted");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // The kind is no longer served, and storage holds none of its objects.
-    let e = objects
-        .list(ListCustomObjectsRequest {
-            group: "stable.example.com".into(),
-            version: "v1".into(),
-            plural: "crontabs".into(),
-            namespace: String::new(),
-            options: None,
-        })
-        .await
-        .expect_err("no longer served");
+    // The kind is no longer served (once the replica's watch brought the deletion), and
+    // storage holds none of its objects.
+    let until = Instant::now() + Duration::from_secs(5);
+    let e = loop {
+        match objects
+            .list(ListCustomObjectsRequest {
+                group: "stable.example.com".into(),
+                version: "v1".into(),
+                plural: "crontabs".into(),
+                namespace: String::new(),
+                options: None,
+            })
+            .await
+        {
+            Err(e) => break e,
+            Ok(l) => assert!(
+                l.get_ref().items.is_empty(),
+                "objects listed after the deletion: {l:?}"
+            ),
+        }
+        assert!(Instant::now() < until, "still served after its deletion");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(
         (e.code(), reason(&e).as_str()),
         (Code::NotFound, "NotFound")
     );
-    let mut etcd = cluster.etcd.client().await;
-    let left = etcd
-        .get(
-            "/registry/stable.example.com/crontabs/",
-            Some(
-                etcd_client::GetOptions::new()
-                    .with_prefix()
-                    .with_keys_only(),
-            ),
-        )
-        .await
-        .expect("etcd");
-    // (The watch cache's fence key, storage's own, is no object.)
-    let objects: Vec<String> = left
-        .kvs()
-        .iter()
-        .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
-        .filter(|k| !k.contains("kubestore-fence"))
-        .collect();
-    assert_eq!(objects, Vec::<String>::new(), "every object deleted");
+    assert_eq!(
+        crontab_keys(&cluster).await,
+        Vec::<String>::new(),
+        "every object deleted"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,7 +5,12 @@
 //!
 //! Unlike upstream there are no virtual nodes: the dependents of an owner are kept by the
 //! owner's UID whether or not the owner was ever seen, and a dependent whose owner was never
-//! seen is queued for a live check at once.
+//! seen is queued for a live check at once (where upstream queues the virtual node, whose
+//! identity is the reference's coordinates in the dependent's namespace, for the same check).
+//! What upstream's virtual nodes carry, the namespace a reference is about, is applied where
+//! it matters: a namespaced owner's dependents ([`Graph::dependents`]) are those of its own
+//! namespace only, and a dependent naming an owner seen elsewhere is checked, live, in its own
+//! namespace (and reported, `OwnerRefInvalidNamespace`).
 
 use std::{
     collections::{HashMap, HashSet},
@@ -80,19 +85,29 @@ impl Graph {
         self.nodes.is_empty()
     }
 
-    /// The objects that name `uid` as an owner (and are still in the graph).
+    /// The objects that name `uid` as an owner (and are still in the graph) and may: when the
+    /// owner was seen and its kind is namespaced, only those of its own namespace. A reference
+    /// from another namespace (or from a cluster-scoped object) naming its UID is not its
+    /// dependent (upstream's rule since 1.20, `addDependentToOwners`): such a reference is
+    /// dangling, collected as such, and never holds up, nor is touched by, this owner's
+    /// deletion.
     pub fn dependents(&self, uid: &str) -> Vec<Node> {
+        self.dependent_nodes(uid).cloned().collect()
+    }
+
+    fn dependent_nodes<'a>(&'a self, uid: &str) -> impl Iterator<Item = &'a Node> + 'a {
+        let owner = self.nodes.get(uid);
         self.dependents
             .get(uid)
             .into_iter()
             .flatten()
-            .filter_map(|d| self.nodes.get(d).cloned())
-            .collect()
+            .filter_map(|d| self.nodes.get(d))
+            .filter(move |d| owner.is_none_or(|o| may_own(o, d)))
     }
 
-    /// Whether anything names `uid` as an owner.
+    /// Whether anything names `uid` as an owner (and may, see [`Self::dependents`]).
     pub fn has_dependents(&self, uid: &str) -> bool {
-        self.dependents.get(uid).is_some_and(|d| !d.is_empty())
+        self.dependent_nodes(uid).next().is_some()
     }
 
     /// Dependents whose reference to `uid` has `blockOwnerDeletion: true`.
@@ -259,6 +274,13 @@ impl Graph {
     }
 }
 
+/// Whether `owner` may own `dependent`: a cluster-scoped owner any object, a namespaced
+/// owner only the objects of its namespace.
+fn may_own(owner: &Node, dependent: &Node) -> bool {
+    !owner.kind.namespaced
+        || (dependent.kind.namespaced && dependent.meta.namespace == owner.meta.namespace)
+}
+
 /// Adds `more` to `work`.
 pub fn merge(work: &mut Work, more: Work) {
     work.delete.extend(more.delete);
@@ -309,5 +331,28 @@ mod tests {
         // A relist without b deletes it.
         assert!(g.replace(cm, vec![]).delete.is_empty());
         assert!(g.is_empty());
+    }
+
+    #[test]
+    fn a_namespaced_owners_dependents_are_those_of_its_namespace() {
+        let cm = Arc::new(builtin_kinds()[1].clone());
+        let mut g = Graph::default();
+        g.upsert(cm.clone(), meta("owner", &[]));
+        g.upsert(cm.clone(), meta("mine", &[("owner", true)]));
+        // Another namespace names the owner's UID, blocking: it is checked (live, in its own
+        // namespace) and reported, but it is not the owner's dependent.
+        let mut foreign = meta("foreign", &[("owner", true)]);
+        foreign.namespace = "evil".into();
+        let work = g.upsert(cm.clone(), foreign);
+        assert_eq!(work.delete, ["foreign"]);
+        assert_eq!(work.invalid_namespace.len(), 1);
+        let names = |v: Vec<Node>| v.into_iter().map(|n| n.meta.name).collect::<Vec<_>>();
+        assert_eq!(names(g.dependents("owner")), ["mine"]);
+        assert_eq!(names(g.blocking_dependents("owner")), ["mine"]);
+        g.delete(&meta("mine", &[]));
+        assert!(!g.has_dependents("owner"));
+        assert!(g.blocking_dependents("owner").is_empty());
+        // Its deletion still has the foreign reference checked (it is dangling now).
+        assert_eq!(g.delete(&meta("owner", &[])).delete, ["foreign"]);
     }
 }

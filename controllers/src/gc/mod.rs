@@ -7,18 +7,20 @@
 //!   where upstream's discovery takes up to 30 s).
 //! - [`graph`]: the owner graph they fill, by UID; [`queue`]: the two work queues it feeds
 //!   (attemptToDelete, attemptToOrphan); [`worker`]: what is done with a queued object, always
-//!   on live reads.
+//!   on live reads; [`absent`]: the owners those reads found absent, by coordinates and the
+//!   namespace looked in.
 //! - Workers start once every monitor has listed (or after [`INITIAL_SYNC_TIMEOUT`], as
 //!   upstream), [`GcConfig::workers`] per queue, so thousands of dependents are deleted at a
 //!   bounded rate; a refusal carrying RetryInfo (registry-svc's RESOURCE_EXHAUSTED) is retried
 //!   after the delay it asks for.
 
+pub mod absent;
 pub mod graph;
 pub mod queue;
 mod worker;
 
 use std::{
-    collections::{HashMap, HashSet, VecDeque},
+    collections::{HashMap, HashSet},
     sync::{Arc, Mutex, MutexGuard, RwLock},
     time::Duration,
 };
@@ -42,13 +44,12 @@ use crate::{
     informer::{self, Delta, Events, Source},
     metrics::ControllerMetrics,
 };
+use absent::{AbsentOwners, OwnerKey};
 use graph::{Graph, Work};
 use queue::Queue;
 
 /// Longest wait for every monitor's first list before the workers start anyway.
 pub const INITIAL_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
-/// Owner UIDs remembered as confirmed absent (upstream's `absentOwnerCache`).
-const ABSENT_CACHE: usize = 500;
 
 /// Settings of the collector.
 #[derive(Clone, Debug)]
@@ -91,10 +92,13 @@ pub struct Collector {
     kinds: Arc<RwLock<KindTable>>,
     delete_queue: Queue,
     orphan_queue: Queue,
-    absent: Arc<Mutex<(HashSet<String>, VecDeque<String>)>>,
+    /// Owners confirmed absent, by coordinates and the namespace looked in ([`absent`]).
+    absent: Arc<Mutex<AbsentOwners>>,
     events: Recorder,
-    /// (owner UID, reason) of events already recorded: one per owner and reason.
-    recorded: Arc<Mutex<HashSet<(String, String)>>>,
+    /// (owner namespace, owner UID, reason) of events already recorded: one per owner and
+    /// reason. The namespace is part of the key so that a reference from another namespace
+    /// (naming the owner's UID) cannot use up the owner's event.
+    recorded: Arc<Mutex<HashSet<(String, String, String)>>>,
     metrics: ControllerMetrics,
     /// Shared by every worker's requests (`GcConfig::qps`).
     limiter: crate::ratelimit::RateLimiter,
@@ -118,40 +122,35 @@ impl Collector {
             .cloned()
     }
 
-    fn is_absent(&self, uid: &str) -> bool {
+    fn is_absent(&self, key: &OwnerKey) -> bool {
         self.absent
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .0
-            .contains(uid)
+            .has(key)
     }
 
-    fn mark_absent(&self, uid: &str) {
-        let mut a = self.absent.lock().unwrap_or_else(|p| p.into_inner());
-        if a.0.insert(uid.to_string()) {
-            a.1.push_back(uid.to_string());
-            if a.1.len() > ABSENT_CACHE
-                && let Some(old) = a.1.pop_front()
-            {
-                a.0.remove(&old);
-            }
-        }
+    fn mark_absent(&self, key: OwnerKey) {
+        self.absent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .add(key);
     }
 
     /// Records an event about `owner` once per owner and reason.
     fn event_once(&self, owner: &OwnerReference, namespace: &str, reason: &str, message: String) {
+        let namespaced = self
+            .kind_of(&owner.api_version, &owner.kind)
+            .is_none_or(|k| k.namespaced);
         {
             let mut seen = self.recorded.lock().unwrap_or_else(|p| p.into_inner());
             if seen.len() > 10_000 {
                 seen.clear();
             }
-            if !seen.insert((owner.uid.clone(), reason.to_string())) {
+            let ns = if namespaced { namespace } else { "" };
+            if !seen.insert((ns.to_string(), owner.uid.clone(), reason.to_string())) {
                 return;
             }
         }
-        let namespaced = self
-            .kind_of(&owner.api_version, &owner.kind)
-            .is_none_or(|k| k.namespaced);
         self.events.record(
             kubestore_proto::core::v1::ObjectReference {
                 kind: owner.kind.clone(),

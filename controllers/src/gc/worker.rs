@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use super::{
     Collector,
+    absent::OwnerKey,
     graph::{FOREGROUND, ORPHAN},
 };
 use crate::client::{KindClient, Live};
@@ -95,13 +96,31 @@ impl Collector {
                 self.metrics.orphaned.inc_by(drop.len() as u64);
                 return Ok(());
             }
-            let policy = if !waiting.is_empty() && self.graph().has_dependents(uid) {
+            if !waiting.is_empty() && self.graph().has_dependents(uid) {
                 // Its owner waits for it, and it has dependents of its own: they go first.
-                PropagationPolicy::Foreground
-            } else {
-                policy_of(latest)
-            };
-            self.delete(&client, &live, policy).await
+                let cycle = self
+                    .graph()
+                    .dependents(uid)
+                    .iter()
+                    .any(|d| d.deleting_dependents());
+                if !cycle {
+                    return self
+                        .delete(&client, &live, PropagationPolicy::Foreground)
+                        .await;
+                }
+                // One of its dependents waits for its own dependents too: maybe a cycle
+                // (A owns B owns A, both blocking), where each would wait for the other for
+                // ever. Upstream's attemptToDeleteItem breaks it: the item's references stop
+                // blocking (so its owners can finish), then it is deleted in the foreground.
+                // (A false positive only makes its owners stop waiting for it.)
+                let Some(unblocked) = self.unblock_owner_references(&client, &live).await? else {
+                    return Ok(());
+                };
+                return self
+                    .delete(&client, &unblocked, PropagationPolicy::Foreground)
+                    .await;
+            }
+            self.delete(&client, &live, policy_of(latest)).await
         }
         .instrument(span)
         .await
@@ -115,7 +134,12 @@ impl Collector {
         item: &ObjectMeta,
         r: &OwnerReference,
     ) -> Result<Option<Standing>, Status> {
-        if self.is_absent(&r.uid) {
+        // Upstream's isDangling: the cache is asked for the owner as cluster-scoped, then as
+        // looked for in the item's own namespace; never by UID alone, so what a reference
+        // from another namespace found says nothing about this one's.
+        if self.is_absent(&OwnerKey::new(r, ""))
+            || self.is_absent(&OwnerKey::new(r, &item.namespace))
+        {
             return Ok(Some(Standing::Dangling));
         }
         let Some(owner_kind) = self.kind_of(&r.api_version, &r.kind) else {
@@ -129,6 +153,16 @@ impl Collector {
             tracing::warn!(owner = %r.name, "a cluster-scoped object names a namespaced owner; it is never collected");
             return Ok(None);
         }
+        // A namespaced owner is looked for in the item's namespace only (an owner of that UID
+        // elsewhere is absent for this item), and remembered as absent there only.
+        let absent = OwnerKey::new(
+            r,
+            if owner_kind.namespaced {
+                &item.namespace
+            } else {
+                ""
+            },
+        );
         let owners = self.client(owner_kind);
         Ok(Some(match owners.get(&item.namespace, &r.name).await? {
             Some(o) if o.meta.uid == r.uid => {
@@ -141,7 +175,7 @@ impl Collector {
                 }
             }
             _ => {
-                self.mark_absent(&r.uid);
+                self.mark_absent(absent);
                 Standing::Dangling
             }
         }))
@@ -221,6 +255,46 @@ impl Collector {
             }
         }
         Ok(())
+    }
+
+    /// Sets `blockOwnerDeletion: false` on every reference of `live` that blocks (upstream's
+    /// `unblockOwnerReferences` patch), on the resourceVersion read, a Conflict read again;
+    /// the object as it is afterwards, None once it is gone (or another object has its name).
+    async fn unblock_owner_references(
+        &self,
+        client: &KindClient,
+        live: &Live,
+    ) -> Result<Option<Live>, Status> {
+        let mut current = live.clone();
+        for _ in 0..MAX_TRIES {
+            if current.meta.uid != live.meta.uid {
+                return Ok(None);
+            }
+            let blocking = |r: &OwnerReference| r.block_owner_deletion == Some(true);
+            if !current.meta.owner_references.iter().any(blocking) {
+                return Ok(Some(current));
+            }
+            let mut next = current.meta.clone();
+            for r in next.owner_references.iter_mut().filter(|r| blocking(r)) {
+                r.block_owner_deletion = Some(false);
+            }
+            match client.update_meta(&current, &next).await {
+                // Read again: after a success for the resourceVersion the delete is decided
+                // on, after a Conflict for fresh data.
+                Ok(()) => {}
+                Err(s) if s.code() == Code::Aborted => {}
+                Err(s) if s.code() == Code::NotFound => return Ok(None),
+                Err(s) => return Err(s),
+            }
+            match client.get(&live.meta.namespace, &live.meta.name).await? {
+                Some(now) => current = now,
+                None => return Ok(None),
+            }
+        }
+        Err(Status::aborted(format!(
+            "updateMaxRetries({MAX_TRIES}) has reached unblocking the owner references of {}",
+            live.meta.name
+        )))
     }
 
     /// Removes `finalizer` from the object `meta` names (read again on every try, so a

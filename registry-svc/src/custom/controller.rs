@@ -278,51 +278,56 @@ fn set(
     }
 }
 
-/// Deletes the definition's objects (through the storage version's Store, so their own
-/// finalizers hold them as usual), then drops the cleanup finalizer.
+/// Deletes the definition's objects, then drops the cleanup finalizer: never while one
+/// remains (one held by its own finalizers keeps the definition until it goes, as upstream).
+///
+/// The objects are found by their keys, `/<group>/<plural>/...`, through a Store that needs no
+/// schema ([`CustomKinds::objects_of`]), not through what this replica serves: a definition
+/// whose storage version is not served (its schema does not build, say) still has objects in
+/// storage, and they must not outlive it to reappear when a definition of that name is created
+/// again. Upstream lists through the storage version's registry store, and skips the deletion
+/// for a definition never established; here whatever is under the prefix goes (it can only be
+/// this definition's, or a former one's of the same name).
 async fn clean_up(
     kinds: &CustomKinds,
     definitions: &Store<CustomResourceDefinition>,
     crd: CustomResourceDefinition,
 ) -> Result<Next, ApiError> {
     let name = name_of(&crd);
-    let served = crd.spec.as_ref().and_then(|s| {
-        let plural = crd
-            .status
-            .as_ref()
-            .and_then(|st| st.accepted_names.as_ref())
-            .map(|n| n.plural.clone())
-            .or_else(|| s.names.as_ref().map(|n| n.plural.clone()))?;
-        kinds.get(&s.group, &plural)
-    });
-    if let Some(kind) = served
-        && let Some(store) = kind.storage_store()
-    {
-        let ctx = ctx_within(
-            &tonic::metadata::MetadataMap::new(),
-            crate::service::DELETE_COLLECTION_TIMEOUT,
-        );
-        store
-            .delete_collection(
-                ctx,
-                "",
-                Some(ListOptions::default()),
-                Some(DeleteOptions::default()),
-            )
-            .await?;
-        let (_, left) = store
-            .list(
-                crate::custom::controller::ctx(),
-                "",
-                Some(ListOptions {
-                    limit: 1,
-                    ..Default::default()
-                }),
-            )
-            .await?;
-        if !left.is_empty() {
-            tracing::info!(definition = %name, "custom objects remain (held by their finalizers); checking again");
-            return Ok(Next::Later);
+    match kinds.objects_of(&crd) {
+        Some(store) => {
+            let ctx = ctx_within(
+                &tonic::metadata::MetadataMap::new(),
+                crate::service::DELETE_COLLECTION_TIMEOUT,
+            );
+            store
+                .delete_collection(
+                    ctx,
+                    "",
+                    Some(ListOptions::default()),
+                    Some(DeleteOptions::default()),
+                )
+                .await?;
+            let (_, left) = store
+                .list(
+                    crate::custom::controller::ctx(),
+                    "",
+                    Some(ListOptions {
+                        limit: 1,
+                        ..Default::default()
+                    }),
+                )
+                .await?;
+            if !left.is_empty() {
+                tracing::info!(definition = %name, "custom objects remain (held by their finalizers); checking again");
+                return Ok(Next::Later);
+            }
+        }
+        None => {
+            // Its names are a built-in kind's (or no valid names): never served, so it has no
+            // objects, and its prefix may hold what is not its own (upstream skips the
+            // deletion too, OverlappingBuiltInResource).
+            tracing::info!(definition = %name, "a definition whose names are a built-in kind's (or invalid) is deleted; no objects to delete");
         }
     }
     let mut updated = crd;

@@ -196,6 +196,62 @@ impl CustomKinds {
         }
     }
 
+    /// A Store over every object of `crd` as storage holds them, whatever this replica serves
+    /// of it: the keys under `/<group>/<plural>/` (the accepted plural, else the spec's; one
+    /// definition per group and plural, as its name is `<plural>.<group>`), read and written as
+    /// they are, without any version's schema (none may build, or none may be served). The
+    /// definitions controller deletes a deleted definition's objects through it.
+    ///
+    /// None when its group or plural is not a valid name, or when its plural is a built-in
+    /// kind's (upstream's `OverlappingBuiltInResource`: nothing is deleted). Such a definition
+    /// is never served (its names conflict), so it has no objects, and its prefix may be a
+    /// built-in one: `customresourcedefinitions.apiextensions.k8s.io` would be every
+    /// definition's.
+    pub fn objects_of(&self, crd: &CustomResourceDefinition) -> Option<Store<CustomObject>> {
+        let spec = crd.spec.as_ref()?;
+        let names = crd
+            .status
+            .as_ref()
+            .and_then(|s| s.accepted_names.clone())
+            .filter(|n| !n.plural.is_empty())
+            .or_else(|| spec.names.clone())?;
+        // Anything else cannot name a definition's own keys (a record written to storage
+        // around the API could hold anything).
+        if crate::validation::dns1123_subdomain(&spec.group).is_some()
+            || crate::validation::dns1123_label(&names.plural).is_some()
+            || crate::resource::BUILT_IN_NAMES
+                .iter()
+                .any(|(_, plural, _)| *plural == names.plural)
+        {
+            return None;
+        }
+        // A schema that keeps every field as it is and defaults nothing: objects are read and
+        // written back (deletionTimestamp on one held by its finalizers) untouched.
+        let schema = Schema::parse(&serde_json::json!({
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": true,
+        }))
+        .ok()?;
+        let strategy = CustomStrategy {
+            namespaced: spec.scope == "Namespaced",
+            schema: Arc::new(schema),
+            status: false,
+            json_fields: Vec::new(),
+        };
+        Some(Store::with_names(
+            self.storage.clone(),
+            Arc::new(strategy),
+            Names {
+                kind: names.kind.clone(),
+                resource: format!("{}.{}", names.plural, spec.group),
+                key_root: format!("/{}/{}", spec.group, names.plural),
+                group: spec.group.clone(),
+                version: storage_version(spec),
+                plural: names.plural,
+            },
+        ))
+    }
+
     /// The served kind of `crd`, or None while its names are not accepted.
     fn build(&self, crd: &CustomResourceDefinition) -> Option<ServedKind> {
         if !(condition(crd, "NamesAccepted") || condition(crd, "Established")) {
@@ -410,4 +466,47 @@ pub fn cleaning_up(crd: &CustomResourceDefinition) -> bool {
                 .iter()
                 .any(|f| f == definition::CLEANUP_FINALIZER)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn definition(group: &str, plural: &str) -> CustomResourceDefinition {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("{plural}.{group}")},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {"plural": plural, "kind": "Thing", "singular": "thing"},
+                "versions": [{"name": "v1", "served": true, "storage": true}],
+            },
+        }))
+        .expect("a definition")
+    }
+
+    #[tokio::test]
+    async fn a_definitions_objects_are_its_prefix_and_never_a_built_in_kinds() {
+        let storage = StorageClient::connect_lazy("http://127.0.0.1:1", None).expect("client");
+        let kinds = CustomKinds::new(storage);
+        let store = kinds
+            .objects_of(&definition("stable.example.com", "crontabs"))
+            .expect("a store");
+        assert_eq!(store.key_root(), "/stable.example.com/crontabs");
+        // The definitions' own prefix, and other built-in plurals: nothing to delete.
+        for (group, plural) in [
+            ("apiextensions.k8s.io", "customresourcedefinitions"),
+            ("coordination.k8s.io", "leases"),
+            ("example.com", "pods"),
+        ] {
+            assert!(
+                kinds.objects_of(&definition(group, plural)).is_none(),
+                "{plural}.{group}"
+            );
+        }
+        // Names no definition could have (a record written around the API).
+        for (group, plural) in [("example", "../pods"), ("", "things"), ("a.b", "")] {
+            assert!(kinds.objects_of(&definition(group, plural)).is_none());
+        }
+    }
 }
