@@ -19,6 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "core/v1/core.proto",
         "apiextensions/v1/apiextensions.proto",
         "coordination/v1/coordination.proto",
+        "registry/v1/resources.proto",
     ] {
         println!("cargo:rerun-if-changed={p}");
     }
@@ -49,6 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "core/v1/core.proto",
                 "apiextensions/v1/apiextensions.proto",
                 "coordination/v1/coordination.proto",
+                "registry/v1/resources.proto",
             ],
             &["."],
         )?;
@@ -56,7 +58,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("storage_descriptor.bin", &[".meta.v1", ".storage.v1"][..]),
         (
             "core_descriptor.bin",
-            &[".core.v1", ".apiextensions.v1", ".coordination.v1"][..],
+            &[
+                ".core.v1",
+                ".apiextensions.v1",
+                ".coordination.v1",
+                ".registry.v1",
+            ][..],
         ),
     ] {
         let descriptors = std::fs::read(out.join(set))?;

@@ -92,6 +92,15 @@ pub const CORE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("core
 pub const K8S_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/k8s_descriptor.bin"));
 
+/// The generic API over every resource (`registry.v1.Resources`), objects as Kubernetes JSON.
+pub mod registry {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("registry.v1");
+        include!(concat!(env!("OUT_DIR"), "/registry.v1.serde.rs"));
+    }
+}
+
 /// Leases (leader election), served by registry-svc.
 pub mod coordination {
     /// Version 1.

@@ -31,6 +31,12 @@ impl<R: Resource> Store<R> {
         list_options: Option<ListOptions>,
         options: Option<DeleteOptions>,
     ) -> Result<(ListMeta, Vec<R>), ApiError> {
+        if !self.strategy.supports_delete_collection() {
+            return Err(ApiError::MethodNotSupported(format!(
+                "deletecollection is not supported on resources of kind {:?}",
+                self.resource()
+            )));
+        }
         let mut list_options = list_options.unwrap_or_default();
         let options = options.unwrap_or_default();
         // Bad options fail before anything is deleted.

@@ -208,7 +208,7 @@ impl<R: Resource> Store<R> {
             return Ok((out, false));
         }
         let meta = existing.meta().cloned().unwrap_or_default();
-        let pending_finalizers = !meta.finalizers.is_empty();
+        let pending_finalizers = !meta.finalizers.is_empty() || self.strategy.held(&existing);
         let gc_change = gc_finalizers(self.strategy.gc_policy(), &meta, &options).is_some();
 
         let mut ignore_not_found = false;
@@ -341,11 +341,12 @@ impl<R: Resource> Store<R> {
                 if let Some(f) = gc_finalizers(self.strategy.gc_policy(), meta, &opts) {
                     meta.finalizers = f;
                 }
-                pending_finalizers = !meta.finalizers.is_empty();
+                pending_finalizers = !meta.finalizers.is_empty() || self.strategy.held(&existing);
                 if decision.graceful {
                     last_graceful = opts.grace_period_seconds;
                 } else if pending_finalizers {
-                    mark_as_deleting(meta, now());
+                    mark_as_deleting(existing.meta_mut(), now());
+                    self.strategy.mark_deleting(&mut existing);
                 } else {
                     return Err(Stop::DeleteNow);
                 }

@@ -28,6 +28,7 @@ pub mod delete;
 pub mod error;
 pub mod finalizers;
 pub mod fuzzing;
+pub mod generic;
 pub mod get;
 pub mod graceful;
 pub mod kinds;
@@ -78,6 +79,10 @@ use kubestore_proto::core::v1::{
     GetSecretRequest, ListSecretsRequest, Secret, SecretList, SecretWatchEvent,
     UpdateSecretRequest, WatchSecretsRequest, secrets_server::SecretsServer,
 };
+use kubestore_proto::core::v1::{
+    DeleteNamespaceResponse, NamespaceList, NamespaceWatchEvent,
+    namespaces_server::NamespacesServer,
+};
 use kubestore_proto::limits::REGISTRY_MAX_MESSAGE_BYTES;
 use kubestore_telemetry::{
     LogFormat, Metrics,
@@ -93,8 +98,8 @@ use tonic_health::{
 
 use crate::{
     kinds::{
-        configmap::ConfigMapStrategy, event::EventStrategy, lease::LeaseStrategy, pod::PodStrategy,
-        secret::SecretStrategy,
+        configmap::ConfigMapStrategy, event::EventStrategy, lease::LeaseStrategy,
+        namespace::NamespaceStrategy, pod::PodStrategy, secret::SecretStrategy,
     },
     passthrough::PassThrough,
     service::ResourceService,
@@ -162,6 +167,24 @@ grpc_service!(
     WatchSecretsRequest,
     SecretWatchEvent,
     DeleteCollectionSecretsRequest
+);
+
+grpc_service!(
+    kubestore_proto::core::v1::namespaces_server::Namespaces,
+    kubestore_proto::core::v1::Namespace,
+    namespace_object,
+    kubestore_proto::core::v1::CreateNamespaceRequest,
+    kubestore_proto::core::v1::GetNamespaceRequest,
+    kubestore_proto::core::v1::UpdateNamespaceRequest,
+    kubestore_proto::core::v1::DeleteNamespaceRequest,
+    DeleteNamespaceResponse,
+    kubestore_proto::core::v1::ListNamespacesRequest,
+    NamespaceList,
+    kubestore_proto::core::v1::WatchNamespacesRequest,
+    NamespaceWatchEvent,
+    kubestore_proto::core::v1::DeleteCollectionNamespacesRequest,
+    status,
+    finalize = finalize
 );
 
 grpc_service!(
@@ -414,6 +437,11 @@ pub async fn run_with_listeners(
     );
     let secrets = Store::new(storage.clone(), SecretStrategy);
     let leases = Store::new(storage.clone(), LeaseStrategy);
+    let namespaces = Store::new(storage.clone(), NamespaceStrategy);
+    tokio::spawn(kinds::namespace::ensure_system_namespaces(
+        namespaces.clone(),
+        stop.clone(),
+    ));
     object_count::register(
         &serving.metrics,
         storage.clone(),
@@ -423,6 +451,7 @@ pub async fn run_with_listeners(
             events.names(),
             secrets.names(),
             leases.names(),
+            namespaces.names(),
             custom.definitions.names(),
         ]
         .into_iter()
@@ -442,6 +471,7 @@ pub async fn run_with_listeners(
     catalog::builtin::register(&catalog, &codec, &events);
     catalog::builtin::register(&catalog, &codec, &secrets);
     catalog::builtin::register(&catalog, &codec, &leases);
+    catalog::builtin::register(&catalog, &codec, &namespaces);
     catalog::builtin::register(&catalog, &codec, &custom.definitions);
     catalog.add_provider(Arc::new(catalog::custom::CustomProvider::new(
         custom.clone(),
@@ -463,6 +493,13 @@ pub async fn run_with_listeners(
         .add_service(serve!(EventsServer, events))
         .add_service(serve!(SecretsServer, secrets))
         .add_service(serve!(LeasesServer, leases))
+        .add_service(serve!(NamespacesServer, namespaces.clone()))
+        .add_service(
+            kubestore_proto::registry::v1::resources_server::ResourcesServer::new(
+                generic::GenericService::new(catalog.clone(), stop.clone()),
+            )
+            .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+        )
         .add_service(
             CustomResourceDefinitionsServer::new(custom.clone())
                 .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),

@@ -48,6 +48,8 @@ pub enum Verb {
     Patch,
     /// Patch of the status subresource (`PATCH`, subresource `status`).
     PatchStatus,
+    /// A Namespace's finalize (`PUT`, subresource `finalize`).
+    UpdateFinalize,
     /// Delete (`DELETE`).
     Delete,
     /// DeleteCollection (`DELETE` on a collection).
@@ -61,17 +63,17 @@ impl Verb {
             Self::Get => "GET",
             Self::List => "LIST",
             Self::Watch => "WATCH",
-            Self::Update | Self::UpdateStatus => "PUT",
+            Self::Update | Self::UpdateStatus | Self::UpdateFinalize => "PUT",
             Self::Patch | Self::PatchStatus => "PATCH",
             Self::Delete | Self::DeleteCollection => "DELETE",
         }
     }
 
     fn subresource(self) -> &'static str {
-        if matches!(self, Self::UpdateStatus | Self::PatchStatus) {
-            "status"
-        } else {
-            ""
+        match self {
+            Self::UpdateStatus | Self::PatchStatus => "status",
+            Self::UpdateFinalize => "finalize",
+            _ => "",
         }
     }
 

@@ -117,6 +117,14 @@ resource!(
     group = "coordination.k8s.io"
 );
 resource!(
+    kubestore_proto::core::v1::Namespace,
+    "Namespace",
+    "namespaces",
+    kubestore_proto::core::v1::ListNamespacesRequest,
+    kubestore_proto::core::v1::WatchNamespacesRequest,
+    short = ["ns"]
+);
+resource!(
     Secret,
     "Secret",
     "secrets",

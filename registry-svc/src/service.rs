@@ -65,7 +65,7 @@ pub fn required<R: Resource>(obj: Option<R>, field: &str) -> Result<R, ApiError>
 }
 
 /// Implements a kind's tonic service trait on [`ResourceService`]. A trailing `status` adds
-/// UpdateStatus (taking the Update request).
+/// UpdateStatus (taking the Update request), and `finalize = finalize` UpdateFinalize.
 #[macro_export]
 macro_rules! grpc_service {
     (
@@ -73,6 +73,7 @@ macro_rules! grpc_service {
         $create:ty, $get:ty, $update:ty, $delete:ty, $delete_resp:ident,
         $list_req:ty, $list:ident, $watch_req:ty, $event:ident, $delete_collection:ty
         $(, $status:ident)?
+        $(, finalize = $finalize:ident)?
     ) => {
         #[tonic::async_trait]
         impl $svc for $crate::service::ResourceService<$res> {
@@ -238,6 +239,28 @@ macro_rules! grpc_service {
                                 &r.namespace,
                                 r.dry_run,
                                 self.store.update_status(ctx, &r.namespace, obj, r.dry_run),
+                            )
+                            .await?,
+                    ))
+                }
+            )?
+            $(
+                #[doc = concat!("UpdateFinalize: the ", stringify!($finalize), " subresource.")]
+                async fn update_finalize(
+                    &self,
+                    request: tonic::Request<$update>,
+                ) -> Result<tonic::Response<$res>, tonic::Status> {
+                    let ctx = $crate::service::ctx(request.metadata());
+                    let r = request.into_inner();
+                    let obj = $crate::service::required(r.$field, stringify!($field))?;
+                    let part = $crate::update::Part::Finalize;
+                    Ok(tonic::Response::new(
+                        self.store
+                            .request(
+                                $crate::metrics::Verb::update(part),
+                                &r.namespace,
+                                r.dry_run,
+                                self.store.update_in(ctx, &r.namespace, obj, r.dry_run, part),
                             )
                             .await?,
                     ))

@@ -158,6 +158,26 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
         *new = old.clone();
     }
 
+    /// Whether the kind has a `finalize` subresource (Namespaces).
+    fn has_finalize(&self) -> bool {
+        false
+    }
+
+    /// A `finalize` update: only what it may write (spec.finalizers) comes from `new`.
+    fn prepare_for_finalize_update(&self, new: &mut R, old: &R) {
+        *new = old.clone();
+    }
+
+    /// Whether something of the kind's own, beyond metadata.finalizers, holds the object when
+    /// it is deleted (a Namespace's spec.finalizers): it is then marked deleting and kept,
+    /// as with finalizers, until that is gone.
+    fn held(&self, _obj: &R) -> bool {
+        false
+    }
+
+    /// Called on an object as its deletion is marked (a Namespace turns Terminating).
+    fn mark_deleting(&self, _obj: &mut R) {}
+
     /// Kind-specific validation of a status update.
     fn validate_status_update(&self, _new: &R, _old: &R) -> Violations {
         Violations::new()

@@ -43,6 +43,39 @@ pub enum Part {
     Main,
     /// UpdateStatus: status (the status strategy keeps the rest).
     Status,
+    /// A Namespace's `finalize` subresource: spec.finalizers only.
+    Finalize,
+}
+
+impl Part {
+    /// The subresource's name in URLs and metrics ("" for the object itself).
+    pub fn subresource(self) -> &'static str {
+        match self {
+            Self::Main => "",
+            Self::Status => "status",
+            Self::Finalize => "finalize",
+        }
+    }
+}
+
+impl crate::metrics::Verb {
+    /// The verb of an update of `part`.
+    pub fn update(part: Part) -> Self {
+        match part {
+            Part::Main => Self::Update,
+            Part::Status => Self::UpdateStatus,
+            Part::Finalize => Self::UpdateFinalize,
+        }
+    }
+
+    /// The verb of a patch of `part` (a finalize is never patched: its update's verb).
+    pub fn patch(part: Part) -> Self {
+        match part {
+            Part::Main => Self::Patch,
+            Part::Status => Self::PatchStatus,
+            Part::Finalize => Self::UpdateFinalize,
+        }
+    }
 }
 
 /// A patch as the Store applies it: the current object in, the patched object out (or why
@@ -127,6 +160,31 @@ impl<R: Resource> Store<R> {
             .await
     }
 
+    /// Update of `part`: the object, its status, or its finalizers (Namespaces).
+    pub async fn update_in(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        obj: R,
+        dry_run: bool,
+        part: Part,
+    ) -> Result<R, ApiError> {
+        match part {
+            Part::Main => self.update(ctx, namespace, obj, dry_run).await,
+            Part::Status => self.update_status(ctx, namespace, obj, dry_run).await,
+            Part::Finalize => {
+                if !self.strategy.has_finalize() {
+                    return Err(ApiError::NotFound {
+                        resource: format!("{}/finalize", self.resource()),
+                        name: obj.name().to_string(),
+                    });
+                }
+                self.update_part(ctx, namespace, obj, dry_run, Part::Finalize)
+                    .await
+            }
+        }
+    }
+
     async fn update_part(
         &self,
         ctx: Ctx,
@@ -201,7 +259,9 @@ impl<R: Resource> Store<R> {
         dry_run: bool,
         part: Part,
     ) -> Result<R, ApiError> {
-        if part == Part::Status && !self.strategy.has_status() {
+        if (part == Part::Status && !self.strategy.has_status())
+            || (part == Part::Finalize && !self.strategy.has_finalize())
+        {
             return Err(ApiError::BadRequest(format!(
                 "{} has no status subresource",
                 self.resource()
@@ -368,7 +428,7 @@ impl<R: Resource> Store<R> {
                 }
                 .into());
             };
-            if part == Part::Status || !self.strategy.allow_create_on_update() {
+            if part != Part::Main || !self.strategy.allow_create_on_update() {
                 return Err(ApiError::NotFound {
                     resource: self.resource().into(),
                     name: name.into(),
@@ -442,7 +502,7 @@ impl<R: Resource> Store<R> {
                 obj.meta().cloned().unwrap_or_default(),
                 existing.meta().cloned().unwrap_or_default(),
             );
-            if should_delete_during_update(&new_meta, &old_meta) {
+            if should_delete_during_update(&new_meta, &old_meta) && !self.strategy.held(&obj) {
                 return Err(Abort::DeleteNow(obj.clone()));
             }
             Ok(())
@@ -468,6 +528,7 @@ impl<R: Resource> Store<R> {
         match part {
             Part::Main => self.strategy.prepare_for_update(obj, existing),
             Part::Status => self.strategy.prepare_for_status_update(obj, existing),
+            Part::Finalize => self.strategy.prepare_for_finalize_update(obj, existing),
         }
         let m = obj.meta_mut();
         if m.uid.is_empty() {
@@ -490,7 +551,9 @@ impl<R: Resource> Store<R> {
             validation::object_meta_update(obj.meta_mut(), &old, &mut v);
             v.merge(match part {
                 Part::Main => self.strategy.validate_update(obj, existing),
-                Part::Status => self.strategy.validate_status_update(obj, existing),
+                Part::Status | Part::Finalize => {
+                    self.strategy.validate_status_update(obj, existing)
+                }
             });
             self.invalid(obj, v)?;
         }

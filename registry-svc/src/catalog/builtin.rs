@@ -380,10 +380,7 @@ impl<R: Resource> Endpoint for BuiltinEndpoint<R> {
     ) -> Result<Written, ApiError> {
         let dry_run = options.dry_run;
         let store = &self.store;
-        let verb = match part {
-            Part::Main => Verb::Update,
-            Part::Status => Verb::UpdateStatus,
-        };
+        let verb = Verb::update(part);
         store
             .request(verb, namespace, dry_run, async {
                 let (obj, warnings) = self.from_value(&body, options.field_validation)?;
@@ -393,10 +390,7 @@ impl<R: Resource> Endpoint for BuiltinEndpoint<R> {
                         obj.meta().map_or("", |m| m.name.as_str())
                     )));
                 }
-                let updated = match part {
-                    Part::Main => store.update(ctx, namespace, obj, dry_run).await?,
-                    Part::Status => store.update_status(ctx, namespace, obj, dry_run).await?,
-                };
+                let updated = store.update_in(ctx, namespace, obj, dry_run, part).await?;
                 self.written(&updated, warnings, false)
             })
             .await
@@ -413,10 +407,7 @@ impl<R: Resource> Endpoint for BuiltinEndpoint<R> {
     ) -> Result<Written, ApiError> {
         let dry_run = options.dry_run;
         let store = &self.store;
-        let verb = match part {
-            Part::Main => Verb::Patch,
-            Part::Status => Verb::PatchStatus,
-        };
+        let verb = Verb::patch(part);
         if patch.patch_type == PatchType::Apply {
             return Err(ApiError::UnsupportedMediaType(
                 "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (server-side apply is not supported)".into(),
@@ -512,6 +503,7 @@ pub fn register<R: Resource>(catalog: &super::Catalog, codec: &Arc<Codec>, store
         namespaced: s.namespace_scoped(),
         verbs,
         status: s.has_status(),
+        finalize: s.has_finalize(),
         storage_version: true,
         message: Some(R::message_name()),
         return_deleted_object: s.return_deleted_object(),

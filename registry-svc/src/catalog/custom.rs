@@ -356,10 +356,7 @@ impl Endpoint for CustomEndpoint {
     ) -> Result<Written, ApiError> {
         let store = self.store()?;
         let dry_run = options.dry_run;
-        let verb = match part {
-            Part::Main => Verb::Update,
-            Part::Status => Verb::UpdateStatus,
-        };
+        let verb = Verb::update(part);
         store
             .request(verb, namespace, dry_run, async {
                 let obj = self.take_in(body)?;
@@ -369,10 +366,7 @@ impl Endpoint for CustomEndpoint {
                         "the name of the object ({got}) does not match the name on the URL ({name})"
                     )));
                 }
-                let updated = match part {
-                    Part::Main => store.update(ctx, namespace, obj, dry_run).await?,
-                    Part::Status => store.update_status(ctx, namespace, obj, dry_run).await?,
-                };
+                let updated = store.update_in(ctx, namespace, obj, dry_run, part).await?;
                 self.written(&updated, false)
             })
             .await
@@ -399,10 +393,7 @@ impl Endpoint for CustomEndpoint {
         }
         let store = self.store()?;
         let dry_run = options.dry_run;
-        let verb = match part {
-            Part::Main => Verb::Patch,
-            Part::Status => Verb::PatchStatus,
-        };
+        let verb = Verb::patch(part);
         let apply = |current: &CustomObject| -> Result<CustomObject, ApiError> {
             let original = Value::Object(self.give_out(current)?);
             let patched = patch.apply(&original, None).map_err(ApiError::from_patch)?;
@@ -547,6 +538,7 @@ impl CustomProvider {
             namespaced: kind.namespaced,
             verbs: verbs.iter().map(|v| v.to_string()).collect(),
             status,
+            finalize: false,
             storage_version: kind.storage_version == version,
             message: None,
             return_deleted_object: false,

@@ -61,6 +61,8 @@ pub struct ResourceInfo {
     pub verbs: Vec<String>,
     /// Whether the `status` subresource exists.
     pub status: bool,
+    /// Whether the `finalize` subresource exists (Namespaces).
+    pub finalize: bool,
     /// Whether this version is the one objects are stored in.
     pub storage_version: bool,
     /// The proto message of a built-in kind (`.core.v1.Pod`): strategic merge patches and

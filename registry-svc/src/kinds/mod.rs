@@ -6,6 +6,7 @@ pub mod configmap;
 pub mod event;
 pub mod hugepages;
 pub mod lease;
+pub mod namespace;
 pub mod pod;
 pub mod pod_defaults;
 pub mod printers;

@@ -106,6 +106,15 @@ fn api_resources(info: &ResourceInfo) -> Vec<Value> {
         r.insert("categories".into(), json!(info.categories));
     }
     let mut out = vec![Value::Object(r)];
+    if info.finalize {
+        out.push(json!({
+            "name": format!("{}/finalize", info.plural),
+            "singularName": "",
+            "namespaced": info.namespaced,
+            "kind": info.kind,
+            "verbs": ["update"],
+        }));
+    }
     if info.status {
         out.push(json!({
             "name": format!("{}/status", info.plural),
@@ -192,11 +201,16 @@ fn discovery_resource(info: &ResourceInfo) -> Value {
     if !info.categories.is_empty() {
         r.insert("categories".into(), json!(info.categories));
     }
+    let mut subresources = Vec::new();
+    if info.finalize {
+        subresources
+            .push(json!({"subresource": "finalize", "responseKind": kind, "verbs": ["update"]}));
+    }
     if info.status {
-        r.insert(
-            "subresources".into(),
-            json!([{"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}]),
-        );
+        subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
+    }
+    if !subresources.is_empty() {
+        r.insert("subresources".into(), Value::Array(subresources));
     }
     Value::Object(r)
 }

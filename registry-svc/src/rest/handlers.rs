@@ -48,6 +48,7 @@ pub async fn resource(
     let part = match path.subresource.as_deref() {
         None => Part::Main,
         Some("status") if info.status => Part::Status,
+        Some("finalize") if info.finalize && req.method() == Method::PUT => Part::Finalize,
         Some(_) => return Err(super::no_route()),
     };
     let namespace = path.namespace.clone().unwrap_or_default();

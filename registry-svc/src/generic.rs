@@ -1,0 +1,344 @@
+//! The generic gRPC API (`registry.v1.Resources`): every resource of the catalog by group,
+//! version and plural, objects as Kubernetes JSON. One dispatch of each verb to the catalog's
+//! endpoints, as the REST API's handlers do; the CLI and the controllers use it, so they hold
+//! no list of kinds.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kubestore_apimachinery::patch::{Patch, PatchType as ApplyType};
+use kubestore_proto::registry::v1::{
+    ApiResource, CreateRequest, DeleteCollectionRequest, DeleteRequest, DeleteResponse,
+    DiscoverRequest, DiscoverResponse, FieldValidation as WireValidation, GetRequest, ListRequest,
+    Object, ObjectList, Output as WireOutput, PatchRequest, PatchType, ResourceRef, UpdateRequest,
+    WatchEvent, WatchRequest, WriteOptions as WireOptions, WriteResponse,
+    resources_server::Resources,
+};
+use serde_json::Value;
+use tokio_stream::StreamExt;
+use tonic::{Request, Response, Status};
+
+use crate::{
+    catalog::{
+        Catalog, Endpoint, FieldValidation, IncludeObject, Output, Page, Part, WriteOptions,
+    },
+    error::ApiError,
+    service::{DELETE_COLLECTION_TIMEOUT, ctx, ctx_within},
+    store::Ctx,
+};
+
+/// The generic service over the catalog.
+#[derive(Clone)]
+pub struct GenericService {
+    catalog: Arc<Catalog>,
+    stop: tokio::sync::watch::Receiver<bool>,
+}
+
+impl GenericService {
+    /// The service over `catalog`; `stop` ends watches on shutdown.
+    pub fn new(catalog: Arc<Catalog>, stop: tokio::sync::watch::Receiver<bool>) -> Self {
+        Self { catalog, stop }
+    }
+
+    async fn endpoint(
+        &self,
+        ctx: &Ctx,
+        r: Option<&ResourceRef>,
+    ) -> Result<Arc<dyn Endpoint>, ApiError> {
+        let r = r.ok_or_else(|| {
+            ApiError::BadRequest(
+                "request field `resource` is required: group, version and resource".into(),
+            )
+        })?;
+        if r.version.is_empty() || r.resource.is_empty() {
+            return Err(ApiError::BadRequest(
+                "resource.version and resource.resource are required".into(),
+            ));
+        }
+        match self
+            .catalog
+            .resolve(ctx, &r.group, &r.version, &r.resource)
+            .await
+        {
+            Err(ApiError::NotFound { .. }) => Err(ApiError::NotFound {
+                resource: format!(
+                    "{}/{}/{}",
+                    if r.group.is_empty() { "core" } else { &r.group },
+                    r.version,
+                    r.resource
+                ),
+                name: String::new(),
+            }),
+            other => other,
+        }
+    }
+}
+
+fn part(subresource: &str) -> Result<Part, ApiError> {
+    match subresource {
+        "" => Ok(Part::Main),
+        "status" => Ok(Part::Status),
+        "finalize" => Ok(Part::Finalize),
+        other => Err(ApiError::BadRequest(format!(
+            "unknown subresource {other:?}: \"\", \"status\" or \"finalize\""
+        ))),
+    }
+}
+
+fn output(o: i32) -> Output {
+    match WireOutput::try_from(o) {
+        Ok(WireOutput::Table) => Output::Table {
+            include_object: IncludeObject::Metadata,
+            no_headers: false,
+        },
+        _ => Output::Object,
+    }
+}
+
+fn write_options(o: Option<WireOptions>) -> WriteOptions {
+    let o = o.unwrap_or_default();
+    WriteOptions {
+        dry_run: o.dry_run,
+        field_validation: match WireValidation::try_from(o.field_validation) {
+            Ok(WireValidation::Ignore) => FieldValidation::Ignore,
+            Ok(WireValidation::Strict) => FieldValidation::Strict,
+            _ => FieldValidation::Warn,
+        },
+        field_manager: o.field_manager,
+    }
+}
+
+fn text(b: Bytes) -> String {
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+fn body(json: &str) -> Result<Value, ApiError> {
+    serde_json::from_str(json)
+        .map_err(|e| ApiError::BadRequest(format!("the object is not valid JSON: {e}")))
+}
+
+fn list(page: Page) -> ObjectList {
+    match page {
+        Page::Objects { meta, items } => ObjectList {
+            metadata: Some(meta),
+            items: items.into_iter().map(text).collect(),
+            columns: String::new(),
+        },
+        Page::Table {
+            meta,
+            columns,
+            rows,
+        } => ObjectList {
+            metadata: Some(meta),
+            items: rows.into_iter().map(text).collect(),
+            columns: text(columns),
+        },
+    }
+}
+
+type Stream<T> = std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Resources for GenericService {
+    async fn discover(
+        &self,
+        _request: Request<DiscoverRequest>,
+    ) -> Result<Response<DiscoverResponse>, Status> {
+        let resources = self
+            .catalog
+            .all()
+            .iter()
+            .map(|e| {
+                let i = e.info();
+                let mut subresources = Vec::new();
+                if i.status {
+                    subresources.push("status".to_string());
+                }
+                if i.finalize {
+                    subresources.push("finalize".to_string());
+                }
+                ApiResource {
+                    group: i.group.clone(),
+                    version: i.version.clone(),
+                    resource: i.plural.clone(),
+                    singular: i.singular.clone(),
+                    kind: i.kind.clone(),
+                    list_kind: i.list_kind.clone(),
+                    short_names: i.short_names.clone(),
+                    categories: i.categories.clone(),
+                    namespaced: i.namespaced,
+                    verbs: i.verbs.clone(),
+                    subresources,
+                    storage_version: i.storage_version,
+                    message: i.message.clone().unwrap_or_default(),
+                }
+            })
+            .collect();
+        Ok(Response::new(DiscoverResponse { resources }))
+    }
+
+    async fn get(&self, request: Request<GetRequest>) -> Result<Response<Object>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let json = e
+            .get(
+                ctx,
+                &r.namespace,
+                &r.name,
+                part(&r.subresource)?,
+                output(r.output),
+            )
+            .await?;
+        Ok(Response::new(Object { json: text(json) }))
+    }
+
+    async fn list(&self, request: Request<ListRequest>) -> Result<Response<ObjectList>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let page = e
+            .list(
+                ctx,
+                &r.namespace,
+                r.options.unwrap_or_default(),
+                output(r.output),
+            )
+            .await?;
+        Ok(Response::new(list(page)))
+    }
+
+    type WatchStream = Stream<WatchEvent>;
+
+    async fn watch(
+        &self,
+        request: Request<WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        // Looking the resource up has a unary call's deadline; the watch itself none.
+        let lookup = ctx(request.metadata());
+        let r = request.into_inner();
+        let e = self.endpoint(&lookup, r.resource.as_ref()).await?;
+        let events = e
+            .watch(
+                &r.namespace,
+                r.options.unwrap_or_default(),
+                output(r.output),
+                self.stop.clone(),
+            )
+            .await?;
+        Ok(Response::new(Box::pin(events.map(|ev| {
+            let (kind, json) = ev?;
+            Ok(WatchEvent {
+                r#type: kind as i32,
+                json: text(json),
+            })
+        }))))
+    }
+
+    async fn create(
+        &self,
+        request: Request<CreateRequest>,
+    ) -> Result<Response<WriteResponse>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let w = e
+            .create(ctx, &r.namespace, body(&r.json)?, &write_options(r.options))
+            .await?;
+        Ok(Response::new(WriteResponse {
+            json: text(w.object),
+            warnings: w.warnings,
+            created: w.created,
+        }))
+    }
+
+    async fn update(
+        &self,
+        request: Request<UpdateRequest>,
+    ) -> Result<Response<WriteResponse>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let w = e
+            .update(
+                ctx,
+                &r.namespace,
+                &r.name,
+                body(&r.json)?,
+                part(&r.subresource)?,
+                &write_options(r.options),
+            )
+            .await?;
+        Ok(Response::new(WriteResponse {
+            json: text(w.object),
+            warnings: w.warnings,
+            created: w.created,
+        }))
+    }
+
+    async fn patch(
+        &self,
+        request: Request<PatchRequest>,
+    ) -> Result<Response<WriteResponse>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let patch_type = match PatchType::try_from(r.patch_type) {
+            Ok(PatchType::Json) => ApplyType::Json,
+            Ok(PatchType::Strategic) => ApplyType::Strategic,
+            _ => ApplyType::Merge,
+        };
+        let w = e
+            .patch(
+                ctx,
+                &r.namespace,
+                &r.name,
+                Patch {
+                    patch_type,
+                    body: body(&r.patch)?,
+                },
+                part(&r.subresource)?,
+                &write_options(r.options),
+            )
+            .await?;
+        Ok(Response::new(WriteResponse {
+            json: text(w.object),
+            warnings: w.warnings,
+            created: w.created,
+        }))
+    }
+
+    async fn delete(
+        &self,
+        request: Request<DeleteRequest>,
+    ) -> Result<Response<DeleteResponse>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let d = e
+            .delete(ctx, &r.namespace, &r.name, r.options.unwrap_or_default())
+            .await?;
+        Ok(Response::new(DeleteResponse {
+            json: text(d.object),
+            deleted: d.deleted,
+        }))
+    }
+
+    async fn delete_collection(
+        &self,
+        request: Request<DeleteCollectionRequest>,
+    ) -> Result<Response<ObjectList>, Status> {
+        let ctx = ctx_within(request.metadata(), DELETE_COLLECTION_TIMEOUT);
+        let r = request.into_inner();
+        let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let page = e
+            .delete_collection(
+                ctx,
+                &r.namespace,
+                r.list_options.unwrap_or_default(),
+                r.options.unwrap_or_default(),
+            )
+            .await?;
+        Ok(Response::new(list(page)))
+    }
+}
