@@ -76,10 +76,17 @@ struct Node {
 }
 
 /// A node's place in the tree: its parent's index and its field number.
-#[derive(Clone, Copy, Hash, Eq)]
+#[derive(Clone, Copy, Eq)]
 struct Edge {
     parent: usize,
     number: u32,
+}
+
+impl std::hash::Hash for Edge {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.parent.hash(state);
+        self.number.hash(state);
+    }
 }
 
 impl PartialEq for Edge {
