@@ -437,7 +437,11 @@ mod tests {
 
         upstream.send(event(12)).expect("sent");
         for m in [&mut first, &mut second, &mut third] {
-            assert_eq!(next_rv(m).await, "12", "every member, nothing before its version");
+            assert_eq!(
+                next_rv(m).await,
+                "12",
+                "every member, nothing before its version"
+            );
         }
         assert_eq!(watches.joined.get(), 2);
     }
