@@ -426,6 +426,7 @@ pub async fn run_with_listeners(
     }
     // Custom kinds: the definitions followed, their controller, both services.
     let custom = custom::start(&storage, stop.clone());
+    custom.kinds.register_metrics(&serving.metrics);
     // One registration line per kind.
     let pods = Store::new(storage.clone(), PodStrategy);
     let config_maps = Store::new(storage.clone(), ConfigMapStrategy);

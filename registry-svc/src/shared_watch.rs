@@ -32,6 +32,7 @@ use std::{
 use kubestore_proto::storage::v1::{WatchEvent, WatchRequest};
 use prometheus_client::metrics::counter::Counter;
 use prost::Message;
+use tokio_stream::{Stream, StreamExt};
 
 use crate::relay::{Feed, Refused, Relay};
 
@@ -171,7 +172,7 @@ impl SharedWatches {
     /// stream is joinable at once, while `open` (storage's Watch call) is under way, so that
     /// watches arriving together share it; if `open` fails, the caller gets its error and
     /// those that joined meanwhile get it as their first item.
-    pub async fn open<F>(
+    pub async fn open<F, S>(
         &self,
         key: ShareKey,
         rv: i64,
@@ -179,7 +180,8 @@ impl SharedWatches {
         cut_off: Counter,
     ) -> Result<Relay, tonic::Status>
     where
-        F: std::future::Future<Output = Result<tonic::Streaming<WatchEvent>, tonic::Status>>,
+        F: std::future::Future<Output = Result<S, tonic::Status>>,
+        S: Stream<Item = Result<WatchEvent, tonic::Status>> + Send + Unpin + 'static,
     {
         let (feed, relay) = Feed::new();
         let hub = Arc::new(Hub {
@@ -216,16 +218,15 @@ impl SharedWatches {
         }
     }
 
-    async fn run(
-        self,
-        key: ShareKey,
-        hub: Arc<Hub>,
-        mut upstream: tonic::Streaming<WatchEvent>,
-        cut_off: Counter,
-    ) {
+    /// Hands storage's events (`upstream`: its `tonic::Streaming`, or any stream of them) to
+    /// the hub's members until it ends, fails, or nobody is left.
+    async fn run<S>(self, key: ShareKey, hub: Arc<Hub>, mut upstream: S, cut_off: Counter)
+    where
+        S: Stream<Item = Result<WatchEvent, tonic::Status>> + Unpin,
+    {
         loop {
             let item = tokio::select! {
-                m = upstream.message() => m,
+                m = upstream.next() => m.transpose(),
                 () = tokio::time::sleep(IDLE_CHECK) => {
                     if hub.anyone_left() {
                         continue;
@@ -301,7 +302,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn members_join_only_at_the_position_and_a_full_one_is_cut_alone() {
+    async fn a_full_member_is_cut_off_alone_and_the_position_follows_the_events() {
         let hub = Hub {
             state: Mutex::new(HubState {
                 position: 10,
@@ -373,5 +374,105 @@ mod tests {
             watches.join(&key, rv).is_none(),
             "the failed stream is gone"
         );
+    }
+
+    /// Storage's side of a shared stream, fed by the test.
+    type Upstream = tokio::sync::mpsc::UnboundedSender<Result<WatchEvent, tonic::Status>>;
+
+    /// Opens a shared stream of `req("…")`'s key at `rv` whose events the test sends.
+    async fn opened(watches: &SharedWatches, rv: i64) -> (ShareKey, Relay, Upstream) {
+        let (key, _) = ShareKey::of(&req("1")).expect("shares");
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let upstream = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);
+        let relay = watches
+            .open(
+                key.clone(),
+                rv,
+                async move { Ok(upstream) },
+                Counter::default(),
+            )
+            .await
+            .expect("opened");
+        (key, relay, tx)
+    }
+
+    fn event(rv: i64) -> Result<WatchEvent, tonic::Status> {
+        Ok(WatchEvent {
+            resource_version: rv.to_string(),
+            ..Default::default()
+        })
+    }
+
+    /// The resourceVersion of `relay`'s next event (10 s at most).
+    async fn next_rv(relay: &mut Relay) -> String {
+        use tokio_stream::StreamExt;
+        tokio::time::timeout(Duration::from_secs(10), relay.next())
+            .await
+            .expect("in time")
+            .expect("an item")
+            .expect("an event")
+            .resource_version
+    }
+
+    #[tokio::test]
+    async fn a_watch_joins_only_at_the_version_the_stream_is_at_and_gets_what_follows() {
+        let watches = SharedWatches::default();
+        let (key, mut first, upstream) = opened(&watches, 10).await;
+        assert!(watches.join(&key, 9).is_none(), "it would miss event 10");
+        assert!(watches.join(&key, 11).is_none(), "it would get 11 again");
+        let (other, _) = ShareKey::of(&WatchRequest {
+            selector: None,
+            ..req("10")
+        })
+        .expect("shares");
+        assert!(watches.join(&other, 10).is_none(), "other events");
+        let mut second = watches.join(&key, 10).expect("joins at 10");
+
+        upstream.send(event(11)).expect("sent");
+        assert_eq!(next_rv(&mut first).await, "11");
+        assert_eq!(next_rv(&mut second).await, "11");
+        // The stream is at 11 now: a watch from 10 needs one of its own (it must get 11).
+        assert!(watches.join(&key, 10).is_none(), "it would miss event 11");
+        let mut third = watches.join(&key, 11).expect("joins at 11");
+
+        upstream.send(event(12)).expect("sent");
+        for m in [&mut first, &mut second, &mut third] {
+            assert_eq!(
+                next_rv(m).await,
+                "12",
+                "every member, nothing before its version"
+            );
+        }
+        assert_eq!(watches.joined.get(), 2);
+    }
+
+    #[tokio::test]
+    async fn an_error_from_storage_ends_every_member_mid_stream() {
+        use tokio_stream::StreamExt;
+        let watches = SharedWatches::default();
+        let (key, first, upstream) = opened(&watches, 10).await;
+        let mut members = vec![first];
+        members.push(watches.join(&key, 10).expect("joins"));
+        members.push(watches.join(&key, 10).expect("joins"));
+        for rv in [11, 12] {
+            upstream.send(event(rv)).expect("sent");
+            for m in &mut members {
+                assert_eq!(next_rv(m).await, rv.to_string());
+            }
+        }
+        upstream
+            .send(Err(tonic::Status::unavailable("storage-svc went away")))
+            .expect("sent");
+        for (i, m) in members.iter_mut().enumerate() {
+            let end = tokio::time::timeout(Duration::from_secs(10), m.next())
+                .await
+                .expect("in time")
+                .expect("an item");
+            let status = end.expect_err("the error");
+            assert_eq!(status.code(), tonic::Code::Unavailable, "member {i}");
+            assert_eq!(status.message(), "storage-svc went away", "member {i}");
+            assert!(m.next().await.is_none(), "member {i} ended");
+        }
+        assert!(watches.join(&key, 12).is_none(), "the ended stream is gone");
     }
 }

@@ -322,8 +322,110 @@ impl HttpBody for HeldBody {
 
 #[cfg(test)]
 mod tests {
-    use super::{RequestTimeouts, exempt};
-    use std::time::Duration;
+    use super::*;
+    use std::time::{Duration, Instant};
+    use tower::{Layer, Service, ServiceExt};
+
+    /// A response body that never sends anything and never ends (a stream whose handler waits
+    /// on something that does not come).
+    struct Open;
+
+    impl HttpBody for Open {
+        type Data = bytes::Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+            Poll::Pending
+        }
+    }
+
+    fn call() -> http::Request<()> {
+        http::Request::builder()
+            .uri("/test.v1.Things/Stream")
+            .body(())
+            .expect("a request")
+    }
+
+    /// The gRPC status a trailers-only response's headers, or trailers, carry.
+    fn status_of(headers: &http::HeaderMap) -> tonic::Status {
+        tonic::Status::from_header_map(headers).expect("a grpc-status")
+    }
+
+    #[tokio::test]
+    async fn an_open_response_body_holds_its_slot_until_the_deadline_then_ends_with_timeout_trailers()
+     {
+        let budget = Duration::from_millis(300);
+        let layer = InflightLimitLayer::new(
+            1,
+            RequestTimeouts::uniform(budget),
+            "test.kubestore.io",
+            &Metrics::new(),
+        );
+        let mut svc = layer.layer(tower::service_fn(|_: http::Request<()>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(Body::new(Open)))
+        }));
+        let start = Instant::now();
+        let mut body = svc
+            .ready()
+            .await
+            .expect("ready")
+            .call(call())
+            .await
+            .expect("answered")
+            .into_body();
+        assert_eq!(layer.inflight.get(), 1);
+        // The handler has answered; its open body still holds the one slot.
+        let refused = svc
+            .ready()
+            .await
+            .expect("ready")
+            .call(call())
+            .await
+            .expect("answered");
+        assert_eq!(
+            status_of(refused.headers()).code(),
+            tonic::Code::ResourceExhausted
+        );
+        // At the deadline the body ends with DEADLINE_EXCEEDED trailers (reason Timeout)...
+        let frame = tokio::time::timeout(
+            budget * 10,
+            std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)),
+        )
+        .await
+        .expect("the body ended at its deadline")
+        .expect("a frame")
+        .expect("not an error");
+        let waited = start.elapsed();
+        assert!(waited >= budget, "ended after {waited:?}");
+        assert!(waited < budget * 10, "ended after {waited:?}");
+        let trailers = frame.into_trailers().expect("trailers");
+        let status = status_of(&trailers);
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+        let info = status.get_error_details().error_info().cloned();
+        assert_eq!(info.map(|i| i.reason).as_deref(), Some("Timeout"));
+        // ... and nothing after them; the slot is free for the next call.
+        assert!(body.is_end_stream());
+        assert!(
+            std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx))
+                .await
+                .is_none()
+        );
+        assert_eq!(layer.inflight.get(), 0);
+        let next = svc
+            .ready()
+            .await
+            .expect("ready")
+            .call(call())
+            .await
+            .expect("answered");
+        assert!(
+            tonic::Status::from_header_map(next.headers()).is_none(),
+            "admitted"
+        );
+    }
 
     #[test]
     fn a_slot_is_held_for_the_callers_deadline_capped_at_the_methods_default() {

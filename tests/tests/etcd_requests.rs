@@ -10,12 +10,13 @@ use kubestore_tests::{
     watch_cache::{cached_cluster, warm},
 };
 
+/// etcd round trips of `operation` so far. The series must be there: storage-svc has read etcd
+/// (the cache's list) and written it (the creates) before the test counts, and a missing
+/// series read as 0 would make "no reads" true of a metric that is not exported at all.
 async fn etcd_requests(metrics: std::net::SocketAddr, operation: &str) -> f64 {
-    sample(
-        &scrape(metrics).await,
-        &format!(r#"storage_etcd_rpc_duration_seconds_count{{rpc="{operation}"}}"#),
-    )
-    .unwrap_or(0.0)
+    let series = format!(r#"storage_etcd_rpc_duration_seconds_count{{rpc="{operation}"}}"#);
+    sample(&scrape(metrics).await, &series)
+        .unwrap_or_else(|| panic!("storage-svc exports no {series}"))
 }
 
 #[tokio::test(flavor = "multi_thread")]

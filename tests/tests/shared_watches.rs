@@ -1,7 +1,8 @@
 //! Client watches of the same events share one storage-svc stream (`shared_watch`): twenty
 //! registry watches from one resourceVersion cost storage one watch, each receives every event
 //! in order, a member that stops reading is cut off alone while the others go on, a watch from
-//! another version gets a stream of its own, and the stream ends with its last member.
+//! another version gets a stream of its own, and the stream ends with its last member; an
+//! error from storage mid-stream ends every member with it.
 
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use kubestore_proto::{
 use kubestore_tests::{
     Cluster,
     fixtures_registry::{cm, create_cm_in, meta},
+    fixtures_storage::raw_put,
     services::{sample, scrape},
 };
 
@@ -170,5 +172,78 @@ async fn watches_of_the_same_events_share_one_storage_stream() {
     // The shared stream ends with its last member.
     drop(slow);
     drop(fast);
+    until_storage_watches(&cluster, before).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_error_from_storage_ends_every_member_of_a_shared_stream() {
+    const NS_ERR: &str = "shared-err";
+    let cluster = Cluster::full().await;
+    let mut cms = cluster.config_maps().await;
+    let start = meta(
+        &create_cm_in(&mut cms, NS_ERR, cm("start", &[]))
+            .await
+            .expect("create"),
+    )
+    .resource_version;
+    let before = storage_watches(&cluster).await;
+    let mut members = Vec::new();
+    for _ in 0..5 {
+        members.push(
+            cluster
+                .config_maps()
+                .await
+                .watch(WatchConfigMapsRequest {
+                    namespace: NS_ERR.into(),
+                    options: Some(ListOptions {
+                        resource_version: start.clone(),
+                        ..Default::default()
+                    }),
+                })
+                .await
+                .expect("watch")
+                .into_inner(),
+        );
+    }
+    until_storage_watches(&cluster, before + 1.0).await;
+    // Mid-stream: every member has events behind it.
+    for i in 0..2 {
+        let o = create_cm_in(&mut cms, NS_ERR, cm(&format!("a{i}"), &[]))
+            .await
+            .expect("create");
+        for m in &mut members {
+            let e = tokio::time::timeout(Duration::from_secs(10), m.message())
+                .await
+                .expect("in time")
+                .expect("ok")
+                .expect("an event");
+            assert_eq!(
+                meta(&e.object.expect("object")).resource_version,
+                meta(&o).resource_version
+            );
+        }
+    }
+    // Another etcd client writes bytes that are no object into the watched namespace: storage
+    // cannot send that event, and its stream ends with the error.
+    raw_put(
+        &cluster.etcd.endpoint(),
+        &format!("/registry/configmaps/{NS_ERR}/corrupt"),
+        vec![0x08, 0x01],
+    );
+    for (i, m) in members.iter_mut().enumerate() {
+        let status = tokio::time::timeout(Duration::from_secs(10), m.message())
+            .await
+            .unwrap_or_else(|_| panic!("member {i} was left waiting"))
+            .expect_err("the stream's error");
+        assert_eq!(
+            status.code(),
+            tonic::Code::Internal,
+            "member {i}: {status:?}"
+        );
+        assert!(
+            status.message().contains("corrupt"),
+            "member {i}: {status:?}"
+        );
+    }
     until_storage_watches(&cluster, before).await;
 }

@@ -2,10 +2,17 @@
 //! by restarting), as upstream's `crdHandler` learns them from its informer: a definition is
 //! served once its names are accepted (`NamesAccepted=True`, or `Established=True`), under its
 //! accepted names, one Store per version that is served or stored.
+//!
+//! Building a kind compiles every served version's schema (and its rules): seconds for a large
+//! definition. It happens once per change of a definition: a copy whose uid and
+//! resourceVersion equal the one held (a request's read, `service::catch_up`, and the watch
+//! bringing the same state) is not built again, and builds take turns, so that concurrent
+//! callers with the same copy wait for the one building it instead of building it too, or
+//! finding it half-applied. `registry_custom_kind_builds_total` counts them.
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, RwLock},
+    sync::{Arc, Mutex, RwLock},
     time::Duration,
 };
 
@@ -13,6 +20,7 @@ use kubestore_proto::{
     apiextensions::v1::{CustomResourceColumnDefinition, CustomResourceDefinition},
     meta::v1::{ListOptions, WatchEventType},
 };
+use prometheus_client::metrics::counter::Counter;
 use tokio_stream::StreamExt;
 
 use crate::{
@@ -94,6 +102,10 @@ pub struct CustomKinds {
     kinds: RwLock<HashMap<(String, String), Arc<ServedKind>>>,
     /// Every definition seen, by name (the controller reads them for name conflicts).
     definitions: RwLock<BTreeMap<String, CustomResourceDefinition>>,
+    /// Held while a definition is taken in (see the module docs).
+    applying: Mutex<()>,
+    /// Kinds built (`registry_custom_kind_builds_total`).
+    builds: Counter,
 }
 
 impl CustomKinds {
@@ -103,7 +115,18 @@ impl CustomKinds {
             storage,
             kinds: RwLock::default(),
             definitions: RwLock::default(),
+            applying: Mutex::default(),
+            builds: Counter::default(),
         })
+    }
+
+    /// Registers `registry_custom_kind_builds_total` in `metrics`.
+    pub fn register_metrics(&self, metrics: &kubestore_telemetry::Metrics) {
+        metrics.register(
+            "registry_custom_kind_builds",
+            "Served custom kinds built from a definition (every version's schema compiled): once per change of a definition this replica takes in",
+            self.builds.clone(),
+        );
     }
 
     /// The served kind `group`/`plural`, if any.
@@ -135,17 +158,20 @@ impl CustomKinds {
             .collect()
     }
 
-    /// Takes in a definition as it now is: served, changed, or no longer served. A copy older
-    /// than the one held (the watch bringing what a request's read already took in) is ignored.
+    /// Takes in a definition as it now is: served, changed, or no longer served. A copy no
+    /// newer than the one held (the watch bringing what a request's read already took in, or
+    /// the reverse) changes nothing and costs no build.
     pub fn apply(&self, crd: &CustomResourceDefinition) {
         let meta = crd.metadata.clone().unwrap_or_default();
+        // One at a time: a caller holding the copy being built waits for it, then finds it held.
+        let _turn = self.applying.lock().unwrap_or_else(|p| p.into_inner());
         {
             let mut definitions = self.definitions.write().unwrap_or_else(|p| p.into_inner());
             if let Some(held) = definitions
                 .get(&meta.name)
                 .and_then(|d| d.metadata.as_ref())
                 && held.uid == meta.uid
-                && revision(&held.resource_version) > revision(&meta.resource_version)
+                && revision(&held.resource_version) >= revision(&meta.resource_version)
             {
                 return;
             }
@@ -172,6 +198,7 @@ impl CustomKinds {
     /// Forgets a deleted definition.
     pub fn remove(&self, crd: &CustomResourceDefinition) {
         let meta = crd.metadata.clone().unwrap_or_default();
+        let _turn = self.applying.lock().unwrap_or_else(|p| p.into_inner());
         self.definitions
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -182,15 +209,18 @@ impl CustomKinds {
             .retain(|_, k| k.uid != meta.uid);
     }
 
+    /// Takes in a fresh list of every definition: those gone are forgotten, the others applied
+    /// (unchanged ones cost nothing, so a relist after an expired watch rebuilds only what
+    /// changed).
     fn replace_all(&self, crds: &[CustomResourceDefinition]) {
-        self.definitions
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
-        self.kinds
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        let listed: std::collections::BTreeSet<String> = crds.iter().map(name_of).collect();
+        for gone in self
+            .definitions()
+            .iter()
+            .filter(|d| !listed.contains(&name_of(d)))
+        {
+            self.remove(gone);
+        }
         for crd in crds {
             self.apply(crd);
         }
@@ -257,6 +287,7 @@ impl CustomKinds {
         if !(condition(crd, "NamesAccepted") || condition(crd, "Established")) {
             return None;
         }
+        self.builds.inc();
         let spec = crd.spec.as_ref()?;
         let names = crd
             .status
@@ -485,6 +516,23 @@ mod tests {
         .expect("a definition")
     }
 
+    use serde_json::json;
+
+    fn crd(uid: &str, rv: &str) -> CustomResourceDefinition {
+        serde_json::from_value(json!({
+            "metadata": {"name": "widgets.example.com", "uid": uid, "resourceVersion": rv},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object"}}},
+                    {"name": "v2", "served": false, "storage": false,
+                        "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+            "status": {"conditions": [{"type": "Established", "status": "True"}]}
+        }))
+        .expect("a definition")
+    }
+
     #[tokio::test]
     async fn a_definitions_objects_are_its_prefix_and_never_a_built_in_kinds() {
         let storage = StorageClient::connect_lazy("http://127.0.0.1:1", None).expect("client");
@@ -508,5 +556,55 @@ mod tests {
         for (group, plural) in [("example", "../pods"), ("", "things"), ("a.b", "")] {
             assert!(kinds.objects_of(&definition(group, plural)).is_none());
         }
+    }
+
+    fn kinds() -> Arc<CustomKinds> {
+        let storage =
+            StorageClient::connect_lazy("http://127.0.0.1:1", None).expect("a lazy client");
+        CustomKinds::new(storage)
+    }
+
+    #[tokio::test]
+    async fn a_definition_is_built_once_per_change() {
+        let k = kinds();
+        k.apply(&crd("a", "5"));
+        assert_eq!(k.builds.get(), 1);
+        let served = k.get("example.com", "widgets").expect("served");
+        assert!(served.version("v1").is_ok());
+        assert!(served.version("v2").is_err(), "not served");
+        // The same copy again (a request's read, then the watch), and an older one.
+        k.apply(&crd("a", "5"));
+        k.apply(&crd("a", "4"));
+        assert_eq!(k.builds.get(), 1);
+        assert!(Arc::ptr_eq(
+            &served,
+            &k.get("example.com", "widgets").expect("served")
+        ));
+        // A change, and a definition deleted and created again (a new uid, any revision).
+        k.apply(&crd("a", "6"));
+        assert_eq!(k.builds.get(), 2);
+        k.apply(&crd("b", "3"));
+        assert_eq!(k.builds.get(), 3);
+        assert_eq!(k.get("example.com", "widgets").expect("served").uid, "b");
+        // A relist of the same state rebuilds nothing; one without the definition forgets it.
+        k.replace_all(&[crd("b", "3")]);
+        assert_eq!(k.builds.get(), 3);
+        k.replace_all(&[]);
+        assert!(k.get("example.com", "widgets").is_none());
+        assert!(k.definitions().is_empty());
+    }
+
+    #[tokio::test]
+    async fn callers_taking_in_the_same_copy_build_it_once_and_all_find_it_served() {
+        let k = kinds();
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    k.apply(&crd("a", "7"));
+                    assert!(k.get("example.com", "widgets").is_some());
+                });
+            }
+        });
+        assert_eq!(k.builds.get(), 1);
     }
 }

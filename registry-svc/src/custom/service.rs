@@ -290,6 +290,14 @@ impl CustomService {
     /// Reads the definition a request names from storage and takes it in (a definition the
     /// watch has not brought yet). A name that cannot be a definition's, or one that is not
     /// there, leaves the kinds as they are: the caller's NOT_FOUND follows.
+    ///
+    /// A miss costs one consistent read of one definition (served by storage-svc's watch cache
+    /// once fresh), as a Get of a missing object costs one, and never a rebuild when the
+    /// definition is the one held (`CustomKinds::apply` compares uid and resourceVersion).
+    /// The read itself stays: answering from what the definitions watch has seen would need
+    /// to know the watch is current, and knowing that takes asking etcd its revision, a round
+    /// trip like this read; without it, a client that saw `Established=True` on another
+    /// replica could get a NOT_FOUND here it cannot tell from a typo.
     async fn catch_up(&self, ctx: &Ctx, t: &Target<'_>) -> Result<(), ApiError> {
         if t.group.is_empty() || t.plural.is_empty() {
             return Ok(());

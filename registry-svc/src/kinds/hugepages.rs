@@ -9,11 +9,17 @@
 //!   equals it;
 //! - a container that asks for hugepages asks for cpu or memory too.
 //!
+//! Validation ratchets, as upstream's `GetValidationOptionsFromPodSpecAndMeta`
+//! (`AllowIndivisibleHugePagesValues` = `usesIndivisibleHugePagesValues(oldPodSpec)`): an update
+//! of a pod stored with indivisible quantities (written before the rule, or by another writer)
+//! is not refused for repeating them; [`uses_indivisible`] says whether the stored pod has any.
+//! The other two rules always apply.
+//!
 //! Deliberate difference: upstream's messages print the quantity in its canonical form
 //! (`1153433600m` for `1.1Mi`); ours print it as the client wrote it, as our other quantity
 //! errors do.
 
-use kubestore_proto::core::v1::ResourceRequirements;
+use kubestore_proto::core::v1::{PodSpec, ResourceRequirements};
 
 use crate::{quantity::Quantity, violations::Violations};
 
@@ -25,10 +31,33 @@ pub fn is_hugepages(name: &str) -> bool {
     name.starts_with(PREFIX)
 }
 
+/// Whether any container of `spec` has a hugepages quantity that is not a whole number of
+/// pages (upstream's `usesIndivisibleHugePagesValues`; our pods have no init containers and no
+/// overhead). Quantities that do not parse count as whole: validation refuses them anyway.
+pub fn uses_indivisible(spec: &PodSpec) -> bool {
+    spec.containers.iter().any(|c| {
+        c.resources.as_ref().is_some_and(|r| {
+            [&r.limits, &r.requests].into_iter().any(|m| {
+                m.iter().any(|(name, q)| {
+                    is_hugepages(name)
+                        && Quantity::parse(q)
+                            .is_ok_and(|q| q >= Quantity::ZERO && !divisible(name, q))
+                })
+            })
+        })
+    })
+}
+
 /// The hugepages problems of one container's resources, reported under `path`
-/// (`spec.containers[i].resources`). Quantities that do not parse or are negative are left to
-/// the caller, which reports them already.
-pub fn validate(res: &ResourceRequirements, path: &str, v: &mut Violations) {
+/// (`spec.containers[i].resources`); with `allow_indivisible` (the stored pod had such
+/// quantities, see the module docs) a quantity need not be a whole number of pages. Quantities
+/// that do not parse or are negative are left to the caller, which reports them already.
+pub fn validate(
+    res: &ResourceRequirements,
+    path: &str,
+    allow_indivisible: bool,
+    v: &mut Violations,
+) {
     let mut any_hugepages = false;
     for (kind, map) in [("limits", &res.limits), ("requests", &res.requests)] {
         for (name, q) in map.iter().filter(|(name, _)| is_hugepages(name)) {
@@ -36,7 +65,7 @@ pub fn validate(res: &ResourceRequirements, path: &str, v: &mut Violations) {
             let Ok(quantity) = Quantity::parse(q) else {
                 continue;
             };
-            if quantity >= Quantity::ZERO && !divisible(name, quantity) {
+            if !allow_indivisible && quantity >= Quantity::ZERO && !divisible(name, quantity) {
                 v.push((
                     format!("{path}.{kind}[{name}]"),
                     format!("Invalid value: {q:?}: {q} is not positive integer multiple of {name}"),
@@ -136,10 +165,14 @@ mod tests {
         }
     }
 
-    fn fields(r: &ResourceRequirements) -> Vec<String> {
+    fn fields_allowing(r: &ResourceRequirements, allow_indivisible: bool) -> Vec<String> {
         let mut v = Violations::new();
-        validate(r, "r", &mut v);
+        validate(r, "r", allow_indivisible, &mut v);
         v.iter().map(|(f, _)| f.clone()).collect()
+    }
+
+    fn fields(r: &ResourceRequirements) -> Vec<String> {
+        fields_allowing(r, false)
     }
 
     #[test]
@@ -190,5 +223,58 @@ mod tests {
         assert_eq!(fields(&no_limit), ["r.limits"]);
         let alone = res(&[], &[("hugepages-1Mi", "1Mi")]);
         assert_eq!(fields(&alone), ["r"]);
+    }
+
+    #[test]
+    fn indivisible_quantities_pass_only_when_allowed_and_the_other_rules_still_apply() {
+        let odd = res(
+            &[("hugepages-2Mi", "2.1Mi"), ("cpu", "10")],
+            &[("hugepages-2Mi", "2.1Mi"), ("cpu", "10")],
+        );
+        assert_eq!(
+            fields(&odd),
+            ["r.limits[hugepages-2Mi]", "r.requests[hugepages-2Mi]"]
+        );
+        assert!(fields_allowing(&odd, true).is_empty());
+        let unequal = res(
+            &[("hugepages-2Mi", "2.1Mi"), ("cpu", "1")],
+            &[("hugepages-2Mi", "4.1Mi")],
+        );
+        assert_eq!(fields_allowing(&unequal, true), ["r.requests"]);
+        let alone = res(&[], &[("hugepages-2Mi", "2.1Mi")]);
+        assert_eq!(fields_allowing(&alone, true), ["r"]);
+    }
+
+    #[test]
+    fn a_spec_uses_indivisible_values_when_any_container_has_one() {
+        use kubestore_proto::core::v1::Container;
+        let container = |r: ResourceRequirements| Container {
+            name: "c".into(),
+            image: "i".into(),
+            resources: Some(r),
+        };
+        let whole = res(&[("hugepages-2Mi", "4Mi")], &[("hugepages-2Mi", "4Mi")]);
+        let odd_limit = res(&[], &[("hugepages-1Mi", "1.1Mi")]);
+        let odd_request = res(&[("hugepages-64Ki", "127Ki")], &[]);
+        let not_hugepages = res(&[("memory", "1.1Mi")], &[("memory", "1.1Mi")]);
+        let spec = |cs: Vec<Container>| PodSpec {
+            containers: cs,
+            ..Default::default()
+        };
+        assert!(!uses_indivisible(&spec(vec![])));
+        assert!(!uses_indivisible(&spec(vec![
+            container(whole.clone()),
+            container(not_hugepages)
+        ])));
+        assert!(uses_indivisible(&spec(vec![
+            container(whole.clone()),
+            container(odd_limit)
+        ])));
+        assert!(uses_indivisible(&spec(vec![container(odd_request)])));
+        // Unparsable quantities are validation's to refuse, not a reason to relax it.
+        assert!(!uses_indivisible(&spec(vec![container(res(
+            &[],
+            &[("hugepages-1Mi", "lots")]
+        ))])));
     }
 }

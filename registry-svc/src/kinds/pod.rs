@@ -106,7 +106,9 @@ pub fn compute_qos(spec: &PodSpec) -> &'static str {
     qos::BURSTABLE
 }
 
-fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
+/// The rules of a pod spec; `allow_indivisible_hugepages` relaxes one for an update of a pod
+/// stored with such quantities (`hugepages`: upstream's validation ratcheting).
+fn validate_spec(spec: Option<&PodSpec>, allow_indivisible_hugepages: bool, v: &mut Violations) {
     let Some(spec) = spec else {
         v.push(("spec".into(), "Required value".into()));
         return;
@@ -162,7 +164,7 @@ fn validate_spec(spec: Option<&PodSpec>, v: &mut Violations) {
                 ));
             }
         }
-        hugepages::validate(&res, &f("resources"), v);
+        hugepages::validate(&res, &f("resources"), allow_indivisible_hugepages, v);
     }
     if !spec.node_name.is_empty()
         && let Some(e) = dns1123_subdomain(&spec.node_name)
@@ -223,7 +225,7 @@ impl Strategy<Pod> for PodStrategy {
 
     fn validate(&self, pod: &Pod) -> Violations {
         let mut v = Violations::new();
-        validate_spec(pod.spec.as_ref(), &mut v);
+        validate_spec(pod.spec.as_ref(), false, &mut v);
         v
     }
 
@@ -239,7 +241,10 @@ impl Strategy<Pod> for PodStrategy {
 
     fn validate_update(&self, new: &Pod, old: &Pod) -> Violations {
         let mut v = Violations::new();
-        validate_spec(new.spec.as_ref(), &mut v);
+        // Upstream's ValidatePodUpdate with AllowIndivisibleHugePagesValues when the stored pod
+        // had such values: what is stored can be written back.
+        let ratchet = old.spec.as_ref().is_some_and(hugepages::uses_indivisible);
+        validate_spec(new.spec.as_ref(), ratchet, &mut v);
         // Everything but container images is immutable: compare with the images put back.
         let (Some(new_spec), Some(old_spec)) = (new.spec.as_ref(), old.spec.as_ref()) else {
             return v;
@@ -452,5 +457,87 @@ mod tests {
         let mut o = DeleteOptions::default();
         PodStrategy.check_graceful_delete(&unscheduled, &mut o);
         assert_eq!(o.grace_period_seconds, Some(0));
+    }
+
+    /// Upstream's `newPodWithHugePageValue`: one container asking for 10 cpu and `value` of
+    /// `resource`, in requests and limits, defaulted as the Store defaults every pod.
+    fn pod_with_hugepages(resource: &str, value: &str) -> Pod {
+        let r = [("cpu", "10"), (resource, value)];
+        let mut pod = Pod {
+            metadata: Some(kubestore_proto::meta::v1::ObjectMeta {
+                name: "foo".into(),
+                namespace: "default".into(),
+                resource_version: "1".into(),
+                ..Default::default()
+            }),
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "foo".into(),
+                    ..container(&r, &r)
+                }],
+                restart_policy: "Always".into(),
+                ..Default::default()
+            }),
+            status: None,
+        };
+        PodStrategy.default_object(&mut pod);
+        pod
+    }
+
+    /// Upstream's `TestPodStrategyValidate`, the cases of the fields we model (no init
+    /// containers).
+    #[test]
+    fn hugepages_on_create_must_be_whole_pages() {
+        for (name, resource, value, ok) in [
+            (
+                "a new pod setting container with indivisible hugepages values",
+                "hugepages-1Mi",
+                "1.1Mi",
+                false,
+            ),
+            (
+                "a new pod setting container with divisible hugepages values",
+                "hugepages-1Mi",
+                "2Mi",
+                true,
+            ),
+        ] {
+            let v = PodStrategy.validate(&pod_with_hugepages(resource, value));
+            assert_eq!(v.is_empty(), ok, "{name}: {v:?}");
+        }
+    }
+
+    /// Upstream's `TestPodStrategyValidateUpdate` (validation ratcheting: what is stored can
+    /// be written back), with the cases either side of it.
+    #[test]
+    fn an_update_may_repeat_the_indivisible_hugepages_the_stored_pod_has() {
+        let stored = pod_with_hugepages("hugepages-2Mi", "2.1Mi");
+        assert!(
+            !PodStrategy.validate(&stored).is_empty(),
+            "refused on create"
+        );
+        // An existing pod with indivisible hugepages values to a new pod with indivisible
+        // hugepages values.
+        let same = pod_with_hugepages("hugepages-2Mi", "2.1Mi");
+        let v = PodStrategy.validate_update(&same, &stored);
+        assert!(v.is_empty(), "{v:?}");
+        // The one change a pod's spec allows, next to them.
+        let mut new_image = same.clone();
+        if let Some(s) = new_image.spec.as_mut() {
+            s.containers[0].image = "nginx:2".into();
+        }
+        let v = PodStrategy.validate_update(&new_image, &stored);
+        assert!(v.is_empty(), "{v:?}");
+        // A stored pod with whole pages gives no allowance.
+        let whole = pod_with_hugepages("hugepages-2Mi", "4Mi");
+        let fields: Vec<String> = PodStrategy
+            .validate_update(&same, &whole)
+            .iter()
+            .map(|(f, _)| f.clone())
+            .collect();
+        assert!(
+            fields.contains(&"spec.containers[0].resources.limits[hugepages-2Mi]".to_string()),
+            "{fields:?}"
+        );
     }
 }
