@@ -2,9 +2,10 @@
 //! apiserver's: they list, watch and write like any client.
 //!
 //! - [`informer`]: the one list-watch loop (client-go's reflector) every controller uses;
-//! - [`client`]: the metadata of every kind, built-in or custom, through one client
-//!   ([`raw`]: the shared request shapes of built-in kinds, objects left encoded);
+//! - [`client`]: discovery, and the metadata of every kind, built-in or custom, through the
+//!   generic API (`registry.v1.Resources`);
 //! - [`gc`]: the garbage collector (background, foreground and orphan propagation);
+//! - [`namespace`]: the namespace controller (a deleted namespace's content, then the namespace);
 //! - [`leader`]: leader election on a `coordination.v1` Lease;
 //! - [`manager`]: `kubestore controller-manager` (leader election, then the controllers);
 //! - [`events`], [`metrics`]: what they report; [`backoff`]: how refused calls are retried.
@@ -17,8 +18,8 @@ pub mod informer;
 pub mod leader;
 pub mod manager;
 pub mod metrics;
+pub mod namespace;
 pub mod ratelimit;
-pub mod raw;
 
 use kubestore_telemetry::GrpcTraceService;
 use tonic::transport::Channel;

@@ -1,5 +1,5 @@
-//! `kubestore controller-manager`: leader election, then the controllers (today the garbage
-//! collector) while this process leads; the `/metrics` endpoint. Talks to registry-svc only
+//! `kubestore controller-manager`: leader election, then the controllers (the garbage collector
+//! and the namespace controller) while this process leads; the `/metrics` endpoint. Talks to registry-svc only
 //! through its public gRPC API, over a channel that connects lazily, so a controller-manager
 //! started before registry-svc waits for it (backing off) instead of failing.
 
@@ -102,7 +102,13 @@ pub async fn run(
     });
     let gc_config = config.gc.clone();
     leader::run(ch.clone(), config.leader, stop, leading_tx, move |lost| {
-        gc::run(ch.clone(), gc_config.clone(), metrics.clone(), lost)
+        let (ch, gc_config, metrics) = (ch.clone(), gc_config.clone(), metrics.clone());
+        async move {
+            tokio::join!(
+                gc::run(ch.clone(), gc_config, metrics, lost.clone()),
+                crate::namespace::run(ch, lost),
+            );
+        }
     })
     .await;
     Ok(())

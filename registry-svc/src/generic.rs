@@ -91,6 +91,7 @@ fn output(o: i32) -> Output {
             include_object: IncludeObject::Metadata,
             no_headers: false,
         },
+        Ok(WireOutput::Metadata) => Output::Metadata,
         _ => Output::Object,
     }
 }

@@ -291,7 +291,17 @@ pub fn merge(work: &mut Work, more: Work) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::builtin_kinds;
+    use crate::client::Kind;
+
+    fn config_maps() -> Kind {
+        Kind {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            resource: "configmaps".into(),
+            namespaced: true,
+            verbs: Vec::new(),
+        }
+    }
 
     fn meta(uid: &str, owners: &[(&str, bool)]) -> ObjectMeta {
         ObjectMeta {
@@ -315,7 +325,7 @@ mod tests {
 
     #[test]
     fn owners_are_linked_and_deletions_queue_dependents() {
-        let cm = Arc::new(builtin_kinds()[1].clone());
+        let cm = Arc::new(config_maps());
         let mut g = Graph::default();
         // A dependent whose owner was never seen is checked at once.
         assert_eq!(
@@ -335,7 +345,7 @@ mod tests {
 
     #[test]
     fn a_namespaced_owners_dependents_are_those_of_its_namespace() {
-        let cm = Arc::new(builtin_kinds()[1].clone());
+        let cm = Arc::new(config_maps());
         let mut g = Graph::default();
         g.upsert(cm.clone(), meta("owner", &[]));
         g.upsert(cm.clone(), meta("mine", &[("owner", true)]));

@@ -1,10 +1,11 @@
 //! The garbage collector (upstream's `pkg/controller/garbagecollector`), over registry-svc's
 //! public API only.
 //!
-//! - One informer ("monitor") per kind registry-svc serves: the built-in kinds (Events
-//!   excepted, as upstream) and every established custom kind, started and stopped as
-//!   definitions come and go (a definitions informer, so a new kind is collected at once,
-//!   where upstream's discovery takes up to 30 s).
+//! - One informer ("monitor") per kind registry-svc's discovery lists (Events excepted, as
+//!   upstream's `DefaultIgnoredResources`), built in or custom: no list of kinds here. Discovery
+//!   is asked again whenever a definition changes (a definitions informer, so a new kind is
+//!   collected at once, where upstream polls discovery every 30 s), and every
+//!   [`REDISCOVERY_PERIOD`] in case a change raced with a replica that had not seen it yet.
 //! - [`graph`]: the owner graph they fill, by UID; [`queue`]: the two work queues it feeds
 //!   (attemptToDelete, attemptToOrphan); [`worker`]: what is done with a queued object, always
 //!   on live reads; [`absent`]: the owners those reads found absent, by coordinates and the
@@ -39,7 +40,7 @@ use tonic::Status;
 
 use crate::{
     Ch, backoff,
-    client::{Api, Kind, KindClient, builtin_kinds, group_of},
+    client::{Kind, KindClient, discover, group_of},
     events::Recorder,
     informer::{self, Delta, Events, Source},
     metrics::ControllerMetrics,
@@ -47,6 +48,20 @@ use crate::{
 use absent::{AbsentOwners, OwnerKey};
 use graph::{Graph, Work};
 use queue::Queue;
+
+/// How often discovery is asked again without a definition changing.
+pub const REDISCOVERY_PERIOD: Duration = Duration::from_secs(30);
+
+/// Resources the collector never watches (upstream's `DefaultIgnoredResources`).
+const IGNORED: &[(&str, &str)] = &[("", "events"), ("events.k8s.io", "events")];
+
+/// Whether the collector follows `kind`: listable, watchable, deletable, not ignored.
+fn collected(kind: &Kind) -> bool {
+    kind.can("list")
+        && kind.can("watch")
+        && kind.can("delete")
+        && !IGNORED.contains(&(kind.group(), kind.resource.as_str()))
+}
 
 /// Longest wait for every monitor's first list before the workers start anyway.
 pub const INITIAL_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
@@ -240,43 +255,6 @@ impl Source for Definitions {
     }
 }
 
-/// The kind an established definition serves (its storage version when served, else its
-/// first served version); None while it is not established.
-pub fn custom_kind(crd: &CustomResourceDefinition) -> Option<Kind> {
-    let status = crd.status.as_ref()?;
-    let established = status
-        .conditions
-        .iter()
-        .any(|c| c.r#type == "Established" && c.status == "True");
-    if !established {
-        return None;
-    }
-    let spec = crd.spec.as_ref()?;
-    let names = status
-        .accepted_names
-        .clone()
-        .filter(|n| !n.plural.is_empty())
-        .or_else(|| spec.names.clone())?;
-    let served: Vec<_> = spec.versions.iter().filter(|v| v.served).collect();
-    let version = served
-        .iter()
-        .find(|v| v.storage)
-        .or_else(|| served.first())?
-        .name
-        .clone();
-    Some(Kind {
-        api_version: format!("{}/{version}", spec.group),
-        kind: names.kind.clone(),
-        resource: names.plural.clone(),
-        namespaced: spec.scope == "Namespaced",
-        api: Api::Custom {
-            group: spec.group.clone(),
-            version,
-            plural: names.plural,
-        },
-    })
-}
-
 /// A running monitor.
 struct Monitor {
     kind: Arc<Kind>,
@@ -347,15 +325,29 @@ pub async fn run(
             },
         );
     };
-    for kind in builtin_kinds() {
-        // Events are never collected (upstream's DefaultIgnoredResources).
-        if kind.kind != "Event" {
-            start_monitor(kind.clone(), &mut monitors);
+    // What discovery lists, once it answers (registry-svc may start after us).
+    let mut backoff = Duration::from_millis(200);
+    let discovered = loop {
+        match discover(&ch).await {
+            Ok(kinds) => break kinds,
+            Err(e) => {
+                tracing::info!(error = %e.message(), "garbage collector: discovery failed; retrying");
+                tokio::select! {
+                    _ = stop.changed() => return,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
         }
+    };
+    for kind in discovered {
         gc.kinds.write().unwrap_or_else(|p| p.into_inner()).insert(
             (kind.group().to_string(), kind.kind.clone()),
-            Arc::new(kind),
+            Arc::new(kind.clone()),
         );
+        if collected(&kind) {
+            start_monitor(kind, &mut monitors);
+        }
     }
     // The definitions, followed.
     let (defs_tx, mut defs_rx) = mpsc::channel(64);
@@ -377,12 +369,34 @@ pub async fn run(
         }
     });
 
+    // Discovery again after a definition changes (again a moment later, in case the replica
+    // that answered had not seen the change yet), and periodically.
+    let (rediscover_tx, mut rediscover_rx) = mpsc::channel::<Vec<Kind>>(4);
+    let rediscover = {
+        let ch = ch.clone();
+        move |delays: &'static [u64]| {
+            let ch = ch.clone();
+            let tx = rediscover_tx.clone();
+            tokio::spawn(async move {
+                for d in delays {
+                    tokio::time::sleep(Duration::from_millis(*d)).await;
+                    if let Ok(kinds) = discover(&ch).await
+                        && tx.send(kinds).await.is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    };
+    let mut periodic = tokio::time::interval(REDISCOVERY_PERIOD);
+    periodic.tick().await;
+
     // Workers start once every monitor listed once (definitions included).
     let mut unsynced: HashSet<String> = monitors.keys().cloned().collect();
     let mut definitions_synced = false;
     let mut workers_started = false;
     let sync_deadline = tokio::time::Instant::now() + INITIAL_SYNC_TIMEOUT;
-    let mut definitions: HashMap<String, Kind> = HashMap::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut worker_handles = Vec::new();
     loop {
@@ -415,6 +429,50 @@ pub async fn run(
                 gc.metrics.monitors.set(monitors.len() as i64);
                 continue;
             }
+            _ = periodic.tick() => {
+                rediscover(&[0]);
+                continue;
+            }
+            kinds = rediscover_rx.recv() => {
+                let Some(kinds) = kinds else { continue };
+                let wanted: HashMap<String, Kind> = kinds
+                    .iter()
+                    .filter(|k| collected(k))
+                    .map(|k| (k.qualified(), k.clone()))
+                    .collect();
+                // Stop monitors of kinds no longer served: their objects leave the graph.
+                let stale: Vec<String> = monitors
+                    .keys()
+                    .filter(|k| !wanted.contains_key(*k))
+                    .cloned()
+                    .collect();
+                for key in stale {
+                    if let Some(m) = monitors.remove(&key) {
+                        let _ = m.stop.send(true);
+                        let work = gc.graph().replace(m.kind.clone(), Vec::new());
+                        gc.schedule(work);
+                        gc.kinds
+                            .write()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .remove(&(m.kind.group().to_string(), m.kind.kind.clone()));
+                    }
+                }
+                for kind in kinds {
+                    gc.kinds.write().unwrap_or_else(|p| p.into_inner()).insert(
+                        (kind.group().to_string(), kind.kind.clone()),
+                        Arc::new(kind.clone()),
+                    );
+                }
+                for (key, kind) in wanted {
+                    if !monitors.get(&key).is_some_and(|m| *m.kind == kind) {
+                        if !workers_started {
+                            unsynced.insert(key.clone());
+                        }
+                        start_monitor(kind, &mut monitors);
+                    }
+                }
+                continue;
+            }
             c = heard.recv() => c,
         };
         let Some(change) = change else { break };
@@ -441,61 +499,10 @@ pub async fn run(
                 gc.schedule(work);
             }
             Change::Definitions(delta) => {
-                match *delta {
-                    Delta::Replace(items) => {
-                        definitions_synced = true;
-                        definitions = items
-                            .iter()
-                            .filter_map(|c| Some((name_of(c), custom_kind(c)?)))
-                            .collect();
-                    }
-                    Delta::Upsert(c) => match custom_kind(&c) {
-                        Some(k) => {
-                            definitions.insert(name_of(&c), k);
-                        }
-                        None => {
-                            definitions.remove(&name_of(&c));
-                        }
-                    },
-                    Delta::Delete(c) => {
-                        definitions.remove(&name_of(&c));
-                    }
+                if matches!(*delta, Delta::Replace(_)) {
+                    definitions_synced = true;
                 }
-                let wanted: HashMap<String, Kind> = definitions
-                    .values()
-                    .map(|k| (k.qualified(), k.clone()))
-                    .collect();
-                // Stop monitors of kinds no longer served: their objects leave the graph.
-                let builtin: HashSet<String> =
-                    builtin_kinds().iter().map(Kind::qualified).collect();
-                let stale: Vec<String> = monitors
-                    .keys()
-                    .filter(|k| !builtin.contains(*k) && !wanted.contains_key(*k))
-                    .cloned()
-                    .collect();
-                for key in stale {
-                    if let Some(m) = monitors.remove(&key) {
-                        let _ = m.stop.send(true);
-                        let work = gc.graph().replace(m.kind.clone(), Vec::new());
-                        gc.schedule(work);
-                        gc.kinds
-                            .write()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .remove(&(m.kind.group().to_string(), m.kind.kind.clone()));
-                    }
-                }
-                for (key, kind) in wanted {
-                    if !monitors.get(&key).is_some_and(|m| *m.kind == kind) {
-                        if !workers_started {
-                            unsynced.insert(key.clone());
-                        }
-                        gc.kinds.write().unwrap_or_else(|p| p.into_inner()).insert(
-                            (kind.group().to_string(), kind.kind.clone()),
-                            Arc::new(kind.clone()),
-                        );
-                        start_monitor(kind, &mut monitors);
-                    }
-                }
+                rediscover(&[0, 300, 2000]);
             }
         }
     }
@@ -508,13 +515,6 @@ pub async fn run(
         h.abort();
     }
     tracing::info!("garbage collector stopped");
-}
-
-fn name_of(crd: &CustomResourceDefinition) -> String {
-    crd.metadata
-        .as_ref()
-        .map(|m| m.name.clone())
-        .unwrap_or_default()
 }
 
 /// One worker of the delete queue (or of the orphan queue).

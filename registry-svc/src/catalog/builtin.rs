@@ -69,6 +69,25 @@ impl<R: Resource> BuiltinEndpoint<R> {
             .map_err(|e| ApiError::Internal(format!("{} as JSON: {e}", self.info.kind)))
     }
 
+    /// The metadata of an encoded `R`, as a `PartialObjectMetadata` (field 1 only is read).
+    fn metadata_json(&self, bytes: &[u8]) -> Result<Json, ApiError> {
+        let meta = <kubestore_proto::meta::v1::MetadataOnly as prost::Message>::decode(bytes)
+            .map_err(|e| {
+                ApiError::Internal(format!("stored {} does not decode: {e}", self.info.kind))
+            })?
+            .metadata
+            .unwrap_or_default();
+        let text = self
+            .codec
+            .encode_to_vec(
+                ".meta.v1.ObjectMeta",
+                &prost::Message::encode_to_vec(&meta),
+                None,
+            )
+            .map_err(|e| ApiError::Internal(format!("metadata as JSON: {e}")))?;
+        Ok(super::partial_metadata(&text))
+    }
+
     fn to_value(&self, obj: &R) -> Result<Value, ApiError> {
         self.codec
             .encode_to_value(
@@ -80,7 +99,7 @@ impl<R: Resource> BuiltinEndpoint<R> {
     }
 
     /// A client's JSON object as `R`, with the warnings `fieldValidation` asks for.
-    fn from_value(
+    fn decode_value(
         &self,
         body: &Value,
         validation: FieldValidation,
@@ -123,6 +142,7 @@ impl<R: Resource> BuiltinEndpoint<R> {
     fn answer(&self, obj: &R, output: Output) -> Result<Json, ApiError> {
         match output {
             Output::Object => self.to_json(obj),
+            Output::Metadata => self.metadata_json(&obj.encode_to_vec()),
             Output::Table {
                 include_object,
                 no_headers,
@@ -169,6 +189,13 @@ impl<R: Resource> BuiltinEndpoint<R> {
                 items: items
                     .iter()
                     .map(|o| self.to_json(o))
+                    .collect::<Result<_, _>>()?,
+            }),
+            Output::Metadata => Ok(Page::Objects {
+                meta,
+                items: items
+                    .iter()
+                    .map(|o| self.metadata_json(&o.encode_to_vec()))
                     .collect::<Result<_, _>>()?,
             }),
             Output::Table { include_object, .. } => {
@@ -288,6 +315,13 @@ impl<R: Resource> Endpoint for BuiltinEndpoint<R> {
                     .map(|b| self.encoded_to_json(&self.served(b)?))
                     .collect::<Result<_, _>>()?,
             }),
+            Output::Metadata => Ok(Page::Objects {
+                meta,
+                items: items
+                    .iter()
+                    .map(|b| self.metadata_json(b))
+                    .collect::<Result<_, _>>()?,
+            }),
             Output::Table { .. } => {
                 let mut objects = Vec::with_capacity(items.len());
                 for b in &items {
@@ -333,6 +367,7 @@ impl<R: Resource> Endpoint for BuiltinEndpoint<R> {
             }
             let object = match output {
                 Output::Object => this.encoded_to_json(&this.served(&bytes)?)?,
+                Output::Metadata => this.metadata_json(&bytes)?,
                 Output::Table { include_object, .. } => {
                     let mut o = this.store.decode(&bytes)?;
                     this.store.strategy.decorate(&mut o);
@@ -362,7 +397,7 @@ impl<R: Resource> Endpoint for BuiltinEndpoint<R> {
         let store = &self.store;
         store
             .request(Verb::Create, namespace, dry_run, async {
-                let (obj, warnings) = self.from_value(&body, options.field_validation)?;
+                let (obj, warnings) = self.decode_value(&body, options.field_validation)?;
                 let created = store.create(ctx, namespace, obj, dry_run).await?;
                 self.written(&created, warnings, true)
             })
@@ -383,7 +418,7 @@ impl<R: Resource> Endpoint for BuiltinEndpoint<R> {
         let verb = Verb::update(part);
         store
             .request(verb, namespace, dry_run, async {
-                let (obj, warnings) = self.from_value(&body, options.field_validation)?;
+                let (obj, warnings) = self.decode_value(&body, options.field_validation)?;
                 if obj.meta().map_or("", |m| m.name.as_str()) != name {
                     return Err(ApiError::BadRequest(format!(
                         "the name of the object ({}) does not match the name on the URL ({name})",
@@ -420,7 +455,7 @@ impl<R: Resource> Endpoint for BuiltinEndpoint<R> {
             let patched = patch
                 .apply(&original, Some((descriptors, &self.message)))
                 .map_err(ApiError::from_patch)?;
-            let (obj, w) = self.from_value(&patched, options.field_validation)?;
+            let (obj, w) = self.decode_value(&patched, options.field_validation)?;
             *warnings.lock().unwrap_or_else(|p| p.into_inner()) = w;
             Ok(obj)
         };

@@ -135,6 +135,16 @@ impl CustomEndpoint {
     fn answer(&self, obj: &CustomObject, output: Output) -> Result<Json, ApiError> {
         match output {
             Output::Object => self.to_json(obj),
+            Output::Metadata => {
+                let json = self.give_out(obj)?;
+                let meta = json
+                    .get("metadata")
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(Map::new()));
+                Ok(super::partial_metadata(
+                    &serde_json::to_vec(&meta).unwrap_or_else(|_| b"{}".to_vec()),
+                ))
+            }
             Output::Table {
                 include_object,
                 no_headers,
@@ -161,11 +171,11 @@ impl CustomEndpoint {
         output: Output,
     ) -> Result<Page, ApiError> {
         match output {
-            Output::Object => Ok(Page::Objects {
+            Output::Object | Output::Metadata => Ok(Page::Objects {
                 meta,
                 items: items
                     .iter()
-                    .map(|o| self.to_json(o))
+                    .map(|o| self.answer(o, output))
                     .collect::<Result<_, _>>()?,
             }),
             Output::Table { include_object, .. } => {
@@ -307,7 +317,7 @@ impl Endpoint for CustomEndpoint {
             let _open = &open;
             let (kind, obj) = e.map_err(|s| watch_error(&s))?;
             let out = match output {
-                Output::Object => output,
+                Output::Object | Output::Metadata => output,
                 Output::Table { include_object, .. } => {
                     let o = Output::Table {
                         include_object,

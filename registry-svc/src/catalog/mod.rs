@@ -137,6 +137,9 @@ pub enum Output {
     /// The objects themselves.
     #[default]
     Object,
+    /// Only each object's metadata, as a `meta.k8s.io/v1` `PartialObjectMetadata` (upstream's
+    /// metadata client: what controllers such as the garbage collector watch).
+    Metadata,
     /// A `meta.k8s.io/v1` Table (server-side printing).
     Table {
         /// What each row carries.
@@ -449,4 +452,15 @@ pub fn not_served(group: &str, version: &str, plural: &str) -> ApiError {
         resource: String::new(),
         name: String::new(),
     }
+}
+
+/// `metadata` (a JSON object's text) as a `PartialObjectMetadata`.
+pub fn partial_metadata(metadata: &[u8]) -> Json {
+    let mut out = Vec::with_capacity(metadata.len() + 80);
+    out.extend_from_slice(
+        br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#,
+    );
+    out.extend_from_slice(metadata);
+    out.push(b'}');
+    Json::from(out)
 }

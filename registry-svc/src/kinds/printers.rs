@@ -27,7 +27,7 @@ fn secs(t: &Option<Timestamp>) -> Option<i64> {
     t.as_ref().map(|t| t.seconds).filter(|s| *s != 0)
 }
 
-fn meta_name<'a>(m: &'a Option<kubestore_proto::meta::v1::ObjectMeta>) -> &'a str {
+fn meta_name(m: &Option<kubestore_proto::meta::v1::ObjectMeta>) -> &str {
     m.as_ref().map_or("", |m| m.name.as_str())
 }
 

@@ -61,8 +61,11 @@ pub fn kube_version_order(a: &str, b: &str) -> Ordering {
     }
 }
 
+/// A group's versions, each with its endpoints, in upstream's order.
+type Versions = Vec<(String, Vec<Arc<dyn Endpoint>>)>;
+
 /// The served group versions: group -> version -> endpoints, versions in upstream's order.
-fn groups(rest: &Rest) -> BTreeMap<String, Vec<(String, Vec<Arc<dyn Endpoint>>)>> {
+fn groups(rest: &Rest) -> BTreeMap<String, Versions> {
     let mut by_group: BTreeMap<String, BTreeMap<String, Vec<Arc<dyn Endpoint>>>> = BTreeMap::new();
     for e in rest.catalog.all() {
         let info = e.info();

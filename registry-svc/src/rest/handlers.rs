@@ -20,7 +20,7 @@ use super::{
     status, watch,
 };
 use crate::{
-    catalog::{Endpoint, Page, Part},
+    catalog::{Endpoint, Output, Page, Part},
     error::ApiError,
     store::Ctx,
 };
@@ -74,6 +74,13 @@ pub async fn resource(
                 return Err(not_supported(&method, &info.qualified()));
             }
             let page = endpoint.list(ctx, &namespace, options, output).await?;
+            if output == Output::Metadata {
+                return Ok(list_response(
+                    "meta.k8s.io/v1",
+                    "PartialObjectMetadataList",
+                    page,
+                ));
+            }
             Ok(list_response(&info.api_version(), &info.list_kind, page))
         }
         (&Method::GET, Some(name)) => {
@@ -244,8 +251,7 @@ fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> 
             .map_err(|e| ApiError::BadRequest(format!("error decoding DeleteOptions: {e}")))?
     };
     let get = |k: &str| body.get(k).filter(|v| !v.is_null());
-    let mut options = DeleteOptions::default();
-    options.grace_period_seconds =
+    let grace_period_seconds =
         match get("gracePeriodSeconds") {
             Some(v) => Some(v.as_i64().ok_or_else(|| {
                 ApiError::BadRequest("gracePeriodSeconds must be an integer".into())
@@ -264,7 +270,7 @@ fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> 
     let orphan = get("orphanDependents")
         .and_then(Value::as_bool)
         .or(query.flag("orphanDependents")?);
-    options.propagation_policy = match (policy.as_deref(), orphan) {
+    let propagation_policy = match (policy.as_deref(), orphan) {
         (Some("Orphan"), _) => PropagationPolicy::Orphan,
         (Some("Background"), _) => PropagationPolicy::Background,
         (Some("Foreground"), _) => PropagationPolicy::Foreground,
@@ -284,19 +290,23 @@ fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> 
             ));
         }
     } as i32;
-    if let Some(p) = get("preconditions") {
+    let preconditions = get("preconditions").map(|p| {
         let text = |k: &str| p.get(k).and_then(Value::as_str).map(String::from);
-        options.preconditions = Some(Preconditions {
+        Preconditions {
             uid: text("uid"),
             resource_version: text("resourceVersion"),
-        });
-    }
+        }
+    });
     let dry_run = match get("dryRun") {
         Some(Value::Array(a)) => a.iter().any(|v| v.as_str() == Some("All")),
         _ => query.write_options()?.dry_run,
     };
-    options.dry_run = dry_run;
-    Ok(options)
+    Ok(DeleteOptions {
+        grace_period_seconds,
+        preconditions,
+        propagation_policy,
+        dry_run,
+    })
 }
 
 /// A List (or Table) response, written as it streams: the envelope, then each item as the
@@ -326,7 +336,7 @@ pub(super) fn list_response(
                 list_meta(&meta),
                 String::from_utf8_lossy(&columns)
             );
-            (head, items_of_table(rows), meta)
+            (head, rows, meta)
         }
     };
     let _ = meta;
@@ -340,10 +350,6 @@ pub(super) fn list_response(
     }
     chunks.push(Bytes::from_static(b"]}"));
     reply::chunks(StatusCode::OK, chunks)
-}
-
-fn items_of_table(rows: Vec<Bytes>) -> Vec<Bytes> {
-    rows
 }
 
 /// `ListMeta` as upstream writes it.

@@ -220,6 +220,15 @@ impl Accept {
                         no_headers: false,
                     });
                 }
+                Some("PartialObjectMetadata" | "PartialObjectMetadataList")
+                    if params.get("g").map(String::as_str) == Some("meta.k8s.io")
+                        && matches!(
+                            params.get("v").map(String::as_str),
+                            Some("v1" | "v1beta1")
+                        ) =>
+                {
+                    return Ok(Output::Metadata);
+                }
                 Some(_) => continue,
             }
         }

@@ -1,0 +1,257 @@
+//! The namespace controller (upstream's `pkg/controller/namespace`): a namespace being deleted
+//! (Terminating, its `kubernetes` finalizer in `spec.finalizers`) has its content deleted,
+//! every namespaced kind discovery lists, built in or custom, and once nothing is left, the
+//! finalizer removed through the `finalize` subresource; registry-svc then deletes the
+//! namespace. Objects held by their own finalizers or grace periods keep it Terminating, and it
+//! is looked at again every [`RECHECK`] until they are gone.
+
+use std::{collections::HashSet, time::Duration};
+
+use kubestore_proto::{
+    meta::v1::{DeleteOptions, ListMeta, ListOptions, WatchEventType},
+    registry::v1::{
+        DeleteCollectionRequest, GetRequest, ListRequest, Output, ResourceRef, UpdateRequest,
+        WatchRequest, resources_client::ResourcesClient,
+    },
+};
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::StreamExt;
+use tonic::{Code, Request, Status};
+
+use crate::{
+    Ch,
+    client::{CALL_TIMEOUT, Kind, KindClient, discover},
+    informer::{self, Delta, Events, Source},
+};
+
+/// The finalizer the controller owns.
+pub const FINALIZER: &str = "kubernetes";
+/// How soon a namespace whose content is still going is looked at again.
+pub const RECHECK: Duration = Duration::from_secs(2);
+
+fn request<T>(message: T) -> Request<T> {
+    let mut r = Request::new(message);
+    r.set_timeout(CALL_TIMEOUT);
+    r
+}
+
+fn namespaces() -> ResourceRef {
+    ResourceRef {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "namespaces".into(),
+    }
+}
+
+/// The namespaces, whole (spec.finalizers and status matter), as an informer's source.
+struct Namespaces(Ch);
+
+impl Source for Namespaces {
+    type Item = Value;
+    fn resource_version(item: &Value) -> String {
+        item.pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    }
+    async fn list(&self, options: ListOptions) -> Result<(Vec<Value>, ListMeta), Status> {
+        let list = ResourcesClient::new(self.0.clone())
+            .list(request(ListRequest {
+                resource: Some(namespaces()),
+                namespace: String::new(),
+                options: Some(options),
+                output: Output::Object as i32,
+            }))
+            .await?
+            .into_inner();
+        let items = list
+            .items
+            .iter()
+            .map(|i| serde_json::from_str(i).map_err(|e| Status::internal(e.to_string())))
+            .collect::<Result<_, _>>()?;
+        Ok((items, list.metadata.unwrap_or_default()))
+    }
+    async fn watch(&self, options: ListOptions) -> Result<Events<Value>, Status> {
+        let stream = ResourcesClient::new(self.0.clone())
+            .watch(WatchRequest {
+                resource: Some(namespaces()),
+                namespace: String::new(),
+                options: Some(options),
+                output: Output::Object as i32,
+            })
+            .await?
+            .into_inner();
+        Ok(Box::pin(stream.map(|e| {
+            let e = e?;
+            let object =
+                serde_json::from_str(&e.json).map_err(|e| Status::internal(e.to_string()))?;
+            Ok((
+                WatchEventType::try_from(e.r#type).unwrap_or(WatchEventType::Unspecified),
+                object,
+            ))
+        })))
+    }
+}
+
+/// Whether `ns` waits for this controller: being deleted, with its finalizer.
+fn terminating(ns: &Value) -> bool {
+    ns.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+        && ns
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(FINALIZER)))
+}
+
+fn name(ns: &Value) -> String {
+    ns.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Runs the controller until `stop` is raised.
+pub async fn run(ch: Ch, mut stop: watch::Receiver<bool>) {
+    let (tx, mut rx) = mpsc::channel(256);
+    tokio::spawn(informer::run(Namespaces(ch.clone()), tx, stop.clone()));
+    let (queue_tx, mut queue) = mpsc::channel::<String>(1024);
+    let mut queued: HashSet<String> = HashSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            d = rx.recv() => {
+                let Some(d) = d else { return };
+                let items = match d {
+                    Delta::Replace(items) => items,
+                    Delta::Upsert(ns) => vec![ns],
+                    Delta::Delete(_) => Vec::new(),
+                };
+                for ns in items.iter().filter(|ns| terminating(ns)) {
+                    let n = name(ns);
+                    if queued.insert(n.clone()) {
+                        let _ = queue_tx.try_send(n);
+                    }
+                }
+            }
+            n = queue.recv() => {
+                let Some(n) = n else { return };
+                queued.remove(&n);
+                match sync(&ch, &n).await {
+                    Ok(true) => tracing::info!(namespace = %n, "namespace controller: content deleted; finalized"),
+                    Ok(false) => {
+                        // Content still going (finalizers, grace periods): look again later.
+                        if queued.insert(n.clone()) {
+                            let tx = queue_tx.clone();
+                            tokio::spawn(async move {
+                                tokio::time::sleep(RECHECK).await;
+                                let _ = tx.send(n).await;
+                            });
+                        }
+                    }
+                    Err(e) => {
+                        tracing::info!(namespace = %n, error = %e.message(), "namespace controller: retrying");
+                        if queued.insert(n.clone()) {
+                            let tx = queue_tx.clone();
+                            tokio::spawn(async move {
+                                tokio::time::sleep(RECHECK).await;
+                                let _ = tx.send(n).await;
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Deletes what is left in namespace `n`; finalizes it once nothing is. Ok(true): finalized
+/// (or nothing to do); Ok(false): content remains.
+async fn sync(ch: &Ch, n: &str) -> Result<bool, Status> {
+    let mut client = ResourcesClient::new(ch.clone());
+    let ns = match client
+        .get(request(GetRequest {
+            resource: Some(namespaces()),
+            namespace: String::new(),
+            name: n.into(),
+            subresource: String::new(),
+            output: Output::Object as i32,
+        }))
+        .await
+    {
+        Ok(r) => serde_json::from_str::<Value>(&r.into_inner().json)
+            .map_err(|e| Status::internal(e.to_string()))?,
+        Err(s) if s.code() == Code::NotFound => return Ok(true),
+        Err(s) => return Err(s),
+    };
+    if !terminating(&ns) {
+        return Ok(true);
+    }
+    let kinds: Vec<Kind> = discover(ch)
+        .await?
+        .into_iter()
+        .filter(|k| k.namespaced && k.can("list"))
+        .collect();
+    let mut remaining = 0usize;
+    for kind in &kinds {
+        let reference = ResourceRef {
+            group: kind.group().into(),
+            version: kind.version().into(),
+            resource: kind.resource.clone(),
+        };
+        if kind.can("deletecollection") {
+            client
+                .delete_collection(request(DeleteCollectionRequest {
+                    resource: Some(reference.clone()),
+                    namespace: n.into(),
+                    list_options: None,
+                    options: Some(DeleteOptions::default()),
+                }))
+                .await?;
+        } else if kind.can("delete") {
+            let each = KindClient::new(ch.clone(), std::sync::Arc::new(kind.clone()));
+            for meta in each.list(n, ListOptions::default()).await?.items {
+                each.delete(n, &meta.name, DeleteOptions::default()).await?;
+            }
+        }
+        let left = client
+            .list(request(ListRequest {
+                resource: Some(reference),
+                namespace: n.into(),
+                options: Some(ListOptions {
+                    limit: 1,
+                    ..Default::default()
+                }),
+                output: Output::Metadata as i32,
+            }))
+            .await?
+            .into_inner();
+        remaining += left.items.len();
+    }
+    if remaining > 0 {
+        return Ok(false);
+    }
+    // Nothing left: remove our finalizer (the resourceVersion read guards against a change).
+    let mut finalized = ns.clone();
+    if let Some(f) = finalized
+        .pointer_mut("/spec/finalizers")
+        .and_then(Value::as_array_mut)
+    {
+        f.retain(|x| x.as_str() != Some(FINALIZER));
+    }
+    match client
+        .update(request(UpdateRequest {
+            resource: Some(namespaces()),
+            namespace: String::new(),
+            name: n.into(),
+            subresource: "finalize".into(),
+            json: finalized.to_string(),
+            options: None,
+        }))
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(s) if s.code() == Code::NotFound => Ok(true),
+        Err(s) => Err(s),
+    }
+}
