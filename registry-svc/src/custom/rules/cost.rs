@@ -1,0 +1,629 @@
+//! Cost estimation on a rule's parsed expression (cel-go's `checker.Cost` with the Kubernetes
+//! library's `CostEstimator`), in upstream's cost units (about 50 ns each).
+//!
+//! Every node is costed as upstream costs it: an identifier or a selection 1, `has()` 0
+//! (Kubernetes' `PresenceTestHasCost(false)`), a literal 0, a list literal 10, a map literal
+//! 30, a call 1 unless its cost depends on sizes (string concatenation and comparison a tenth
+//! per character, `contains` the product of both lengths, `matches` the string length times
+//! the pattern's, `in` the list's length), `&&`, `||` and `?:` only what they evaluate, and a
+//! comprehension the cost of its range plus, for every element of the range, the cost of its
+//! condition and step. Sizes come from a [`Shape`]: bounds derived from the schema when a
+//! definition is written, the values themselves before an evaluation.
+//!
+//! [`Mode::Runtime`] adds what the `cel` crate spends beyond cel-go, which upstream's model
+//! does not know of: the crate deep-copies a comprehension's elements into its variable, the
+//! elements of list and map literals, both operands of a list concatenation and what
+//! `optional.of` wraps, and compares lists and maps element by element. Those copies and
+//! comparisons are charged by the values' sizes, so that an evaluation's memory stays
+//! proportional to the cost it was allowed.
+
+use std::{collections::HashMap, sync::Arc};
+
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
+use serde_json::Value;
+
+use super::shape::{Bound, factor, json_nodes, kind, union};
+
+/// Which model: upstream's, for the estimate a definition is refused by, or upstream's plus
+/// the `cel` crate's copies, for the bound charged before an evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Upstream's estimate (`checker.Cost`).
+    Static,
+    /// Upstream's estimate with the copies and deep comparisons of the `cel` crate.
+    Runtime,
+}
+
+/// What the estimator knows of a value: the value itself (a part of `self` or `oldSelf`), or
+/// bounds.
+#[derive(Clone, Debug)]
+pub(crate) enum Shape<'v> {
+    /// A part of the object being validated: its sizes are exact.
+    Json(&'v Value),
+    /// Bounds.
+    Bound(Arc<Bound>),
+}
+
+/// Estimates expressions with `self` (and `oldSelf`) of known shapes.
+pub(crate) struct Estimator<'v> {
+    mode: Mode,
+    vars: Vec<(String, Shape<'v>)>,
+    bounds: HashMap<usize, Arc<Bound>>,
+    nodes: HashMap<usize, u64>,
+}
+
+fn lit_str(e: &IdedExpr) -> Option<&str> {
+    match &e.expr {
+        Expr::Literal(LiteralValue::String(s)) => Some(s.inner()),
+        _ => None,
+    }
+}
+
+fn add(a: u64, b: u64) -> u64 {
+    a.saturating_add(b)
+}
+
+fn mul(a: u64, b: u64) -> u64 {
+    a.saturating_mul(b)
+}
+
+/// A tenth, rounded up: upstream's `StringTraversalCostFactor`.
+fn tenth(x: u64) -> u64 {
+    factor(x, 1, 10)
+}
+
+impl<'v> Estimator<'v> {
+    /// An estimator of the rules of a schema node whose values `self` (and `oldSelf`) are
+    /// bounded by `bound` (upstream's estimate).
+    pub(crate) fn of_schema(bound: Arc<Bound>) -> Self {
+        let mut e = Self::new(Mode::Static);
+        e.vars.push(("self".into(), Shape::Bound(bound.clone())));
+        e.vars.push(("oldSelf".into(), Shape::Bound(bound)));
+        e
+    }
+
+    /// An estimator of the rules evaluated with `self` (and `oldSelf`) these values.
+    pub(crate) fn of_values(value: &'v Value, old: Option<&'v Value>) -> Self {
+        let mut e = Self::new(Mode::Runtime);
+        e.vars.push(("self".into(), Shape::Json(value)));
+        if let Some(o) = old {
+            e.vars.push(("oldSelf".into(), Shape::Json(o)));
+        }
+        e
+    }
+
+    fn new(mode: Mode) -> Self {
+        Self {
+            mode,
+            vars: Vec::new(),
+            bounds: HashMap::new(),
+            nodes: HashMap::new(),
+        }
+    }
+
+    fn runtime(&self) -> bool {
+        self.mode == Mode::Runtime
+    }
+
+    /// The cost of evaluating `e`, at most.
+    pub(crate) fn cost(&mut self, e: &IdedExpr) -> u64 {
+        self.estimate(e).0
+    }
+
+    fn bound(&mut self, s: &Shape<'v>) -> Arc<Bound> {
+        match s {
+            Shape::Bound(b) => b.clone(),
+            Shape::Json(v) => {
+                let key = *v as *const Value as usize;
+                if let Some(b) = self.bounds.get(&key) {
+                    return b.clone();
+                }
+                let b = Bound::of_json(v);
+                self.bounds.insert(key, b.clone());
+                b
+            }
+        }
+    }
+
+    fn size(&self, s: &Shape<'v>) -> u64 {
+        match s {
+            Shape::Json(Value::String(x)) => x.chars().count() as u64,
+            Shape::Json(Value::Array(a)) => a.len() as u64,
+            Shape::Json(Value::Object(m)) => m.len() as u64,
+            Shape::Json(_) => 1,
+            Shape::Bound(b) => b.size,
+        }
+    }
+
+    fn kinds(&self, s: &Shape<'v>) -> u8 {
+        match s {
+            Shape::Json(Value::String(_)) => kind::STRING,
+            Shape::Json(Value::Array(_)) => kind::LIST,
+            Shape::Json(Value::Object(_)) => kind::MAP,
+            Shape::Json(_) => kind::SCALAR,
+            Shape::Bound(b) => b.kinds,
+        }
+    }
+
+    fn byte_len(&self, s: &Shape<'v>) -> u64 {
+        match s {
+            Shape::Json(Value::String(x)) => x.len() as u64,
+            Shape::Json(_) => 0,
+            Shape::Bound(b) => b.bytes,
+        }
+    }
+
+    /// Values a deep comparison of `s` visits.
+    fn nodes(&mut self, s: &Shape<'v>) -> u64 {
+        match s {
+            Shape::Bound(b) => b.nodes,
+            Shape::Json(v) => {
+                let key = *v as *const Value as usize;
+                if let Some(n) = self.nodes.get(&key) {
+                    return *n;
+                }
+                let n = json_nodes(v);
+                self.nodes.insert(key, n);
+                n
+            }
+        }
+    }
+
+    /// What copying `s` costs (the object's strings are borrowed: a box per value).
+    fn copy(&mut self, s: &Shape<'v>) -> u64 {
+        match s {
+            Shape::Bound(b) => b.copy,
+            Shape::Json(_) => self.nodes(s),
+        }
+    }
+
+    fn field(&mut self, s: &Shape<'v>, name: &str) -> Shape<'v> {
+        match s {
+            Shape::Json(Value::Object(m)) => match m.get(name) {
+                Some(v) => Shape::Json(v),
+                None => Shape::Bound(Bound::scalar()),
+            },
+            Shape::Json(_) => Shape::Bound(Bound::scalar()),
+            Shape::Bound(b) => Shape::Bound(b.select(name, self.mode == Mode::Static)),
+        }
+    }
+
+    fn indexed(&mut self, s: &Shape<'v>, key: &IdedExpr) -> Shape<'v> {
+        let literal = match &key.expr {
+            Expr::Literal(l) => Some(l),
+            _ => None,
+        };
+        match (s, literal) {
+            (Shape::Json(Value::Array(a)), Some(LiteralValue::Int(i))) => {
+                match usize::try_from(*i.inner()).ok().and_then(|i| a.get(i)) {
+                    Some(v) => Shape::Json(v),
+                    None => Shape::Bound(Bound::scalar()),
+                }
+            }
+            (Shape::Json(Value::Object(m)), Some(LiteralValue::String(k))) => {
+                match m.get(k.inner()) {
+                    Some(v) => Shape::Json(v),
+                    None => Shape::Bound(Bound::scalar()),
+                }
+            }
+            _ => {
+                let b = self.bound(s);
+                Shape::Bound(b.indexed(lit_str(key)))
+            }
+        }
+    }
+
+    fn union(&mut self, a: &Shape<'v>, b: &Shape<'v>) -> Shape<'v> {
+        if let (Shape::Json(x), Shape::Json(y)) = (a, b)
+            && std::ptr::eq(*x, *y)
+        {
+            return a.clone();
+        }
+        let (a, b) = (self.bound(a), self.bound(b));
+        Shape::Bound(union(&a, &b))
+    }
+
+    fn var(&self, name: &str) -> Option<Shape<'v>> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| s.clone())
+    }
+
+    fn scalar() -> Shape<'v> {
+        Shape::Bound(Bound::scalar())
+    }
+
+    /// The cost of `e` and the shape of its value.
+    fn estimate(&mut self, e: &IdedExpr) -> (u64, Shape<'v>) {
+        match &e.expr {
+            Expr::Literal(l) => (0, Shape::Bound(literal(l))),
+            Expr::Ident(name) => (1, self.var(name).unwrap_or_else(Self::scalar)),
+            Expr::Select(sel) => {
+                let (c, operand) = self.estimate(&sel.operand);
+                if sel.test {
+                    // has(): Kubernetes sets PresenceTestHasCost(false).
+                    (c, Self::scalar())
+                } else {
+                    let f = self.field(&operand, &sel.field);
+                    (add(c, 1), f)
+                }
+            }
+            Expr::List(list) => {
+                let mut cost = 10u64;
+                let mut items: Option<Arc<Bound>> = None;
+                for el in &list.elements {
+                    let (c, s) = self.estimate(el);
+                    cost = add(cost, c);
+                    if self.runtime() {
+                        // The crate copies each element into the new list.
+                        cost = add(cost, self.copy(&s));
+                    }
+                    let b = self.bound(&s);
+                    items = Some(match items {
+                        Some(i) => union(&i, &b),
+                        None => b,
+                    });
+                }
+                (
+                    cost,
+                    Shape::Bound(Bound::list(list.elements.len() as u64, items)),
+                )
+            }
+            Expr::Map(map) => {
+                let mut cost = 30u64;
+                let mut keys: Option<Arc<Bound>> = None;
+                let mut values: Option<Arc<Bound>> = None;
+                for entry in &map.entries {
+                    let EntryExpr::MapEntry(m) = &entry.expr else {
+                        continue;
+                    };
+                    let (ck, k) = self.estimate(&m.key);
+                    let (cv, v) = self.estimate(&m.value);
+                    cost = add(add(cost, ck), cv);
+                    if self.runtime() {
+                        cost = add(cost, self.copy(&v));
+                    }
+                    let (k, v) = (self.bound(&k), self.bound(&v));
+                    keys = Some(keys.map_or(k.clone(), |x| union(&x, &k)));
+                    values = Some(values.map_or(v.clone(), |x| union(&x, &v)));
+                }
+                let n = map.entries.len() as u64;
+                (
+                    cost,
+                    Shape::Bound(Bound::map(n, keys, values, Default::default(), false)),
+                )
+            }
+            Expr::Struct(s) => {
+                let mut cost = 40u64;
+                for entry in &s.entries {
+                    if let EntryExpr::StructField(f) = &entry.expr {
+                        cost = add(cost, self.estimate(&f.value).0);
+                    }
+                }
+                (cost, Self::scalar())
+            }
+            Expr::Comprehension(c) => self.comprehension(c),
+            Expr::Call(call) => self.call(call),
+            Expr::Unspecified => (0, Self::scalar()),
+        }
+    }
+
+    fn comprehension(&mut self, c: &cel::common::ast::ComprehensionExpr) -> (u64, Shape<'v>) {
+        let (c_range, range) = self.estimate(&c.iter_range);
+        let (c_init, init) = self.estimate(&c.accu_init);
+        let n = self.size(&range);
+        let ranged = self.bound(&range);
+        let element = ranged.iterated();
+        // Copying the elements into the variable, one by one.
+        let copies = if !self.runtime() {
+            0
+        } else {
+            match &range {
+                Shape::Json(v @ Value::Array(_)) => self.nodes(&Shape::Json(v)).saturating_sub(1),
+                Shape::Json(Value::Object(m)) => m.len() as u64,
+                _ => mul(n, element.copy),
+            }
+        };
+        self.vars.push((c.accu_var.clone(), init.clone()));
+        self.vars
+            .push((c.iter_var.clone(), Shape::Bound(element.clone())));
+        if let Some(v2) = &c.iter_var2 {
+            self.vars
+                .push((v2.clone(), Shape::Bound(ranged.any_value())));
+        }
+        let (c_cond, _) = self.estimate(&c.loop_cond);
+        let (c_step, step) = self.estimate(&c.loop_step);
+        if c.iter_var2.is_some() {
+            self.vars.pop();
+        }
+        self.vars.pop();
+        let (c_result, result) = self.estimate(&c.result);
+        self.vars.pop();
+        let mut cost = add(add(c_range, c_init), c_result);
+        cost = add(cost, mul(n, add(c_cond, c_step)));
+        cost = add(cost, copies);
+        let builds_list = matches!(&c.accu_init.expr, Expr::List(l) if l.elements.is_empty());
+        if builds_list {
+            // map() and filter(): a list of one element per iteration, at most.
+            let items = self.bound(&step).items.clone();
+            if self.runtime() {
+                // The crate copies each appended element once more.
+                cost = add(cost, mul(n, items.as_ref().map_or(0, |i| i.copy)));
+            }
+            (cost, Shape::Bound(Bound::list(n, items)))
+        } else {
+            (cost, result)
+        }
+    }
+
+    fn call(&mut self, call: &cel::common::ast::CallExpr) -> (u64, Shape<'v>) {
+        let name = call.func_name.as_str();
+        // The operands: the target of a receiver call first.
+        let operands: Vec<&IdedExpr> = call
+            .target
+            .iter()
+            .map(|t| t.as_ref())
+            .chain(call.args.iter())
+            .collect();
+        match (name, operands.as_slice()) {
+            (operators::LOGICAL_AND | operators::LOGICAL_OR, [a, b]) => {
+                let (ca, _) = self.estimate(a);
+                let (cb, _) = self.estimate(b);
+                return (add(ca, cb), Self::scalar());
+            }
+            (operators::CONDITIONAL, [c, t, f]) => {
+                let (cc, _) = self.estimate(c);
+                let (ct, st) = self.estimate(t);
+                let (cf, sf) = self.estimate(f);
+                let s = self.union(&st, &sf);
+                return (add(cc, ct.max(cf)), s);
+            }
+            _ => {}
+        }
+        let mut args_cost = 0u64;
+        let mut shapes = Vec::with_capacity(operands.len());
+        for o in &operands {
+            let (c, s) = self.estimate(o);
+            args_cost = add(args_cost, c);
+            shapes.push(s);
+        }
+        let (own, shape) = self.call_cost(name, call.target.is_some(), &operands, &shapes);
+        (add(args_cost, own), shape)
+    }
+
+    /// The cost of the call itself (its operands aside) and the shape of its result.
+    fn call_cost(
+        &mut self,
+        name: &str,
+        receiver: bool,
+        operands: &[&IdedExpr],
+        shapes: &[Shape<'v>],
+    ) -> (u64, Shape<'v>) {
+        let runtime = self.runtime();
+        match (name, shapes) {
+            ("dyn", [x]) if !receiver => (1, x.clone()),
+            (operators::ADD, [a, b]) => self.add(a, b),
+            (operators::EQUALS | operators::NOT_EQUALS, [a, b]) => {
+                let mut cost = tenth(self.size(a).min(self.size(b)));
+                if runtime {
+                    let n = self.nodes(a).min(self.nodes(b));
+                    cost = add(cost, tenth(n));
+                }
+                (cost, Self::scalar())
+            }
+            (
+                operators::LESS
+                | operators::LESS_EQUALS
+                | operators::GREATER
+                | operators::GREATER_EQUALS,
+                [a, b],
+            ) => {
+                // Strings and bytes are compared by a traversal, anything else in one step.
+                let kinds = self.kinds(a) | self.kinds(b);
+                let mut cost = 0;
+                if kinds & (kind::STRING | kind::BYTES) != 0 {
+                    cost = tenth(self.size(a).min(self.size(b)));
+                }
+                if kinds & !(kind::STRING | kind::BYTES) != 0 {
+                    cost = cost.max(1);
+                }
+                (cost, Self::scalar())
+            }
+            (operators::IN, [x, container]) => {
+                let k = self.kinds(container);
+                let mut cost = if k & kind::LIST != 0 {
+                    self.size(container)
+                } else {
+                    1
+                };
+                if runtime && k & kind::LIST != 0 {
+                    let each = self.nodes(x);
+                    let all = self.nodes(container);
+                    cost = add(cost, tenth(mul(each, self.size(container)).min(all)));
+                }
+                (cost, Self::scalar())
+            }
+            ("matches", [s, p]) => {
+                let text = factor(add(self.size(s), 1), 1, 10);
+                let pattern = factor(self.size(p), 1, 4);
+                let mut cost = mul(text, pattern);
+                if runtime && lit_str(operands[1]).is_none() {
+                    // A pattern known only now is compiled now.
+                    cost = add(cost, self.size(p));
+                }
+                (cost, Self::scalar())
+            }
+            ("contains", [s, sub]) if receiver => (
+                mul(tenth(self.size(s)), tenth(self.size(sub))),
+                Self::scalar(),
+            ),
+            ("startsWith" | "endsWith", [_, prefix]) if receiver => {
+                (tenth(self.size(prefix)), Self::scalar())
+            }
+            ("string", [x]) => self.to_string(x),
+            ("bytes", [x]) => {
+                let k = self.kinds(x);
+                if k & kind::STRING != 0 {
+                    let size = self.size(x);
+                    let bytes = if runtime {
+                        self.byte_len(x).min(mul(size, 4))
+                    } else {
+                        mul(size, 4)
+                    };
+                    (tenth(size), Shape::Bound(Bound::bytes(bytes)))
+                } else {
+                    (1, x.clone())
+                }
+            }
+            (
+                "size"
+                | "int"
+                | "uint"
+                | "double"
+                | "bool"
+                | "type"
+                | "hasValue"
+                | operators::LOGICAL_NOT
+                | operators::NEGATE
+                | operators::NOT_STRICTLY_FALSE
+                | operators::SUBSTRACT
+                | operators::MULTIPLY
+                | operators::DIVIDE
+                | operators::MODULO,
+                _,
+            ) => {
+                let mut cost = 1;
+                if runtime
+                    && matches!(name, "int" | "uint" | "double" | "bool")
+                    && let [x] = shapes
+                    && self.kinds(x) & kind::STRING != 0
+                {
+                    // Parsing a string reads it.
+                    cost = add(cost, tenth(self.size(x)));
+                }
+                (cost, Self::scalar())
+            }
+            (operators::INDEX | operators::OPT_INDEX, [container, _]) => {
+                (1, self.indexed(container, operands[1]))
+            }
+            (operators::OPT_SELECT, [operand, _]) => match lit_str(operands[1]) {
+                Some(f) => (1, self.field(operand, f)),
+                None => (1, Self::scalar()),
+            },
+            _ => {
+                // Anything else returns one of its operands at most (optional.of, value, or,
+                // orValue), or fails: each may be copied into the result.
+                let mut out: Option<Shape<'v>> = None;
+                let mut cost = 1u64;
+                for s in shapes {
+                    if runtime {
+                        cost = add(cost, self.copy(s));
+                    }
+                    out = Some(match out {
+                        Some(o) => self.union(&o, s),
+                        None => s.clone(),
+                    });
+                }
+                (cost, out.unwrap_or_else(Self::scalar))
+            }
+        }
+    }
+
+    /// `a + b`: numbers, strings, bytes or lists, as far as the shapes tell.
+    fn add(&mut self, a: &Shape<'v>, b: &Shape<'v>) -> (u64, Shape<'v>) {
+        let kinds = self.kinds(a) | self.kinds(b);
+        let (sa, sb) = (self.size(a), self.size(b));
+        let mut cost = 0u64;
+        let mut out: Option<Arc<Bound>> = None;
+        let mut join = |b: Arc<Bound>| {
+            out = Some(match out.take() {
+                Some(o) => union(&o, &b),
+                None => b,
+            })
+        };
+        if kinds & (kind::STRING | kind::BYTES) != 0 {
+            // Both operands are copied into a new string.
+            cost = cost.max(tenth(add(sa, sb)));
+            let bytes = add(self.byte_len(a), self.byte_len(b));
+            if kinds & kind::STRING != 0 {
+                join(Bound::string(add(sa, sb), bytes, true));
+            }
+            if kinds & kind::BYTES != 0 {
+                join(Bound::bytes(bytes));
+            }
+        }
+        if kinds & kind::LIST != 0 {
+            let mut c = 1;
+            if self.runtime() {
+                // The crate copies both lists into a new one.
+                c = add(c, add(self.copy(a), self.copy(b)));
+            }
+            cost = cost.max(c);
+            let (ba, bb) = (self.bound(a), self.bound(b));
+            let items = match (&ba.items, &bb.items) {
+                (Some(x), Some(y)) => Some(union(x, y)),
+                (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+                (None, None) => None,
+            };
+            join(Bound::list(add(sa, sb), items));
+        }
+        if kinds & (kind::SCALAR | kind::MAP) != 0 {
+            cost = cost.max(1);
+            join(Bound::scalar());
+        }
+        (cost, Shape::Bound(out.unwrap_or_else(Bound::scalar)))
+    }
+
+    /// `string(x)`.
+    fn to_string(&mut self, x: &Shape<'v>) -> (u64, Shape<'v>) {
+        let k = self.kinds(x);
+        if !self.runtime() {
+            // Upstream knows the size of a conversion of bytes only.
+            return if k == kind::BYTES {
+                (tenth(self.size(x)), x.clone())
+            } else if k == kind::STRING {
+                (1, x.clone())
+            } else {
+                (1, Shape::Bound(Bound::unknown()))
+            };
+        }
+        let mut out: Option<Shape<'v>> = None;
+        let mut cost = 1u64;
+        if k & kind::STRING != 0 {
+            // string(s) is s itself.
+            out = Some(x.clone());
+        }
+        if k & kind::BYTES != 0 {
+            let n = self.size(x);
+            cost = add(cost, tenth(n));
+            let s = Shape::Bound(Bound::string(n, n, true));
+            out = Some(match out {
+                Some(o) => self.union(&o, &s),
+                None => s,
+            });
+        }
+        if k & !(kind::STRING | kind::BYTES) != 0 {
+            // The longest number Rust prints (a double without exponent) is ~330 characters.
+            let s = Shape::Bound(Bound::string(400, 400, true));
+            out = Some(match out {
+                Some(o) => self.union(&o, &s),
+                None => s,
+            });
+        }
+        (cost, out.unwrap_or_else(Self::scalar))
+    }
+}
+
+/// The shape of a literal.
+fn literal(l: &LiteralValue) -> Arc<Bound> {
+    match l {
+        LiteralValue::String(s) => {
+            let s = s.inner();
+            Bound::string(s.chars().count() as u64, s.len() as u64, true)
+        }
+        LiteralValue::Bytes(b) => Bound::bytes(b.inner().len() as u64),
+        _ => Bound::scalar(),
+    }
+}
