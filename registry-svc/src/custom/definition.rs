@@ -296,7 +296,7 @@ fn names_violations(n: &CustomResourceDefinitionNames, path: &str, v: &mut Viola
 
 /// Validation of a definition (compiling and estimating its rules may take long for a large
 /// schema) off the async workers.
-fn offloaded(validate: impl FnOnce() -> Violations) -> Violations {
+fn offloaded(validate: impl FnOnce() -> Violations + Send) -> Violations {
     match crate::custom::rules::offload(validate) {
         Ok(v) => v,
         Err(interrupted) => {

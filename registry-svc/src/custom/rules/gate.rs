@@ -21,6 +21,8 @@ use std::{
 
 /// Calls waiting for a permit, at most; more are refused at once.
 pub const MAX_WAITING: usize = 256;
+/// The stack of the thread a validation runs on (reserved, not committed).
+const STACK_BYTES: usize = 64 << 20;
 /// How long a call without a deadline waits for a permit.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
@@ -63,7 +65,6 @@ struct Permit;
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        HOLDING.with(|h| h.set(false));
         let mut s = GATE.state.lock().unwrap_or_else(|e| e.into_inner());
         s.0 -= 1;
         drop(s);
@@ -123,7 +124,7 @@ thread_local! {
 
 /// Runs `f` off the async workers, with a permit; the interruption's description when no
 /// permit was free before the request's deadline.
-pub fn offload<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+pub fn offload<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
     if HOLDING.with(|h| h.get()) {
         return Ok(f());
     }
@@ -140,7 +141,80 @@ pub fn offload<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     }
     blocking(|| {
         let _permit = acquire(until)?;
-        HOLDING.with(|h| h.set(true));
-        Ok(f())
+        // The `cel` crate evaluates (and the estimator walks) expressions recursively: an
+        // expression nested as deep as compilation allows (`MAX_DEPTH`) needs several MiB of
+        // stack in a debug build, more than a worker's 2 MiB; an overflow aborts the process.
+        std::thread::scope(|scope| {
+            let worker = std::thread::Builder::new()
+                .name("validation".into())
+                .stack_size(STACK_BYTES)
+                .spawn_scoped(scope, || {
+                    HOLDING.with(|h| h.set(true));
+                    f()
+                })
+                .map_err(|e| format!("operation interrupted: no thread to validate on: {e}"))?;
+            match worker.join() {
+                Ok(out) => Ok(out),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Barrier};
+
+    use super::*;
+
+    #[test]
+    fn a_validation_waits_for_a_permit_no_longer_than_its_deadline() {
+        // Hold every permit for a while.
+        let n = GATE.permits;
+        let started = Arc::new(Barrier::new(n + 1));
+        let holders: Vec<_> = (0..n)
+            .map(|_| {
+                let started = started.clone();
+                std::thread::spawn(move || {
+                    offload(|| {
+                        started.wait();
+                        std::thread::sleep(Duration::from_millis(700));
+                    })
+                })
+            })
+            .collect();
+        started.wait();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let begun = Instant::now();
+        let r = runtime.block_on(async {
+            // On a worker, with the request's deadline 100 ms away.
+            tokio::spawn(with_deadline(
+                Instant::now() + Duration::from_millis(100),
+                async { offload(|| "ran") },
+            ))
+            .await
+            .expect("task")
+        });
+        let waited = begun.elapsed();
+        let e = r.expect_err("no permit before the deadline");
+        assert!(e.starts_with("operation interrupted"), "{e}");
+        assert!(waited < Duration::from_millis(600), "{waited:?}");
+        for h in holders {
+            h.join().expect("holder").expect("held a permit");
+        }
+        // Once they are free, it runs; on a current-thread runtime, in place.
+        let current = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        assert_eq!(current.block_on(async { offload(|| 7) }), Ok(7));
+        assert_eq!(
+            offload(|| offload(|| 8)),
+            Ok(Ok(8)),
+            "nested, on its permit"
+        );
+    }
 }

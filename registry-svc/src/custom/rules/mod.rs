@@ -58,6 +58,8 @@ pub const STATIC_ESTIMATED_COST_LIMIT: u64 = 10_000_000;
 pub const STATIC_ESTIMATED_CRD_COST_LIMIT: u64 = 100_000_000;
 /// Longest rule or message expression accepted.
 pub const MAX_RULE_BYTES: usize = 4096;
+/// Deepest expression accepted (upstream's parser's `MaxRecursionDepth`).
+pub const MAX_DEPTH: usize = 250;
 /// Longest message a `messageExpression` may produce (upstream's
 /// `MaxEvaluatedMessageExpressionSizeBytes`).
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
@@ -186,6 +188,12 @@ fn compile_one(source: &str) -> Result<Compiled, String> {
     let program = std::panic::catch_unwind(move || cel::Program::compile(&text))
         .map_err(|_| "compilation failed".to_string())?
         .map_err(|e| format!("compilation failed: {e}"))?;
+    // Upstream's parser refuses expressions nested deeper than 250 (`MaxRecursionDepth`); the
+    // crate's counts parentheses only, so a chain of 1,000 `+` parses into a tree as deep,
+    // which evaluation, recursive, could not walk without overflowing its stack.
+    if depth(program.expression()) > MAX_DEPTH {
+        return Err("compilation failed: max recursion depth exceeded".into());
+    }
     let (evaluated, patterns) =
         eval::rewrite(program.expression()).map_err(|e| format!("compilation failed: {e}"))?;
     Ok(Compiled {
@@ -193,6 +201,44 @@ fn compile_one(source: &str) -> Result<Compiled, String> {
         evaluated,
         patterns: Arc::new(patterns),
     })
+}
+
+/// How deeply `e` nests (iteratively: the tree may be deeper than a recursion could go).
+fn depth(e: &IdedExpr) -> usize {
+    use cel::common::ast::{EntryExpr, Expr};
+    let mut deepest = 0;
+    let mut todo = vec![(e, 1usize)];
+    while let Some((e, d)) = todo.pop() {
+        deepest = deepest.max(d);
+        let mut children: Vec<&IdedExpr> = Vec::new();
+        match &e.expr {
+            Expr::Call(c) => {
+                children.extend(c.target.iter().map(|t| t.as_ref()));
+                children.extend(c.args.iter());
+            }
+            Expr::Select(s) => children.push(&s.operand),
+            Expr::List(l) => children.extend(l.elements.iter()),
+            Expr::Map(cel::common::ast::MapExpr { entries })
+            | Expr::Struct(cel::common::ast::StructExpr { entries, .. }) => {
+                for x in entries {
+                    match &x.expr {
+                        EntryExpr::MapEntry(x) => children.extend([&x.key, &x.value]),
+                        EntryExpr::StructField(f) => children.push(&f.value),
+                    }
+                }
+            }
+            Expr::Comprehension(c) => children.extend([
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ]),
+            Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+        }
+        todo.extend(children.into_iter().map(|x| (x, d + 1)));
+    }
+    deepest
 }
 
 /// A problem of one rule: its index, the field (`rule`, `messageExpression`, `reason`) and the
