@@ -13,16 +13,17 @@
 //! [`Mode::Runtime`] adds what the `cel` crate spends beyond cel-go, which upstream's model
 //! does not know of: the crate deep-copies a comprehension's elements into its variable, the
 //! elements of list and map literals, both operands of a list concatenation and what
-//! `optional.of` wraps, and compares lists and maps element by element. Those copies and
-//! comparisons are charged by the values' sizes, so that an evaluation's memory stays
-//! proportional to the cost it was allowed.
+//! `optional.of` wraps, compares lists and maps element by element, counts a string's
+//! characters for `size()` and hashes a map's key for `in` and `[]`. Those are charged by the
+//! values' sizes, so that an evaluation's time and memory stay proportional to the cost it was
+//! allowed.
 
 use std::{collections::HashMap, sync::Arc};
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 use serde_json::Value;
 
-use super::shape::{Bound, factor, json_nodes, kind, union};
+use super::shape::{Bound, factor, json_values, json_weight, kind, union};
 
 /// Which model: upstream's, for the estimate a definition is refused by, or upstream's plus
 /// the `cel` crate's copies, for the bound charged before an evaluation.
@@ -49,7 +50,8 @@ pub(crate) struct Estimator<'v> {
     mode: Mode,
     vars: Vec<(String, Shape<'v>)>,
     bounds: HashMap<usize, Arc<Bound>>,
-    nodes: HashMap<usize, u64>,
+    values: HashMap<usize, u64>,
+    weights: HashMap<usize, u64>,
 }
 
 fn lit_str(e: &IdedExpr) -> Option<&str> {
@@ -97,7 +99,8 @@ impl<'v> Estimator<'v> {
             mode,
             vars: Vec::new(),
             bounds: HashMap::new(),
-            nodes: HashMap::new(),
+            values: HashMap::new(),
+            weights: HashMap::new(),
         }
     }
 
@@ -153,17 +156,17 @@ impl<'v> Estimator<'v> {
         }
     }
 
-    /// Values a deep comparison of `s` visits.
-    fn nodes(&mut self, s: &Shape<'v>) -> u64 {
+    /// What a deep comparison of `s` reads: values and string bytes.
+    fn weight(&mut self, s: &Shape<'v>) -> u64 {
         match s {
-            Shape::Bound(b) => b.nodes,
+            Shape::Bound(b) => b.weight,
             Shape::Json(v) => {
                 let key = *v as *const Value as usize;
-                if let Some(n) = self.nodes.get(&key) {
+                if let Some(n) = self.weights.get(&key) {
                     return *n;
                 }
-                let n = json_nodes(v);
-                self.nodes.insert(key, n);
+                let n = json_weight(v);
+                self.weights.insert(key, n);
                 n
             }
         }
@@ -173,7 +176,15 @@ impl<'v> Estimator<'v> {
     fn copy(&mut self, s: &Shape<'v>) -> u64 {
         match s {
             Shape::Bound(b) => b.copy,
-            Shape::Json(_) => self.nodes(s),
+            Shape::Json(v) => {
+                let key = *v as *const Value as usize;
+                if let Some(n) = self.values.get(&key) {
+                    return *n;
+                }
+                let n = json_values(v);
+                self.values.insert(key, n);
+                n
+            }
         }
     }
 
@@ -283,7 +294,9 @@ impl<'v> Estimator<'v> {
                     let (cv, v) = self.estimate(&m.value);
                     cost = add(add(cost, ck), cv);
                     if self.runtime() {
-                        cost = add(cost, self.copy(&v));
+                        // Both are copied into the new map, the key hashed.
+                        cost = add(cost, add(self.copy(&v), self.copy(&k)));
+                        cost = add(cost, tenth(self.byte_len(&k)));
                     }
                     let (k, v) = (self.bound(&k), self.bound(&v));
                     keys = Some(keys.map_or(k.clone(), |x| union(&x, &k)));
@@ -321,7 +334,7 @@ impl<'v> Estimator<'v> {
             0
         } else {
             match &range {
-                Shape::Json(v @ Value::Array(_)) => self.nodes(&Shape::Json(v)).saturating_sub(1),
+                Shape::Json(v @ Value::Array(_)) => self.copy(&Shape::Json(v)).saturating_sub(1),
                 Shape::Json(Value::Object(m)) => m.len() as u64,
                 _ => mul(n, element.copy),
             }
@@ -408,7 +421,8 @@ impl<'v> Estimator<'v> {
             (operators::EQUALS | operators::NOT_EQUALS, [a, b]) => {
                 let mut cost = tenth(self.size(a).min(self.size(b)));
                 if runtime {
-                    let n = self.nodes(a).min(self.nodes(b));
+                    // The crate compares lists and maps element by element.
+                    let n = self.weight(a).min(self.weight(b));
                     cost = add(cost, tenth(n));
                 }
                 (cost, Self::scalar())
@@ -439,9 +453,13 @@ impl<'v> Estimator<'v> {
                     1
                 };
                 if runtime && k & kind::LIST != 0 {
-                    let each = self.nodes(x);
-                    let all = self.nodes(container);
+                    let each = self.weight(x);
+                    let all = self.weight(container);
                     cost = add(cost, tenth(mul(each, self.size(container)).min(all)));
+                }
+                if runtime && k & kind::MAP != 0 {
+                    // The key is hashed.
+                    cost = add(cost, tenth(self.byte_len(x)));
                 }
                 (cost, Self::scalar())
             }
@@ -472,7 +490,8 @@ impl<'v> Estimator<'v> {
                     } else {
                         mul(size, 4)
                     };
-                    (tenth(size), Shape::Bound(Bound::bytes(bytes)))
+                    let cost = if runtime { tenth(bytes) } else { tenth(size) };
+                    (cost, Shape::Bound(Bound::bytes(bytes)))
                 } else {
                     (1, x.clone())
                 }
@@ -496,17 +515,22 @@ impl<'v> Estimator<'v> {
             ) => {
                 let mut cost = 1;
                 if runtime
-                    && matches!(name, "int" | "uint" | "double" | "bool")
+                    && matches!(name, "size" | "int" | "uint" | "double" | "bool")
                     && let [x] = shapes
                     && self.kinds(x) & kind::STRING != 0
                 {
-                    // Parsing a string reads it.
-                    cost = add(cost, tenth(self.size(x)));
+                    // Parsing a string, or counting its characters, reads it.
+                    cost = add(cost, tenth(self.byte_len(x)));
                 }
                 (cost, Self::scalar())
             }
-            (operators::INDEX | operators::OPT_INDEX, [container, _]) => {
-                (1, self.indexed(container, operands[1]))
+            (operators::INDEX | operators::OPT_INDEX, [container, key]) => {
+                let mut cost = 1;
+                if runtime && self.kinds(container) & kind::MAP != 0 {
+                    // The key is hashed.
+                    cost = add(cost, tenth(self.byte_len(key)));
+                }
+                (cost, self.indexed(container, operands[1]))
             }
             (operators::OPT_SELECT, [operand, _]) => match lit_str(operands[1]) {
                 Some(f) => (1, self.field(operand, f)),

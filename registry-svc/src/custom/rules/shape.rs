@@ -55,8 +55,8 @@ pub(crate) struct Bound {
     pub(crate) fields: Arc<BTreeMap<String, Arc<Bound>>>,
     /// Whether keys the bound does not describe may be present, holding anything.
     pub(crate) open: bool,
-    /// Values a deep comparison of it visits, at most.
-    pub(crate) nodes: u64,
+    /// What a deep comparison of it reads, at most: its values and the bytes of its strings.
+    pub(crate) weight: u64,
     /// What copying it costs in the `cel` crate (cost units: a box per value, a tenth per byte
     /// of an owned string).
     pub(crate) copy: u64,
@@ -72,7 +72,7 @@ static UNKNOWN: LazyLock<Arc<Bound>> = LazyLock::new(|| {
         values: None,
         fields: Arc::default(),
         open: true,
-        nodes: u64::MAX,
+        weight: u64::MAX,
         copy: u64::MAX,
     })
 });
@@ -109,7 +109,7 @@ impl Bound {
             values: None,
             fields: Arc::default(),
             open: false,
-            nodes: 1,
+            weight: 1u64.saturating_add(bytes),
             copy: 1u64.saturating_add(factor(owned_bytes, 1, 10)),
         }
     }
@@ -133,9 +133,9 @@ impl Bound {
 
     /// A list of at most `len` items bounded by `items`.
     pub(crate) fn list(len: u64, items: Option<Arc<Bound>>) -> Arc<Bound> {
-        let (nodes, copy) = match &items {
+        let (weight, copy) = match &items {
             Some(i) => (
-                1u64.saturating_add(len.saturating_mul(i.nodes)),
+                1u64.saturating_add(len.saturating_mul(i.weight)),
                 1u64.saturating_add(len.saturating_mul(i.copy)),
             ),
             None => (1, 1),
@@ -149,7 +149,7 @@ impl Bound {
             values: None,
             fields: Arc::default(),
             open: false,
-            nodes,
+            weight,
             copy,
         })
     }
@@ -162,19 +162,22 @@ impl Bound {
         fields: BTreeMap<String, Arc<Bound>>,
         open: bool,
     ) -> Arc<Bound> {
-        let mut nodes = 1u64;
+        let mut weight = 1u64;
         let mut copy = 1u64;
         let per_key = |b: &Option<Arc<Bound>>, f: fn(&Bound) -> u64| b.as_ref().map_or(0, |b| f(b));
         // Every entry is a key and a value: named fields are counted once each, the rest of
         // `len` by the bound of any value.
         let named = fields.len() as u64;
-        for b in fields.values() {
-            nodes = nodes.saturating_add(b.nodes).saturating_add(1);
+        for (k, b) in fields.iter() {
+            weight = weight
+                .saturating_add(b.weight)
+                .saturating_add(1 + k.len() as u64);
             copy = copy.saturating_add(b.copy).saturating_add(1);
         }
         let other = len.saturating_sub(named);
-        nodes = nodes
-            .saturating_add(other.saturating_mul(per_key(&values, |b| b.nodes).saturating_add(1)));
+        weight = weight.saturating_add(other.saturating_mul(
+            per_key(&values, |b| b.weight).saturating_add(per_key(&keys, |b| b.weight)),
+        ));
         copy = copy.saturating_add(
             len.saturating_mul(per_key(&keys, |b| b.copy))
                 .saturating_add(other.saturating_mul(per_key(&values, |b| b.copy))),
@@ -188,7 +191,7 @@ impl Bound {
             values,
             fields: Arc::new(fields),
             open,
-            nodes: if open { u64::MAX } else { nodes },
+            weight: if open { u64::MAX } else { weight },
             copy: if open { u64::MAX } else { copy },
         })
     }
@@ -316,7 +319,7 @@ pub(crate) fn union(a: &Arc<Bound>, b: &Arc<Bound>) -> Arc<Bound> {
         values: union_opt(&a.values, &b.values),
         fields: Arc::new(fields),
         open: a.open || b.open,
-        nodes: a.nodes.max(b.nodes),
+        weight: a.weight.max(b.weight),
         copy: a.copy.max(b.copy),
     })
 }
@@ -341,18 +344,32 @@ fn without_path(b: &Arc<Bound>) -> Arc<Bound> {
                 .collect(),
         ),
         open: b.open,
-        nodes: u64::MAX,
+        weight: u64::MAX,
         copy: u64::MAX,
     })
 }
 
-/// Values of `v`, itself included (what a deep comparison or a copy of it visits).
-pub(crate) fn json_nodes(v: &Value) -> u64 {
+/// Values of `v`, itself included: what a copy of it makes (its strings are borrowed).
+pub(crate) fn json_values(v: &Value) -> u64 {
     match v {
-        Value::Array(a) => 1u64.saturating_add(a.iter().map(json_nodes).sum::<u64>()),
+        Value::Array(a) => 1u64.saturating_add(a.iter().map(json_values).sum::<u64>()),
         Value::Object(m) => 1u64.saturating_add(
             m.values()
-                .map(|x| json_nodes(x).saturating_add(1))
+                .map(|x| json_values(x).saturating_add(1))
+                .sum::<u64>(),
+        ),
+        _ => 1,
+    }
+}
+
+/// Values and string bytes of `v`: what a deep comparison of it reads.
+pub(crate) fn json_weight(v: &Value) -> u64 {
+    match v {
+        Value::String(s) => 1 + s.len() as u64,
+        Value::Array(a) => 1u64.saturating_add(a.iter().map(json_weight).sum::<u64>()),
+        Value::Object(m) => 1u64.saturating_add(
+            m.iter()
+                .map(|(k, x)| json_weight(x).saturating_add(1 + k.len() as u64))
                 .sum::<u64>(),
         ),
         _ => 1,

@@ -689,3 +689,36 @@ fn deep_expressions_are_refused_and_the_deepest_allowed_runs() {
     let out = gate::offload(|| eval(&deepest, &json!({}), None, &mut Budget::default()));
     assert_eq!(out, Ok(vec![]));
 }
+
+#[test]
+fn what_the_crate_reads_is_charged() {
+    // The crate's size() counts a string's characters and `in` and `[]` hash a map's key,
+    // where upstream's model charges 1: on a list of 100,000 items and a string of 1 MiB, each
+    // of these rules would read 100 GiB.
+    let value = json!({"l": ints(100_000), "s": "x".repeat(1 << 20), "m": {"k": 1}});
+    for text in [
+        "self.l.all(x, size(self.s) > 0)",
+        "self.l.all(x, !(self.s in self.m))",
+        "self.l.all(x, self.m[x >= 0 ? 'k' : self.s] == 1)",
+    ] {
+        let r = rule(json!({ "rule": text }));
+        let started = std::time::Instant::now();
+        let out = eval(&r, &value, None, &mut Budget::default());
+        assert!(
+            out.len() == 1 && out[0].1.contains("actual cost limit exceeded"),
+            "{text}: {out:?}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{text}"
+        );
+    }
+    // Deep comparisons read the strings: 100 strings of 10,000 bytes compared pairwise
+    // (upstream's model charges a comparison of two lists of one element 1).
+    let strings: Value = (0..100)
+        .map(|i| json!(format!("{}{i:03}", "x".repeat(10_000))))
+        .collect();
+    let pairs = rule(json!({"rule": "self.all(x, self.exists_one(y, [x] == [y]))"}));
+    let out = eval(&pairs, &strings, None, &mut Budget::default());
+    assert!(out[0].1.contains("actual cost limit exceeded"), "{out:?}");
+}
