@@ -480,7 +480,7 @@ impl<'v> Estimator<'v> {
             ("startsWith" | "endsWith", [_, prefix]) if receiver => {
                 (tenth(self.size(prefix)), Self::scalar())
             }
-            ("string", [x]) => self.to_string(x),
+            ("string", [x]) => self.conversion_to_string(x),
             ("bytes", [x]) => {
                 let k = self.kinds(x);
                 if k & kind::STRING != 0 {
@@ -601,7 +601,7 @@ impl<'v> Estimator<'v> {
     }
 
     /// `string(x)`.
-    fn to_string(&mut self, x: &Shape<'v>) -> (u64, Shape<'v>) {
+    fn conversion_to_string(&mut self, x: &Shape<'v>) -> (u64, Shape<'v>) {
         let k = self.kinds(x);
         if !self.runtime() {
             // Upstream knows the size of a conversion of bytes only.

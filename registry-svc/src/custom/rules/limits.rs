@@ -31,7 +31,7 @@ impl Total {
             return;
         }
         self.most_expensive.push((path.to_string(), cost));
-        self.most_expensive.sort_by(|a, b| b.1.cmp(&a.1));
+        self.most_expensive.sort_by_key(|e| std::cmp::Reverse(e.1));
         self.most_expensive.truncate(4);
     }
 }
