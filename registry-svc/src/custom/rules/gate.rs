@@ -88,6 +88,10 @@ fn acquire(until: Instant) -> Result<Permit, String> {
         let now = Instant::now();
         if now >= until {
             s.1 -= 1;
+            if s.0 < GATE.permits {
+                // A permit freed as this waiter gave up: another waiter may take it.
+                GATE.freed.notify_one();
+            }
             return Err(
                 "operation interrupted: the request's deadline passed before its validation could start"
                     .into(),

@@ -1,7 +1,7 @@
 //! The estimated cost limits a definition's rules must meet when it is written (upstream's
 //! `ValidateCustomResourceDefinitionOpenAPISchema` and `CELSchemaContext`).
 //!
-//! Each rule's estimate ([`super::cost`], sizes from its node's schema) is multiplied by its
+//! Each rule's estimate (`super::cost`, sizes from its node's schema) is multiplied by its
 //! node's cardinality: the product of the `maxItems` and `maxProperties` of the lists and maps
 //! above it, or, when one of them has none, how many values of the node's shortest JSON fit
 //! in a 3 MiB request. A rule over [`STATIC_ESTIMATED_COST_LIMIT`], or a `messageExpression`

@@ -3,7 +3,7 @@
 //! evaluated on every write, with `self` the value at the rule's node and `oldSelf` its value
 //! before an update (transition rules, which are skipped on create).
 //!
-//! **Cost.** Upstream's limits, on upstream's cost model ([`cost`], [`shape`]), computed on the
+//! **Cost.** Upstream's limits, on upstream's cost model (`cost`, `shape`), computed on the
 //! parsed expression (every macro and call, whatever the spacing of the text):
 //! - when a definition is written, each rule's estimate from the schema's `maxItems`,
 //!   `maxLength` and `maxProperties` (or what fits in a 3 MiB request), times how often its
@@ -24,10 +24,12 @@
 //! were the largest: stricter than upstream, never looser.
 //!
 //! Evaluation runs off the async workers, a bounded number at a time ([`gate`]); `matches()`
-//! patterns are compiled once per rule ([`eval`]). Rules themselves are at most
+//! patterns are compiled once per rule (`eval`). Rules themselves are at most
 //! [`MAX_RULE_BYTES`] long.
 
 mod cost;
+#[cfg(test)]
+mod estimate_tests;
 mod eval;
 pub mod gate;
 pub mod limits;
