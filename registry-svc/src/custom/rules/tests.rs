@@ -261,6 +261,30 @@ fn what_the_crate_reads_is_charged() {
             "{text}"
         );
     }
+    // An error converts its operands into values, and `||` absorbs it: 100 copies of a list of
+    // 200,000 items each.
+    let value = json!({"l": ints(100), "big": ints(200_000), "m": {}});
+    for text in [
+        "self.l.all(x, 1 < self.big || true)",
+        "self.l.all(x, self.big + 1 == [] || true)",
+        "self.l.all(x, self.m[self.big] == 1 || true)",
+    ] {
+        let r = rule(json!({ "rule": text }));
+        let out = eval(&r, &value, None, &mut Budget::default());
+        assert!(
+            out.len() == 1 && out[0].1.contains("actual cost limit exceeded"),
+            "{text}: {out:?}"
+        );
+    }
+    // Operands that fit are not charged for an error: 100 comparisons of two numbers.
+    let fit = rule(json!({"rule": "self.l.all(x, x < self.l[0] || x + 1 > 0)"}));
+    let mut b = Budget::default();
+    assert!(eval(&fit, &value, None, &mut b).is_empty());
+    assert!(
+        PER_REQUEST_BUDGET - b.left() < 2_000,
+        "{}",
+        PER_REQUEST_BUDGET - b.left()
+    );
     // Deep comparisons read the strings: 100 strings of 10,000 bytes compared pairwise
     // (upstream's model charges a comparison of two lists of one element 1).
     let strings: Value = (0..100)

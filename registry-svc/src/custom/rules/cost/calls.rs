@@ -42,8 +42,58 @@ impl<'v> Estimator<'v> {
             args_cost = add(args_cost, c);
             shapes.push(s);
         }
-        let (own, shape) = self.call_cost(name, call.target.is_some(), &operands, &shapes);
+        let (mut own, shape) = self.call_cost(name, call.target.is_some(), &operands, &shapes);
+        if self.runtime() {
+            own = add(own, self.error_copies(name, &shapes));
+        }
         (add(args_cost, own), shape)
+    }
+
+    /// What the crate copies to describe an error `name` may raise on these operands: it
+    /// converts mismatched operands into values for the message (`1 < self.list`,
+    /// `self.list + 1`, a list indexed by a string, a map by a list), and `||`, `&&` or a
+    /// comprehension may absorb the error and go on. Nothing when the kinds rule it out.
+    fn error_copies(&mut self, name: &str, shapes: &[Shape<'v>]) -> u64 {
+        const NOT_A_KEY: u8 = kind::LIST | kind::MAP | kind::BYTES;
+        let [a, b] = shapes else {
+            return 0;
+        };
+        let (ka, kb) = (self.kinds(a), self.kinds(b));
+        let scalars = (ka | kb) & !kind::SCALAR == 0;
+        let same_text = ka == kb && (ka == kind::STRING || ka == kind::BYTES);
+        let both = |e: &mut Self| add(e.converted(a), e.converted(b));
+        match name {
+            operators::ADD if scalars || same_text || (ka == kind::LIST && kb == kind::LIST) => 0,
+            operators::ADD
+            | operators::SUBSTRACT
+            | operators::MULTIPLY
+            | operators::DIVIDE
+            | operators::MODULO
+                if !scalars =>
+            {
+                both(self)
+            }
+            operators::LESS
+            | operators::LESS_EQUALS
+            | operators::GREATER
+            | operators::GREATER_EQUALS
+                if !scalars && !same_text =>
+            {
+                both(self)
+            }
+            operators::INDEX | operators::OPT_INDEX => {
+                let mut c = 0;
+                if ka & kind::LIST != 0 && kb & !kind::SCALAR != 0 {
+                    c = add(c, both(self));
+                }
+                if ka & kind::MAP != 0 && kb & NOT_A_KEY != 0 {
+                    c = add(c, self.converted(b));
+                }
+                c
+            }
+            operators::IN if kb & kind::MAP != 0 && ka & NOT_A_KEY != 0 => self.converted(a),
+            _ => 0,
+        }
     }
 
     /// The cost of the call itself (its operands aside) and the shape of its result.

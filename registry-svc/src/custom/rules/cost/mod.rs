@@ -15,7 +15,8 @@
 //! does not know of: the crate deep-copies a comprehension's elements into its variable, the
 //! elements of list and map literals, both operands of a list concatenation and what
 //! `optional.of` wraps, compares lists and maps element by element, counts a string's
-//! characters for `size()` and hashes a map's key for `in` and `[]`. Those are charged by the
+//! characters for `size()`, hashes a map's key for `in` and `[]`, and converts the operands of
+//! an operator they do not fit into values to describe the error. Those are charged by the
 //! values' sizes, so that an evaluation's time and memory stay proportional to the cost it was
 //! allowed.
 
@@ -191,6 +192,12 @@ impl<'v> Estimator<'v> {
         }
     }
 
+    /// What converting `s` into a `cel::Value` costs (an error describes its operands so):
+    /// a value per node, and its strings' bytes.
+    fn converted(&mut self, s: &Shape<'v>) -> u64 {
+        add(self.copy(s), tenth(self.weight(s)))
+    }
+
     fn field(&mut self, s: &Shape<'v>, name: &str) -> Shape<'v> {
         match s {
             Shape::Json(Value::Object(m)) => match m.get(name) {
@@ -297,9 +304,13 @@ impl<'v> Estimator<'v> {
                     let (cv, v) = self.estimate(&m.value);
                     cost = add(add(cost, ck), cv);
                     if self.runtime() {
-                        // Both are copied into the new map, the key hashed.
+                        // Both are copied into the new map, the key hashed (or, not being a
+                        // key, converted for the error).
                         cost = add(cost, add(self.copy(&v), self.copy(&k)));
                         cost = add(cost, tenth(self.byte_len(&k)));
+                        if self.kinds(&k) & (kind::LIST | kind::MAP | kind::BYTES) != 0 {
+                            cost = add(cost, self.converted(&k));
+                        }
                     }
                     let (k, v) = (self.bound(&k), self.bound(&v));
                     keys = Some(keys.map_or(k.clone(), |x| union(&x, &k)));
