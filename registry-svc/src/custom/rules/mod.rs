@@ -20,8 +20,9 @@
 //! does. The bound is upstream's cost model on the real sizes plus what the crate copies, so a
 //! rule allowed to run allocates in proportion to its cost (a tenth of a unit per byte
 //! copied), and runs within about the time upstream's limit means. A list's items are bounded
-//! by the largest of them, so a rule over a list of very uneven items is charged as if all
-//! were the largest: stricter than upstream, never looser.
+//! by the largest of each size among them; a comprehension this makes costly is bounded again
+//! item by item, as far as a bound on the estimator's own work allows: the bound is at least
+//! upstream's actual cost, and stricter only where refining gives up.
 //!
 //! Evaluation runs off the async workers, a bounded number at a time ([`gate`]); `matches()`
 //! patterns are compiled once per rule (`eval`). Rules themselves are at most

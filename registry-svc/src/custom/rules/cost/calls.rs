@@ -7,7 +7,7 @@ use cel::common::ast::{CallExpr, IdedExpr, operators};
 
 use super::{
     super::shape::{Bound, factor, kind, union},
-    Estimator, Shape, add, lit_str, mul, tenth,
+    Estimator, Shape, add, hundredth, lit_str, mul, tenth,
 };
 
 impl<'v> Estimator<'v> {
@@ -113,7 +113,7 @@ impl<'v> Estimator<'v> {
                 if runtime {
                     // The crate compares lists and maps element by element.
                     let n = self.weight(a).min(self.weight(b));
-                    cost = add(cost, tenth(n));
+                    cost = add(cost, hundredth(n));
                 }
                 (cost, Self::scalar())
             }
@@ -145,11 +145,11 @@ impl<'v> Estimator<'v> {
                 if runtime && k & kind::LIST != 0 {
                     let each = self.weight(x);
                     let all = self.weight(container);
-                    cost = add(cost, tenth(mul(each, self.size(container)).min(all)));
+                    cost = add(cost, hundredth(mul(each, self.size(container)).min(all)));
                 }
                 if runtime && k & kind::MAP != 0 {
                     // The key is hashed.
-                    cost = add(cost, tenth(self.byte_len(x)));
+                    cost = add(cost, hundredth(self.byte_len(x)));
                 }
                 (cost, Self::scalar())
             }
@@ -210,7 +210,7 @@ impl<'v> Estimator<'v> {
                     && self.kinds(x) & kind::STRING != 0
                 {
                     // Parsing a string, or counting its characters, reads it.
-                    cost = add(cost, tenth(self.byte_len(x)));
+                    cost = add(cost, hundredth(self.byte_len(x)));
                 }
                 (cost, Self::scalar())
             }
@@ -218,7 +218,7 @@ impl<'v> Estimator<'v> {
                 let mut cost = 1;
                 if runtime && self.kinds(container) & kind::MAP != 0 {
                     // The key is hashed.
-                    cost = add(cost, tenth(self.byte_len(key)));
+                    cost = add(cost, hundredth(self.byte_len(key)));
                 }
                 (cost, self.indexed(container, operands[1]))
             }
