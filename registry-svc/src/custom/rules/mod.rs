@@ -311,6 +311,16 @@ pub fn compile(rules: &[Value]) -> Result<Vec<Arc<Rule>>, Vec<Problem>> {
     }
 }
 
+/// The bound charged for evaluating `c`: the coarse one, refined item by item only when it
+/// would refuse the evaluation.
+fn bound(estimator: &mut cost::Estimator<'_>, c: &Compiled, budget: &Budget) -> u64 {
+    let coarse = estimator.cost(c.program.expression());
+    if coarse <= PER_CALL_LIMIT.min(budget.left) {
+        return coarse;
+    }
+    coarse.min(estimator.refined_cost(c.program.expression()))
+}
+
 /// What an evaluation gave.
 enum Evaluated {
     Bool(bool),
@@ -388,7 +398,7 @@ pub fn evaluate(
             ));
             break;
         }
-        let bound = estimator.cost(rule.compiled.program.expression());
+        let bound = bound(&mut estimator, &rule.compiled, budget);
         let per_call = format!(
             "Invalid value: {ty:?}: 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
             rule.described()
@@ -468,7 +478,7 @@ fn message(
         return Ok(fallback());
     };
     let source = rule.message_expression.as_deref().unwrap_or_default();
-    let bound = estimator.cost(m.program.expression());
+    let bound = bound(estimator, m, budget);
     let per_call = format!(
         "Invalid value: {ty:?}: no further validation rules will be run due to call cost exceeds limit for messageExpression: {source:?}"
     );

@@ -62,6 +62,8 @@ pub(crate) struct Estimator<'v> {
     weights: HashMap<usize, u64>,
     /// Nodes estimated so far (what refining per item may spend is bounded by it).
     visits: u64,
+    /// Whether comprehensions over lists of the object are estimated item by item.
+    refining: bool,
 }
 
 /// A comprehension over a list of the object whose bound (every item as large as the largest)
@@ -69,7 +71,7 @@ pub(crate) struct Estimator<'v> {
 const REFINE_ABOVE: u64 = 10_000;
 /// Nodes an estimate may visit before it stops refining (the bound it falls back to is the
 /// coarser, still sound, one).
-const MAX_VISITS: u64 = 200_000;
+const MAX_VISITS: u64 = 100_000;
 
 fn lit_str(e: &IdedExpr) -> Option<&str> {
     match &e.expr {
@@ -126,6 +128,7 @@ impl<'v> Estimator<'v> {
             values: HashMap::new(),
             weights: HashMap::new(),
             visits: 0,
+            refining: false,
         }
     }
 
@@ -136,6 +139,16 @@ impl<'v> Estimator<'v> {
     /// The cost of evaluating `e`, at most.
     pub(crate) fn cost(&mut self, e: &IdedExpr) -> u64 {
         self.estimate(e).0
+    }
+
+    /// [`Self::cost`], with comprehensions over lists of the object that the coarse bound
+    /// makes costly estimated again item by item: tighter, and more work (bounded).
+    pub(crate) fn refined_cost(&mut self, e: &IdedExpr) -> u64 {
+        self.refining = true;
+        self.visits = 0;
+        let cost = self.estimate(e).0;
+        self.refining = false;
+        cost
     }
 
     fn bound(&mut self, s: &Shape<'v>) -> Arc<Bound> {
@@ -385,7 +398,7 @@ impl<'v> Estimator<'v> {
         let (c_cond, _) = self.estimate(&c.loop_cond);
         let (c_step, step) = self.estimate(&c.loop_step);
         let mut iterations = mul(n, add(c_cond, c_step));
-        if self.runtime()
+        if self.refining
             && iterations > REFINE_ABOVE
             && c.iter_var2.is_none()
             && let Shape::Json(Value::Array(items)) = &range
