@@ -128,7 +128,7 @@ impl Strategy<CustomResourceDefinition> for DefinitionStrategy {
     }
 
     fn validate(&self, crd: &CustomResourceDefinition) -> Violations {
-        validate_definition(crd)
+        offloaded(|| validate_definition(crd))
     }
 
     fn prepare_for_update(
@@ -158,7 +158,7 @@ impl Strategy<CustomResourceDefinition> for DefinitionStrategy {
         new: &CustomResourceDefinition,
         old: &CustomResourceDefinition,
     ) -> Violations {
-        let mut v = validate_definition(new);
+        let mut v = offloaded(|| validate_definition_update(new, Some(old)));
         let (Some(n), Some(o)) = (&new.spec, &old.spec) else {
             return v;
         };
@@ -301,8 +301,33 @@ fn names_violations(n: &CustomResourceDefinitionNames, path: &str, v: &mut Viola
     }
 }
 
+/// Validation of a definition (compiling and estimating its rules may take long for a large
+/// schema) off the async workers.
+fn offloaded(validate: impl FnOnce() -> Violations + Send) -> Violations {
+    match crate::custom::rules::offload(validate) {
+        Ok(v) => v,
+        Err(interrupted) => {
+            let mut v = Violations::new();
+            v.push((
+                "<root>".into(),
+                format!("Invalid value: \"object\": {interrupted}"),
+            ));
+            v
+        }
+    }
+}
+
 /// Upstream's `ValidateCustomResourceDefinition` (what we model of it).
 pub fn validate_definition(crd: &CustomResourceDefinition) -> Violations {
+    validate_definition_update(crd, None)
+}
+
+/// [`validate_definition`] of an update from `old`: the per-rule cost limit is not applied to
+/// a version whose schema did not change (upstream's `suppressPerExpressionCost`).
+pub fn validate_definition_update(
+    crd: &CustomResourceDefinition,
+    old: Option<&CustomResourceDefinition>,
+) -> Violations {
     let mut v = Violations::new();
     let Some(spec) = &crd.spec else {
         v.push(("spec".into(), "Required value".into()));
@@ -391,11 +416,15 @@ pub fn validate_definition(crd: &CustomResourceDefinition) -> Violations {
             ),
         ));
     }
-    validate_versions(spec, &mut v);
+    validate_versions(spec, old.and_then(|o| o.spec.as_ref()), &mut v);
     v
 }
 
-fn validate_versions(spec: &CustomResourceDefinitionSpec, v: &mut Violations) {
+fn validate_versions(
+    spec: &CustomResourceDefinitionSpec,
+    old: Option<&CustomResourceDefinitionSpec>,
+    v: &mut Violations,
+) {
     let mut seen = std::collections::BTreeSet::new();
     for (i, version) in spec.versions.iter().enumerate() {
         let path = format!("spec.versions[{i}]");
@@ -428,7 +457,15 @@ fn validate_versions(spec: &CustomResourceDefinitionSpec, v: &mut Violations) {
             Some(s) => {
                 let json = serde_json::to_value(s).unwrap_or_default();
                 parsed = schema::Schema::parse(&json).ok();
-                for (field, e) in schema::validate_structural(&json, has_status) {
+                let mut problems = schema::validate_structural(&json, has_status);
+                if let Some(p) = &parsed {
+                    // Upstream estimates the rules of a structural schema only.
+                    let unchanged = old
+                        .and_then(|o| o.versions.iter().find(|x| x.name == version.name))
+                        .is_some_and(|o| o.schema == version.schema);
+                    problems.extend(crate::custom::rules::limits::check(&p.root, !unchanged));
+                }
+                for (field, e) in problems {
                     let field = if field.is_empty() {
                         format!("{path}.schema.openAPIV3Schema")
                     } else {

@@ -4,7 +4,8 @@
 //!   static validation);
 //! - [`openapi`]: the OpenAPI v3 schema engine (structural checks, validation, pruning,
 //!   defaulting);
-//! - [`rules`]: `x-kubernetes-validations`, CEL rules with a cost bound;
+//! - [`rules`]: `x-kubernetes-validations`, CEL rules with upstream's cost limits;
+//! - [`pattern`]: regular expressions compiled with a size limit;
 //! - [`object`]: a custom object in storage (ObjectMeta in field 1, the rest as JSON) and its
 //!   JSON form;
 //! - [`strategy`]: the strategy of one served version of a custom kind;
@@ -24,6 +25,7 @@ pub mod kinds;
 pub mod object;
 pub mod openapi;
 pub mod passthrough;
+pub mod pattern;
 pub mod rules;
 pub mod service;
 pub mod strategy;

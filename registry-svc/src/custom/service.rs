@@ -34,6 +34,7 @@ use crate::{
         definition::CLEANUP_FINALIZER,
         kinds::{CustomKinds, ServedKind, ServedVersion, not_found},
         object::{CustomObject, from_struct, to_struct},
+        rules::with_deadline,
     },
     error::ApiError,
     metrics::Verb,
@@ -409,7 +410,10 @@ impl CustomObjects for CustomService {
                 Verb::Create,
                 &r.namespace,
                 r.dry_run,
-                store.create(ctx, &r.namespace, obj, r.dry_run),
+                with_deadline(
+                    ctx.deadline.instant().into_std(),
+                    store.create(ctx, &r.namespace, obj, r.dry_run),
+                ),
             )
             .await?;
         Ok(Response::new(Self::give_out(&kind, &v, &created)?))
@@ -449,7 +453,10 @@ impl CustomObjects for CustomService {
                 Verb::Update,
                 &r.namespace,
                 r.dry_run,
-                store.update(ctx, &r.namespace, obj, r.dry_run),
+                with_deadline(
+                    ctx.deadline.instant().into_std(),
+                    store.update(ctx, &r.namespace, obj, r.dry_run),
+                ),
             )
             .await?;
         Ok(Response::new(Self::give_out(&kind, &v, &updated)?))
@@ -473,7 +480,10 @@ impl CustomObjects for CustomService {
                 Verb::UpdateStatus,
                 &r.namespace,
                 r.dry_run,
-                store.update_status(ctx, &r.namespace, obj, r.dry_run),
+                with_deadline(
+                    ctx.deadline.instant().into_std(),
+                    store.update_status(ctx, &r.namespace, obj, r.dry_run),
+                ),
             )
             .await?;
         Ok(Response::new(Self::give_out(&kind, &v, &updated)?))

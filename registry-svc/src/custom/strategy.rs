@@ -17,6 +17,10 @@ use crate::{
     violations::Violations,
 };
 
+/// Objects whose JSON (and old JSON) is at least this long are validated off the async
+/// workers (`rules::offload`), as are all objects of a schema with CEL rules.
+const OFFLOADED_BYTES: usize = 64 * 1024;
+
 /// One served version of a custom kind.
 pub struct CustomStrategy {
     /// Objects live in a namespace.
@@ -40,11 +44,30 @@ impl CustomStrategy {
     }
 
     fn validate_object(&self, obj: &CustomObject, old: Option<&CustomObject>) -> Violations {
-        let old = old.map(Self::json);
-        self.schema
-            .validate_update(&Self::json(obj), old.as_ref())
-            .into_iter()
-            .collect()
+        let validate = || -> Violations {
+            let old = old.map(Self::json);
+            self.schema
+                .validate_update(&Self::json(obj), old.as_ref())
+                .into_iter()
+                .collect()
+        };
+        // CEL rules may take up to the per-request budget (about a second), and the schema
+        // walk of a large object milliseconds: neither runs on an async worker.
+        let bytes = obj.content.len() + old.map_or(0, |o| o.content.len());
+        if !self.schema.has_rules() && bytes < OFFLOADED_BYTES {
+            return validate();
+        }
+        match crate::custom::rules::offload(validate) {
+            Ok(v) => v,
+            Err(interrupted) => {
+                let mut v = Violations::new();
+                v.push((
+                    "<root>".into(),
+                    format!("Invalid value: \"object\": {interrupted}"),
+                ));
+                v
+            }
+        }
     }
 }
 

@@ -102,6 +102,7 @@ pub struct Schema {
     /// The root (`type: object`).
     pub root: Node,
     defaults: bool,
+    rules: bool,
 }
 
 impl Schema {
@@ -113,7 +114,12 @@ impl Schema {
         }
         let root = Node::parse(schema).map_err(|e| vec![(String::new(), e)])?;
         let defaults = root.has_defaults();
-        Ok(Self { root, defaults })
+        let rules = root.has_rules();
+        Ok(Self {
+            root,
+            defaults,
+            rules,
+        })
     }
 
     /// Every violation of `object` (the whole object, metadata included), with upstream's paths
@@ -177,6 +183,11 @@ impl Schema {
     /// Whether any node has a `default`.
     pub fn has_defaults(&self) -> bool {
         self.defaults
+    }
+
+    /// Whether any node has `x-kubernetes-validations`.
+    pub fn has_rules(&self) -> bool {
+        self.rules
     }
 
     /// The schema node a simple JSONPath (`.spec.replicas`) names, if any.
@@ -286,6 +297,13 @@ impl Node {
                 _ => Vec::new(),
             },
         })
+    }
+
+    fn has_rules(&self) -> bool {
+        !self.rules.is_empty()
+            || self.properties.values().any(Node::has_rules)
+            || self.items.as_ref().is_some_and(|i| i.has_rules())
+            || matches!(&self.additional, Some(Additional::Schema(s)) if s.has_rules())
     }
 
     fn has_defaults(&self) -> bool {

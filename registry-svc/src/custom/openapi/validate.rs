@@ -476,7 +476,9 @@ fn array_items(node: &Node, items: &[Value], path: &str, errors: &mut Errors) {
 }
 
 /// Evaluates the CEL rules of `node` and below on `v` (`old`: its value before an update, where
-/// the same path exists), in upstream's order: a node's own rules, then its children's.
+/// the same path exists), in upstream's order: a node's own rules, then its children's; null
+/// values are not visited (upstream's `validateExpressions`), and nothing more once a cost
+/// limit stopped evaluation.
 pub(super) fn rules(
     node: &Node,
     v: &Value,
@@ -485,12 +487,14 @@ pub(super) fn rules(
     errors: &mut Errors,
     budget: &mut crate::custom::rules::Budget,
 ) {
-    use crate::custom::rules::{Outcome, evaluate};
-    if errors.len() >= MAX_ERRORS {
+    if errors.len() >= MAX_ERRORS || budget.stopped() || v.is_null() {
         return;
     }
-    for rule in &node.rules {
-        if let Outcome::Fail(suffix, message) = evaluate(rule, v, old, budget) {
+    if !node.rules.is_empty() {
+        let old = old.filter(|o| !o.is_null());
+        for (suffix, message) in
+            crate::custom::rules::evaluate(&node.rules, &node.ty, v, old, budget)
+        {
             let at = format!("{path}{suffix}");
             push(errors, at.trim_start_matches('.'), message);
         }
@@ -498,6 +502,9 @@ pub(super) fn rules(
     match v {
         Value::Object(m) => {
             for (k, x) in m {
+                if budget.stopped() {
+                    return;
+                }
                 let was = old.and_then(|o| o.get(k));
                 if let Some(c) = node.properties.get(k) {
                     rules(c, x, was, &child(path, k), errors, budget);
@@ -509,6 +516,9 @@ pub(super) fn rules(
         Value::Array(items) => {
             if let Some(item) = &node.items {
                 for (i, x) in items.iter().enumerate() {
+                    if budget.stopped() {
+                        return;
+                    }
                     // Items of an atomic list have no old value (upstream correlates only
                     // map lists by their keys).
                     rules(item, x, None, &format!("{path}[{i}]"), errors, budget);
