@@ -32,6 +32,20 @@ impl<R: Resource> Store<R> {
         &self,
         ctx: Ctx,
         namespace: &str,
+        obj: R,
+        dry_run: bool,
+    ) -> Result<R, ApiError> {
+        crate::store::with_deadline(
+            ctx.deadline.instant().into_std(),
+            self.create_named(ctx, namespace, obj, dry_run),
+        )
+        .await
+    }
+
+    async fn create_named(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
         mut obj: R,
         dry_run: bool,
     ) -> Result<R, ApiError> {

@@ -25,6 +25,26 @@ use crate::{
     violations::Violations,
 };
 
+tokio::task_local! {
+    /// The deadline of the request a Store verb is serving, for work below it that cannot take
+    /// a `Ctx` (validation run by a strategy: `custom::rules::gate`).
+    static DEADLINE: std::time::Instant;
+}
+
+/// Runs `f` with `deadline` as the deadline of the work it does (the Store's verbs wrap
+/// themselves in it).
+pub async fn with_deadline<F: std::future::Future>(
+    deadline: std::time::Instant,
+    f: F,
+) -> F::Output {
+    DEADLINE.scope(deadline, f).await
+}
+
+/// The deadline of the request being served, if a Store verb set one.
+pub fn deadline() -> Option<std::time::Instant> {
+    DEADLINE.try_with(|d| *d).ok()
+}
+
 /// Per-request context.
 #[derive(Clone, Copy, Debug)]
 pub struct Ctx {

@@ -292,9 +292,38 @@ impl<R: Resource> Store<R> {
         .await
     }
 
-    /// The GuaranteedUpdate of Update, UpdateStatus and Patch.
+    /// The GuaranteedUpdate of Update, UpdateStatus and Patch, within the request's deadline
+    /// (for validation below it, `store::with_deadline`).
     #[allow(clippy::too_many_arguments)]
     async fn run_update(
+        &self,
+        ctx: Ctx,
+        ns: &str,
+        name: &str,
+        key: String,
+        preconditions: Option<Preconditions>,
+        update_preconditions: Option<Preconditions>,
+        allow_create: bool,
+        call: UpdateCall<'_, R>,
+    ) -> Result<R, ApiError> {
+        crate::store::with_deadline(
+            ctx.deadline.instant().into_std(),
+            self.run_update_within(
+                ctx,
+                ns,
+                name,
+                key,
+                preconditions,
+                update_preconditions,
+                allow_create,
+                call,
+            ),
+        )
+        .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run_update_within(
         &self,
         ctx: Ctx,
         ns: &str,

@@ -7,8 +7,9 @@
 //! call (a bystander's List went from 9 ms to 4.4 s). [`offload`] runs such work with
 //! `tokio::task::block_in_place` (the worker hands its other tasks to a new thread first), and
 //! at most [`permits`] at once: one core fewer than the machine has, so other calls always
-//! find one. Waiting for a permit is bounded by the request's deadline (set by the service
-//! with [`with_deadline`]) and by [`MAX_WAITING`] waiters.
+//! find one. Waiting for a permit is bounded by the request's deadline (the Store's verbs set it
+//! for the work they do, `store::with_deadline`, whatever the transport) and by [`MAX_WAITING`]
+//! waiters.
 //!
 //! Upstream runs CEL on the request's goroutine, interrupted by the request's context; the
 //! Go scheduler preempts it. An interruption is reported as upstream's is: an `Invalid` entry
@@ -26,18 +27,11 @@ const STACK_BYTES: usize = 64 << 20;
 /// How long a call without a deadline waits for a permit.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
-tokio::task_local! {
-    static DEADLINE: Instant;
-}
+pub use crate::store::with_deadline;
 
-/// Runs `f` with `deadline` as the deadline of the validation it does.
-pub async fn with_deadline<F: std::future::Future>(deadline: Instant, f: F) -> F::Output {
-    DEADLINE.scope(deadline, f).await
-}
-
-/// The deadline of the request being served, if the service set one.
+/// The deadline of the request being served, if the Store's verb set one.
 pub fn deadline() -> Option<Instant> {
-    DEADLINE.try_with(|d| *d).ok()
+    crate::store::deadline()
 }
 
 /// Validations that may run at once: one fewer than the cores, at least one.
