@@ -9,7 +9,9 @@
 #   scripts/run-local.sh --demo-only --then CMD...   runs CMD against the stack after the demo
 #                                             and exits with its status (CI: the client examples)
 #
-# Ports: etcd 2379 (peer 2380), storage-svc 50051, registry-svc 50052, metrics 9091/9092.
+# Ports: etcd 2379 (peer 2380), storage-svc 50051, registry-svc 50052 (gRPC) and 6443
+# (Kubernetes' REST API: kubectl with the kubeconfig written to target/kubeconfig), metrics
+# 9091/9092/9093.
 # Set OTEL_EXPORTER_OTLP_ENDPOINT to export traces (e.g. to a local Jaeger on :4317).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +37,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-for port in 2379 2380 50051 50052; do
+for port in 2379 2380 50051 50052 6443; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "port $port is already in use; stop what uses it first" >&2
     exit 1
@@ -56,12 +58,34 @@ OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME_STORAGE:-storage-svc} \
   "$bin/storage-svc" --listen-addr 127.0.0.1:50051 --metrics-addr 127.0.0.1:9091 &
 pids+=($!)
 OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME_REGISTRY:-registry-svc} \
-  "$bin/registry-svc" --listen-addr 127.0.0.1:50052 --storage-addr http://127.0.0.1:50051 --metrics-addr 127.0.0.1:9092 &
+  "$bin/registry-svc" --listen-addr 127.0.0.1:50052 --storage-addr http://127.0.0.1:50051 --metrics-addr 127.0.0.1:9092 \
+  --kube-api-addr 127.0.0.1:6443 &
 pids+=($!)
 for _ in $(seq 100); do
   "$bin/registry-svc" --listen-addr 127.0.0.1:50052 healthcheck 2>/dev/null && break
   sleep 0.1
 done
+
+# A kubeconfig for kubectl and the Kubernetes clients (plain HTTP on loopback).
+kubeconfig="${CARGO_TARGET_DIR:-target}/kubeconfig"
+cat >"$kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubestore
+  cluster:
+    server: http://127.0.0.1:6443
+contexts:
+- name: kubestore
+  context:
+    cluster: kubestore
+    namespace: default
+    user: kubestore
+current-context: kubestore
+users:
+- name: kubestore
+  user: {}
+KUBECONFIG
 
 OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME_AGENT:-kubestore-agent} \
   "$bin/kubestore" --registry http://127.0.0.1:50052 agent --node node-1 --stop-delay 2s &
@@ -79,6 +103,7 @@ if [ "$demo_only" = 1 ]; then
   exit 0
 fi
 echo
-echo "stack running: storage-svc 127.0.0.1:50051, registry-svc 127.0.0.1:50052, metrics :9091 :9092 :9093,"
-echo "a controller-manager (garbage collector), node agent for node-1 (Ctrl-C stops). Try: $bin/kubestore get pods -A -w"
+echo "stack running: storage-svc 127.0.0.1:50051, registry-svc 127.0.0.1:50052 (REST: 127.0.0.1:6443),"
+echo "metrics :9091 :9092 :9093, a controller-manager, a node agent for node-1 (Ctrl-C stops)."
+echo "Try: export KUBECONFIG=$PWD/$kubeconfig; kubectl get pods -A -w   (or: $bin/kubestore get pods -A -w)"
 wait

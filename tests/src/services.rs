@@ -275,6 +275,7 @@ impl Cluster {
                 options.registry_dispatch,
             );
             wait_serving(&r.url()).await;
+            wait_system_namespaces(&r.url()).await;
             Some(r)
         } else {
             None
@@ -324,6 +325,32 @@ pub async fn channel(url: &str) -> Channel {
 }
 
 /// Waits until `url` reports SERVING (at most 20 s).
+/// Waits until registry-svc at `url` has created the system namespaces it creates at start
+/// (so that a test's view of etcd's revision, or of storage's writes, starts after them).
+pub async fn wait_system_namespaces(url: &str) {
+    use kubestore_proto::core::v1::{GetNamespaceRequest, namespaces_client::NamespacesClient};
+    let mut client = NamespacesClient::new(channel(url).await);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    for name in registry_svc::kinds::namespace::SYSTEM_NAMESPACES {
+        loop {
+            let got = client
+                .get(GetNamespaceRequest {
+                    namespace: String::new(),
+                    name: name.to_string(),
+                })
+                .await;
+            if got.is_ok() {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "registry-svc did not create the namespace {name}: {got:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
 pub async fn wait_serving(url: &str) {
     let start = std::time::Instant::now();
     loop {
