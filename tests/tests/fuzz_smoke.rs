@@ -58,3 +58,18 @@ fn field_selector() {
 fn quantity() {
     run("quantity", registry_svc::fuzzing::quantity);
 }
+
+#[test]
+fn rest_body() {
+    run("rest_body", registry_svc::fuzzing::rest_body);
+}
+
+#[test]
+fn patch() {
+    run("patch", registry_svc::fuzzing::patch);
+}
+
+#[test]
+fn rest_query() {
+    run("rest_query", registry_svc::fuzzing::rest_query);
+}

@@ -1,0 +1,3 @@
+#![no_main]
+//! See `registry_svc::fuzzing::rest_query`.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| registry_svc::fuzzing::rest_query(data));
