@@ -137,6 +137,14 @@ fn list(page: Page) -> ObjectList {
     }
 }
 
+fn written(w: crate::catalog::Written) -> WriteResponse {
+    WriteResponse {
+        json: text(w.object),
+        warnings: w.warnings,
+        created: w.created,
+    }
+}
+
 type Stream<T> = std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
 
 #[tonic::async_trait]
@@ -246,11 +254,7 @@ impl Resources for GenericService {
         let w = e
             .create(ctx, &r.namespace, body(&r.json)?, &write_options(r.options))
             .await?;
-        Ok(Response::new(WriteResponse {
-            json: text(w.object),
-            warnings: w.warnings,
-            created: w.created,
-        }))
+        Ok(Response::new(written(w)))
     }
 
     async fn update(
@@ -270,11 +274,7 @@ impl Resources for GenericService {
                 &write_options(r.options),
             )
             .await?;
-        Ok(Response::new(WriteResponse {
-            json: text(w.object),
-            warnings: w.warnings,
-            created: w.created,
-        }))
+        Ok(Response::new(written(w)))
     }
 
     async fn patch(
@@ -302,11 +302,7 @@ impl Resources for GenericService {
                 &write_options(r.options),
             )
             .await?;
-        Ok(Response::new(WriteResponse {
-            json: text(w.object),
-            warnings: w.warnings,
-            created: w.created,
-        }))
+        Ok(Response::new(written(w)))
     }
 
     async fn delete(

@@ -42,6 +42,48 @@ impl<R: Resource> ResourceService<R> {
     }
 }
 
+/// A write through a typed service: Create, or Update of a part of the object.
+#[derive(Debug, Clone, Copy)]
+pub enum Write {
+    /// Create.
+    Create,
+    /// Update (the object, its status, or its finalizers).
+    Update(crate::update::Part),
+}
+
+impl<R: Resource> ResourceService<R> {
+    /// One write of a typed service: its context from the request, the object it must carry,
+    /// the Store's verb, and the request metrics.
+    pub async fn write(
+        &self,
+        metadata: &tonic::metadata::MetadataMap,
+        write: Write,
+        namespace: String,
+        obj: Option<R>,
+        field: &str,
+        dry_run: bool,
+    ) -> Result<tonic::Response<R>, tonic::Status> {
+        let ctx = ctx(metadata);
+        let obj = required(obj, field)?;
+        let store = &self.store;
+        type Fut<'a, R> =
+            std::pin::Pin<Box<dyn std::future::Future<Output = Result<R, ApiError>> + Send + 'a>>;
+        let (verb, fut): (_, Fut<'_, R>) = match write {
+            Write::Create => (
+                crate::metrics::Verb::Create,
+                Box::pin(store.create(ctx, &namespace, obj, dry_run)),
+            ),
+            Write::Update(part) => (
+                crate::metrics::Verb::update(part),
+                Box::pin(store.update_in(ctx, &namespace, obj, dry_run, part)),
+            ),
+        };
+        Ok(tonic::Response::new(
+            store.request(verb, &namespace, dry_run, fut).await?,
+        ))
+    }
+}
+
 /// The context of a gRPC request.
 pub fn ctx(metadata: &tonic::metadata::MetadataMap) -> Ctx {
     ctx_within(metadata, DEFAULT_REQUEST_TIMEOUT)
@@ -81,19 +123,10 @@ macro_rules! grpc_service {
                 &self,
                 request: tonic::Request<$create>,
             ) -> Result<tonic::Response<$res>, tonic::Status> {
-                let ctx = $crate::service::ctx(request.metadata());
-                let r = request.into_inner();
-                let obj = $crate::service::required(r.$field, stringify!($field))?;
-                Ok(tonic::Response::new(
-                    self.store
-                        .request(
-                            $crate::metrics::Verb::Create,
-                            &r.namespace,
-                            r.dry_run,
-                            self.store.create(ctx, &r.namespace, obj, r.dry_run),
-                        )
-                        .await?,
-                ))
+                let (metadata, _, r) = request.into_parts();
+                let write = $crate::service::Write::Create;
+                self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
+                    .await
             }
             async fn get(
                 &self,
@@ -116,19 +149,10 @@ macro_rules! grpc_service {
                 &self,
                 request: tonic::Request<$update>,
             ) -> Result<tonic::Response<$res>, tonic::Status> {
-                let ctx = $crate::service::ctx(request.metadata());
-                let r = request.into_inner();
-                let obj = $crate::service::required(r.$field, stringify!($field))?;
-                Ok(tonic::Response::new(
-                    self.store
-                        .request(
-                            $crate::metrics::Verb::Update,
-                            &r.namespace,
-                            r.dry_run,
-                            self.store.update(ctx, &r.namespace, obj, r.dry_run),
-                        )
-                        .await?,
-                ))
+                let (metadata, _, r) = request.into_parts();
+                let write = $crate::service::Write::Update($crate::update::Part::Main);
+                self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
+                    .await
             }
             async fn delete(
                 &self,
@@ -229,19 +253,10 @@ macro_rules! grpc_service {
                     &self,
                     request: tonic::Request<$update>,
                 ) -> Result<tonic::Response<$res>, tonic::Status> {
-                    let ctx = $crate::service::ctx(request.metadata());
-                    let r = request.into_inner();
-                    let obj = $crate::service::required(r.$field, stringify!($field))?;
-                    Ok(tonic::Response::new(
-                        self.store
-                            .request(
-                                $crate::metrics::Verb::UpdateStatus,
-                                &r.namespace,
-                                r.dry_run,
-                                self.store.update_status(ctx, &r.namespace, obj, r.dry_run),
-                            )
-                            .await?,
-                    ))
+                    let (metadata, _, r) = request.into_parts();
+                    let write = $crate::service::Write::Update($crate::update::Part::Status);
+                    self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
+                        .await
                 }
             )?
             $(
@@ -250,20 +265,10 @@ macro_rules! grpc_service {
                     &self,
                     request: tonic::Request<$update>,
                 ) -> Result<tonic::Response<$res>, tonic::Status> {
-                    let ctx = $crate::service::ctx(request.metadata());
-                    let r = request.into_inner();
-                    let obj = $crate::service::required(r.$field, stringify!($field))?;
-                    let part = $crate::update::Part::Finalize;
-                    Ok(tonic::Response::new(
-                        self.store
-                            .request(
-                                $crate::metrics::Verb::update(part),
-                                &r.namespace,
-                                r.dry_run,
-                                self.store.update_in(ctx, &r.namespace, obj, r.dry_run, part),
-                            )
-                            .await?,
-                    ))
+                    let (metadata, _, r) = request.into_parts();
+                    let write = $crate::service::Write::Update($crate::update::Part::Finalize);
+                    self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
+                        .await
                 }
             )?
         }
