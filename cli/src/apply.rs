@@ -23,9 +23,10 @@ use tonic::Code;
 
 use crate::{
     Ch, Error,
-    client::{Client, Written, resource_version_of},
+    client::{Client, Written, resource_version_of, warning_lines},
     manifest::{self, Parsed},
-    resource::{Discovery, kind_word, no_match, unknown},
+    modify::Target,
+    resource::{Discovery, kind_word, no_match},
 };
 
 /// How long apply looks for a kind that is not served yet after a write of the same run.
@@ -64,9 +65,36 @@ pub(crate) fn dry_suffix(dry_run: bool) -> &'static str {
     if dry_run { " (server dry run)" } else { "" }
 }
 
-/// The `Warning: ...` lines of a write.
-pub fn warning_lines(warnings: &[String]) -> impl Iterator<Item = String> + '_ {
-    warnings.iter().map(|w| format!("Warning: {w}"))
+/// What a run prints, a line per object (warnings before their object's line), and whether
+/// everything succeeded: one object's failure is reported and the others done all the same.
+pub(crate) struct Report {
+    lines: Vec<String>,
+    ok: bool,
+}
+
+impl Report {
+    pub(crate) fn new() -> Self {
+        Self {
+            lines: Vec::new(),
+            ok: true,
+        }
+    }
+
+    /// An object's line, or its error.
+    pub(crate) fn line(&mut self, r: Result<String, Error>) {
+        match r {
+            Ok(line) => self.lines.push(line),
+            Err(e) => {
+                self.ok = false;
+                self.lines.push(e.to_string());
+            }
+        }
+    }
+
+    /// The lines and whether all succeeded.
+    pub(crate) fn done(self) -> (Vec<String>, bool) {
+        (self.lines, self.ok)
+    }
 }
 
 /// The resources of a run's documents, looked up in discovery, read again when a kind is
@@ -137,26 +165,19 @@ pub async fn apply_with(
 ) -> (Vec<String>, bool) {
     let client = Client::new(ch);
     let mut mapper = Mapper::new(&client);
-    let mut lines = Vec::new();
-    let mut ok = true;
+    let mut report = Report::new();
     for doc in docs {
         let result = match mapper.resource(&doc).await {
             Ok(r) => apply_one(&client, &r, default_ns, &doc, dry_run).await,
             Err(e) => Err(e),
         };
-        match result {
-            Ok((line, warnings)) => {
-                mapper.wrote();
-                lines.extend(warning_lines(&warnings));
-                lines.push(line);
-            }
-            Err(e) => {
-                ok = false;
-                lines.push(e.to_string());
-            }
+        if let Ok((_, warnings)) = &result {
+            mapper.wrote();
+            report.lines.extend(warning_lines(warnings));
         }
+        report.line(result.map(|(line, _)| line));
     }
-    (lines, ok)
+    report.done()
 }
 
 /// Creates `doc`, or replaces the stored object with it; its line and the server's warnings.
@@ -251,32 +272,23 @@ pub async fn delete_with(
 ) -> (Vec<String>, bool) {
     let client = Client::new(ch);
     let mut mapper = Mapper::new(&client);
-    let mut lines = Vec::new();
-    let mut ok = true;
+    let mut report = Report::new();
     // Every document looked up before anything is deleted: a definition deleted first would
     // take its kind out of discovery.
     let mut found = Vec::new();
     for doc in docs {
         match mapper.resource(&doc).await {
             Ok(r) => found.push((r, doc)),
-            Err(e) => {
-                ok = false;
-                lines.push(e.to_string());
-            }
+            Err(e) => report.line(Err(e)),
         }
     }
     // Namespaced objects first (stable: otherwise in the file's order).
     found.sort_by_key(|(r, _)| !r.namespaced);
     for (r, doc) in found {
-        match delete_one(&client, &r, doc.namespace_or(default_ns), doc.name(), how).await {
-            Ok(line) => lines.push(line),
-            Err(e) => {
-                ok = false;
-                lines.push(e.to_string());
-            }
-        }
+        let ns = doc.namespace_or(default_ns);
+        report.line(delete_one(&client, &r, ns, doc.name(), how).await);
     }
-    (lines, ok)
+    report.done()
 }
 
 /// `kubestore delete KIND NAME...` (kubectl's form): deletes each named object of the kind in
@@ -301,25 +313,16 @@ pub async fn delete_named_with(
     how: &Deletion,
 ) -> (Vec<String>, bool) {
     let client = Client::new(ch);
-    let r = match client.discover().await {
-        Ok(d) => match d.resolve(kind) {
-            Some(r) => r.clone(),
-            None => return (vec![Error::Client(unknown(kind)).to_string()], false),
-        },
-        Err(s) => return (vec![Error::from(s).to_string()], false),
-    };
-    let mut lines = Vec::new();
-    let mut ok = true;
-    for name in names {
-        match delete_one(&client, &r, ns, name, how).await {
-            Ok(line) => lines.push(line),
-            Err(e) => {
-                ok = false;
-                lines.push(e.to_string());
+    let mut report = Report::new();
+    match Target::resolve(&client, kind, ns, "").await {
+        Ok(t) => {
+            for name in names {
+                report.line(delete_one(&client, &t.resource, ns, name, how).await);
             }
         }
+        Err(e) => report.line(Err(e)),
     }
-    (lines, ok)
+    report.done()
 }
 
 #[cfg(test)]

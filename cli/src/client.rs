@@ -34,6 +34,12 @@ pub struct Written {
     pub warnings: Vec<String>,
 }
 
+/// A write's warnings as kubectl prints them (`Warning: unknown field "spec.x"`), for
+/// standard error.
+pub fn warning_lines(warnings: &[String]) -> impl Iterator<Item = String> + '_ {
+    warnings.iter().map(|w| format!("Warning: {w}"))
+}
+
 /// The reference of `r` in requests.
 fn reference(r: &ApiResource) -> Option<ResourceRef> {
     Some(ResourceRef {

@@ -7,7 +7,7 @@ use tonic::Code;
 
 use crate::{
     Ch, Error,
-    apply::Mapper,
+    apply::{Mapper, Report},
     client::Client,
     manifest::Parsed,
     modify::{self, Target},
@@ -35,8 +35,7 @@ pub async fn manifest(
 ) -> (Vec<String>, bool) {
     let client = Client::new(ch);
     let mut mapper = Mapper::new(&client);
-    let mut lines = Vec::new();
-    let mut ok = true;
+    let mut report = Report::new();
     for doc in docs {
         let result = match mapper.resource(&doc).await {
             Ok(resource) => {
@@ -49,21 +48,15 @@ pub async fn manifest(
             }
             Err(e) => Err(e),
         };
-        match result {
-            Ok((t, true)) if applying => lines.push(format!("{} configured{SUFFIX}", t.what())),
-            Ok((t, false)) if applying => lines.push(format!("{} created{SUFFIX}", t.what())),
-            Ok((t, true)) => lines.push(deleted(&t)),
-            Ok((t, false)) => {
-                ok = false;
-                lines.push(t.not_found().to_string());
-            }
-            Err(e) => {
-                ok = false;
-                lines.push(e.to_string());
-            }
-        }
+        report.line(match result {
+            Ok((t, true)) if applying => Ok(format!("{} configured{SUFFIX}", t.what())),
+            Ok((t, false)) if applying => Ok(format!("{} created{SUFFIX}", t.what())),
+            Ok((t, true)) => Ok(deleted(&t)),
+            Ok((t, false)) => Err(t.not_found()),
+            Err(e) => Err(e),
+        });
     }
-    (lines, ok)
+    report.done()
 }
 
 /// kubectl's line for a delete (`configmap "a" deleted (dry run)`).
@@ -74,21 +67,15 @@ fn deleted(t: &Target) -> String {
 /// `delete KIND NAME...` with `--dry-run=client`.
 pub async fn delete_named(ch: &Ch, kind: &str, ns: &str, names: &[String]) -> (Vec<String>, bool) {
     let client = Client::new(ch);
-    let target = match Target::resolve(&client, kind, ns, "").await {
-        Ok(t) => t,
-        Err(e) => return (vec![e.to_string()], false),
-    };
-    let mut lines = Vec::new();
-    let mut ok = true;
-    for name in names {
-        let t = target.named(name);
-        match modify::read(&client, &t).await.map(|_| deleted(&t)) {
-            Ok(line) => lines.push(line),
-            Err(e) => {
-                ok = false;
-                lines.push(e.to_string());
+    let mut report = Report::new();
+    match Target::resolve(&client, kind, ns, "").await {
+        Ok(target) => {
+            for name in names {
+                let t = target.named(name);
+                report.line(modify::read(&client, &t).await.map(|_| deleted(&t)));
             }
         }
+        Err(e) => report.line(Err(e)),
     }
-    (lines, ok)
+    report.done()
 }

@@ -15,7 +15,10 @@ use kubestore_proto::{
 use tokio_stream::{Stream, StreamExt};
 use tonic::Status;
 
-use crate::{Ch, MAX_RESPONSE_BYTES};
+use crate::{
+    Ch, MAX_RESPONSE_BYTES,
+    pager::{page_options, watch_options},
+};
 
 /// A stream of typed watch events.
 pub type Events<K> = Pin<Box<dyn Stream<Item = Result<(WatchEventType, K), Status>> + Send>>;
@@ -170,32 +173,11 @@ impl<K: Kind + Send> kubestore_controllers::informer::Source for Listing<K> {
         item.meta().resource_version
     }
     async fn list(&self, page: ListOptions) -> Result<(Vec<K>, ListMeta), Status> {
-        let options = ListOptions {
-            limit: page.limit,
-            // A continue token carries its revision; upstream refuses both together.
-            resource_version: if page.r#continue.is_empty() {
-                self.options.resource_version.clone()
-            } else {
-                String::new()
-            },
-            r#continue: page.r#continue,
-            ..self.options.clone()
-        };
+        let options = page_options(&self.options, page);
         let (meta, items) = K::list(&self.ch, &self.ns, options).await?;
         Ok((items, meta))
     }
     async fn watch(&self, from: ListOptions) -> Result<Events<K>, Status> {
-        K::watch(
-            &self.ch,
-            &self.ns,
-            ListOptions {
-                resource_version: from.resource_version,
-                allow_watch_bookmarks: from.allow_watch_bookmarks,
-                limit: 0,
-                r#continue: String::new(),
-                ..self.options.clone()
-            },
-        )
-        .await
+        K::watch(&self.ch, &self.ns, watch_options(&self.options, from)).await
     }
 }

@@ -14,8 +14,7 @@ use tonic::Status;
 
 use crate::{
     Ch, DryRun, Error,
-    apply::warning_lines,
-    client::Client,
+    client::{Client, warning_lines},
     manifest,
     patch::{self, MapEdit, PatchType},
     resource::{kind_word, unknown},

@@ -122,6 +122,32 @@ pub struct Listing {
     pub output: Output,
 }
 
+/// The informer's page request (`limit`, `continue`) with a source's selectors (`base`).
+pub fn page_options(base: &ListOptions, page: ListOptions) -> ListOptions {
+    ListOptions {
+        limit: page.limit,
+        // A continue token carries its revision; upstream refuses both together.
+        resource_version: if page.r#continue.is_empty() {
+            base.resource_version.clone()
+        } else {
+            String::new()
+        },
+        r#continue: page.r#continue,
+        ..base.clone()
+    }
+}
+
+/// The informer's watch request (from a version, with bookmarks) with a source's selectors.
+pub fn watch_options(base: &ListOptions, from: ListOptions) -> ListOptions {
+    ListOptions {
+        resource_version: from.resource_version,
+        allow_watch_bookmarks: from.allow_watch_bookmarks,
+        limit: 0,
+        r#continue: String::new(),
+        ..base.clone()
+    }
+}
+
 /// An item's resourceVersion: an object's, or a Table row's object's.
 fn item_version(item: &Value) -> String {
     item.pointer("/metadata/resourceVersion")
@@ -150,17 +176,7 @@ impl Source for Listing {
         item_version(item)
     }
     async fn list(&self, page: ListOptions) -> Result<(Vec<Value>, ListMeta), Status> {
-        let options = ListOptions {
-            limit: page.limit,
-            // A continue token carries its revision; upstream refuses both together.
-            resource_version: if page.r#continue.is_empty() {
-                self.options.resource_version.clone()
-            } else {
-                String::new()
-            },
-            r#continue: page.r#continue,
-            ..self.options.clone()
-        };
+        let options = page_options(&self.options, page);
         let list = self
             .client
             .list(&self.resource, &self.namespace, options, self.output)
@@ -173,13 +189,7 @@ impl Source for Listing {
         Ok((items, list.metadata.unwrap_or_default()))
     }
     async fn watch(&self, from: ListOptions) -> Result<Events<Value>, Status> {
-        let options = ListOptions {
-            resource_version: from.resource_version,
-            allow_watch_bookmarks: from.allow_watch_bookmarks,
-            limit: 0,
-            r#continue: String::new(),
-            ..self.options.clone()
-        };
+        let options = watch_options(&self.options, from);
         let events = self
             .client
             .watch(&self.resource, &self.namespace, options, self.output)
