@@ -1,16 +1,36 @@
-//! `kubestore apply -f FILE` and `kubestore delete -f FILE`, for Kubernetes-shaped manifests.
+//! `kubestore apply -f FILE`, `kubestore delete -f FILE` and `kubestore delete KIND NAME...`,
+//! for any kind discovery names.
 //!
-//! apply creates each object, or, when it exists, updates it from the manifest (a replace at
-//! the stored resourceVersion; no three-way merge): `pod/web created`, `configured` or
-//! `unchanged`, as kubectl prints. delete deletes each object with default options.
+//! apply creates each object, or, when it exists, replaces it with the manifest at the stored
+//! resourceVersion (no three-way merge): `pod/web created`, `configured` or `unchanged`, as
+//! kubectl prints. A document whose kind is not served yet is looked up again, for a moment,
+//! after an earlier document of the same run was written: a CustomResourceDefinition followed
+//! by its objects in one file is the usual way to ship them, and its kind is served once the
+//! definition is established.
+//!
+//! delete deletes each object (`--cascade`, `--grace-period` as kubectl's); the documents of a
+//! file are all looked up first, then namespaced objects are deleted before cluster-scoped ones
+//! (a Namespace or a definition takes its objects with it).
 
-use tonic::{Code, Status};
+use std::time::Duration;
+
+use kubestore_proto::{
+    meta::v1::{DeleteOptions, PropagationPolicy},
+    registry::v1::ApiResource,
+};
+use serde_json::Value;
+use tonic::Code;
 
 use crate::{
-    Ch, custom, describe,
-    kinds::Kind,
-    manifest::{self, Object, Parsed},
+    Ch, Error,
+    client::{Client, Written, resource_version_of, warning_lines},
+    manifest::{self, Parsed},
+    modify::Target,
+    resource::{Discovery, kind_word, no_match},
 };
+
+/// How long apply looks for a kind that is not served yet after a write of the same run.
+const SERVED_WAIT: Duration = Duration::from_secs(2);
 
 /// Whether a line apply/delete returned is a diagnostic, for standard error (as kubectl
 /// writes warnings and errors), rather than a result for standard output.
@@ -40,21 +60,93 @@ pub fn read(path: &str) -> Result<(Vec<Parsed>, Vec<String>), String> {
     Ok((docs, errors))
 }
 
-/// The definitions, read once and only when a document is a custom object (which may follow
-/// its definition in the same file: read after the definitions before it were applied).
-async fn definitions_for(
-    ch: &Ch,
-    cached: &mut Option<Vec<kubestore_proto::apiextensions::v1::CustomResourceDefinition>>,
-) -> Result<Vec<kubestore_proto::apiextensions::v1::CustomResourceDefinition>, Status> {
-    if cached.is_none() {
-        *cached = Some(custom::definitions(ch).await?);
-    }
-    Ok(cached.clone().unwrap_or_default())
-}
-
 /// What a server dry run adds to each line (kubectl's words).
 pub(crate) fn dry_suffix(dry_run: bool) -> &'static str {
     if dry_run { " (server dry run)" } else { "" }
+}
+
+/// What a run prints, a line per object (warnings before their object's line), and whether
+/// everything succeeded: one object's failure is reported and the others done all the same.
+pub(crate) struct Report {
+    lines: Vec<String>,
+    ok: bool,
+}
+
+impl Report {
+    pub(crate) fn new() -> Self {
+        Self {
+            lines: Vec::new(),
+            ok: true,
+        }
+    }
+
+    /// An object's line, or its error.
+    pub(crate) fn line(&mut self, r: Result<String, Error>) {
+        match r {
+            Ok(line) => self.lines.push(line),
+            Err(e) => {
+                self.ok = false;
+                self.lines.push(e.to_string());
+            }
+        }
+    }
+
+    /// The lines and whether all succeeded.
+    pub(crate) fn done(self) -> (Vec<String>, bool) {
+        (self.lines, self.ok)
+    }
+}
+
+/// The resources of a run's documents, looked up in discovery, read again when a kind is
+/// missing after a write of the same run (see the module doc).
+pub(crate) struct Mapper {
+    client: Client,
+    discovery: Option<Discovery>,
+    /// Whether something was written since discovery was last read.
+    written: bool,
+}
+
+impl Mapper {
+    pub(crate) fn new(client: &Client) -> Self {
+        Self {
+            client: client.clone(),
+            discovery: None,
+            written: false,
+        }
+    }
+
+    /// Says that the run wrote something (a definition, perhaps).
+    pub(crate) fn wrote(&mut self) {
+        self.written = true;
+    }
+
+    /// The resource of `doc`, or the error line to print.
+    pub(crate) async fn resource(&mut self, doc: &Parsed) -> Result<ApiResource, Error> {
+        let deadline = tokio::time::Instant::now() + SERVED_WAIT;
+        loop {
+            if self.discovery.is_none() {
+                self.discovery = Some(self.client.discover().await?);
+            }
+            let found = self
+                .discovery
+                .as_ref()
+                .and_then(|d| d.for_kind(doc.api_version(), doc.kind()));
+            if let Some(r) = found {
+                return Ok(r.clone());
+            }
+            if !self.written || tokio::time::Instant::now() >= deadline {
+                // Looked for long enough: later documents do not wait again for this write.
+                self.written = false;
+                return Err(Error::Client(format!(
+                    "document {}: {}",
+                    doc.document,
+                    no_match(doc.api_version(), doc.kind())
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            self.discovery = None;
+        }
+    }
 }
 
 /// Applies every object; returns the lines to print and whether all succeeded (a document that
@@ -71,144 +163,137 @@ pub async fn apply_with(
     docs: Vec<Parsed>,
     dry_run: bool,
 ) -> (Vec<String>, bool) {
-    let mut lines = Vec::new();
-    let mut ok = true;
-    let mut defs = None;
+    let client = Client::new(ch);
+    let mut mapper = Mapper::new(&client);
+    let mut report = Report::new();
     for doc in docs {
-        for f in &doc.ignored {
-            lines.push(format!(
-                "Warning: unknown field {f:?} ignored (kubestore does not model it)"
-            ));
-        }
-        let result = match doc.object {
-            Object::Pod(o) => apply_one(ch, default_ns, o, dry_run).await,
-            Object::ConfigMap(o) => apply_one(ch, default_ns, o, dry_run).await,
-            Object::Event(o) => apply_one(ch, default_ns, o, dry_run).await,
-            Object::Secret(o) => apply_one(ch, default_ns, o, dry_run).await,
-            Object::Definition(d) => {
-                let r = custom::apply_definition(ch, *d, dry_run).await;
-                // A custom object later in the file may be of this kind: read them again.
-                defs = None;
-                if r.is_ok() && !dry_run {
-                    wait_served(ch).await;
-                }
-                r
-            }
-            Object::Custom(o) => match definitions_for(ch, &mut defs).await {
-                Ok(d) => custom::apply_object(ch, &d, default_ns, o, dry_run).await,
-                Err(e) => Err(e),
-            },
+        let result = match mapper.resource(&doc).await {
+            Ok(r) => apply_one(&client, &r, default_ns, &doc, dry_run).await,
+            Err(e) => Err(e),
         };
-        match result {
-            Ok(line) => lines.push(line),
-            Err(s) => {
-                ok = false;
-                lines.push(describe(&s));
-            }
+        if let Ok((_, warnings)) = &result {
+            mapper.wrote();
+            report.lines.extend(warning_lines(warnings));
         }
+        report.line(result.map(|(line, _)| line));
     }
-    (lines, ok)
+    report.done()
 }
 
-/// A definition just applied is served once its names are accepted; wait a moment for it, as
-/// a definition followed by its objects in one file is the usual way to ship them.
-async fn wait_served(ch: &Ch) {
-    for _ in 0..50 {
-        if let Ok(defs) = custom::definitions(ch).await
-            && defs.iter().all(|d| {
-                d.status.as_ref().is_some_and(|s| {
-                    s.conditions
-                        .iter()
-                        .any(|c| c.r#type == "NamesAccepted" && !c.status.is_empty())
-                })
-            })
-        {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
-async fn apply_one<K: Kind>(
-    ch: &Ch,
+/// Creates `doc`, or replaces the stored object with it; its line and the server's warnings.
+async fn apply_one(
+    client: &Client,
+    r: &ApiResource,
     default_ns: &str,
-    obj: K,
+    doc: &Parsed,
     dry_run: bool,
-) -> Result<String, Status> {
-    let m = obj.meta();
-    let ns = if m.namespace.is_empty() {
-        default_ns.to_string()
-    } else {
-        m.namespace.clone()
-    };
-    let what = format!("{}/{}", K::KIND.to_lowercase(), m.name);
+) -> Result<(String, Vec<String>), Error> {
+    let ns = doc.namespace_or(default_ns);
+    let what = format!("{}/{}", kind_word(r), doc.name());
     let dry = dry_suffix(dry_run);
-    match K::create(ch, &ns, obj.clone(), dry_run).await {
-        Ok(_) => return Ok(format!("{what} created{dry}")),
+    let mut obj = Value::Object(doc.object.clone());
+    match client.create(r, ns, &obj, dry_run).await {
+        Ok(w) => return Ok((format!("{what} created{dry}"), w.warnings)),
         Err(s) if s.code() == Code::AlreadyExists => {}
-        Err(s) => return Err(s),
+        Err(s) => return Err(s.into()),
     }
     // Replace at the stored version; the server keeps what it owns (uid, timestamps, status).
-    let stored = K::get(ch, &ns, &m.name).await?;
-    let sm = stored.meta();
-    let mut next = obj;
-    next.meta_mut().resource_version = sm.resource_version.clone();
-    let updated = K::update(ch, &ns, next, dry_run).await?;
-    Ok(
-        if updated.meta().resource_version == sm.resource_version && !dry_run {
-            format!("{what} unchanged")
-        } else {
-            format!("{what} configured{dry}")
-        },
-    )
+    let stored = client.get(r, ns, doc.name(), Default::default()).await?;
+    let rv = resource_version_of(&stored).to_string();
+    if let Some(Value::Object(m)) = obj.get_mut("metadata") {
+        m.insert("resourceVersion".into(), rv.clone().into());
+    }
+    let Written { object, warnings } = client.update(r, ns, &obj, dry_run).await?;
+    let line = if resource_version_of(&object) == rv && !dry_run {
+        format!("{what} unchanged")
+    } else {
+        format!("{what} configured{dry}")
+    };
+    Ok((line, warnings))
+}
+
+/// How objects are deleted (kubectl's `delete` flags).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Deletion {
+    /// `--dry-run=server`.
+    pub dry_run: bool,
+    /// `--grace-period` (seconds; unset: the kind's default).
+    pub grace_period: Option<i64>,
+    /// `--cascade` (unset: the kind's default, background for most).
+    pub propagation: Option<PropagationPolicy>,
+}
+
+impl Deletion {
+    /// A plain delete, or the server's dry run of one.
+    pub fn dry_run(dry_run: bool) -> Self {
+        Self {
+            dry_run,
+            ..Default::default()
+        }
+    }
+
+    fn options(&self) -> DeleteOptions {
+        DeleteOptions {
+            grace_period_seconds: self.grace_period,
+            preconditions: None,
+            propagation_policy: self.propagation.map_or(0, |p| p as i32),
+            dry_run: self.dry_run,
+        }
+    }
+}
+
+/// Deletes `name` of `r`; kubectl's line.
+async fn delete_one(
+    client: &Client,
+    r: &ApiResource,
+    ns: &str,
+    name: &str,
+    how: &Deletion,
+) -> Result<String, Error> {
+    client.delete(r, ns, name, how.options()).await?;
+    Ok(format!(
+        "{} \"{name}\" deleted{}",
+        kind_word(r),
+        dry_suffix(how.dry_run)
+    ))
 }
 
 /// Deletes every object; returns the lines to print and whether all succeeded.
 pub async fn delete(ch: &Ch, default_ns: &str, docs: Vec<Parsed>) -> (Vec<String>, bool) {
-    delete_with(ch, default_ns, docs, false).await
+    delete_with(ch, default_ns, docs, &Deletion::default()).await
 }
 
-/// [`delete`]; with `dry_run`, the server's dry run (nothing deleted).
+/// [`delete`] as `how` says.
 pub async fn delete_with(
     ch: &Ch,
     default_ns: &str,
     docs: Vec<Parsed>,
-    dry_run: bool,
+    how: &Deletion,
 ) -> (Vec<String>, bool) {
-    let mut lines = Vec::new();
-    let mut ok = true;
-    let mut defs = None;
-    // Objects before definitions: an object's kind must still be served when it is deleted.
-    let (definitions, objects): (Vec<Parsed>, Vec<Parsed>) = docs
-        .into_iter()
-        .partition(|d| matches!(d.object, Object::Definition(_)));
-    for doc in objects.into_iter().chain(definitions) {
-        let result = match doc.object {
-            Object::Pod(o) => delete_one(ch, default_ns, o, dry_run).await,
-            Object::ConfigMap(o) => delete_one(ch, default_ns, o, dry_run).await,
-            Object::Event(o) => delete_one(ch, default_ns, o, dry_run).await,
-            Object::Secret(o) => delete_one(ch, default_ns, o, dry_run).await,
-            Object::Definition(d) => custom::delete_definition(ch, &d, dry_run).await,
-            Object::Custom(o) => match definitions_for(ch, &mut defs).await {
-                Ok(d) => custom::delete_object(ch, &d, default_ns, o, dry_run).await,
-                Err(e) => Err(e),
-            },
-        };
-        match result {
-            Ok(line) => lines.push(line),
-            Err(s) => {
-                ok = false;
-                lines.push(describe(&s));
-            }
+    let client = Client::new(ch);
+    let mut mapper = Mapper::new(&client);
+    let mut report = Report::new();
+    // Every document looked up before anything is deleted: a definition deleted first would
+    // take its kind out of discovery.
+    let mut found = Vec::new();
+    for doc in docs {
+        match mapper.resource(&doc).await {
+            Ok(r) => found.push((r, doc)),
+            Err(e) => report.line(Err(e)),
         }
     }
-    (lines, ok)
+    // Namespaced objects first (stable: otherwise in the file's order).
+    found.sort_by_key(|(r, _)| !r.namespaced);
+    for (r, doc) in found {
+        let ns = doc.namespace_or(default_ns);
+        report.line(delete_one(&client, &r, ns, doc.name(), how).await);
+    }
+    report.done()
 }
 
-/// `kubestore delete KIND NAME...` (kubectl's form): deletes each named object of the kind
-/// (`pods`/`pod`/`po`, `configmaps`/`cm`, `events`/`ev`, `secrets`, `crd`, or a custom kind by
-/// plural, singular, short name or kind) in `ns`; returns the lines to print and whether all
-/// succeeded (a missing one is reported and the others deleted, as kubectl does).
+/// `kubestore delete KIND NAME...` (kubectl's form): deletes each named object of the kind in
+/// `ns`; returns the lines to print and whether all succeeded (a missing one is reported and
+/// the others deleted, as kubectl does).
 pub async fn delete_named(
     ch: &Ch,
     ns: &str,
@@ -216,70 +301,28 @@ pub async fn delete_named(
     names: &[String],
     dry_run: bool,
 ) -> (Vec<String>, bool) {
-    use crate::resource::{Named, resolve, unknown};
-    use kubestore_proto::core::v1::{ConfigMap, Event, Pod, Secret};
-    let named = match resolve(ch, kind).await {
-        Ok(Some(n)) => n,
-        Ok(None) => return (vec![unknown(kind)], false),
-        Err(s) => return (vec![describe(&s)], false),
-    };
-    let mut lines = Vec::new();
-    let mut ok = true;
-    for name in names {
-        let result = match &named {
-            Named::Pods => delete_by_name::<Pod>(ch, ns, name, dry_run).await,
-            Named::ConfigMaps => delete_by_name::<ConfigMap>(ch, ns, name, dry_run).await,
-            Named::Events => delete_by_name::<Event>(ch, ns, name, dry_run).await,
-            Named::Secrets => delete_by_name::<Secret>(ch, ns, name, dry_run).await,
-            Named::Definitions => custom::delete_definition_named(ch, name, dry_run).await,
-            Named::Custom(r) => custom::delete_named(ch, r, ns, name, dry_run).await,
-        };
-        match result {
-            Ok(line) => lines.push(line),
-            Err(s) => {
-                ok = false;
-                lines.push(describe(&s));
-            }
-        }
-    }
-    (lines, ok)
+    delete_named_with(ch, ns, kind, names, &Deletion::dry_run(dry_run)).await
 }
 
-/// Delete options for a (possibly dry-run) delete.
-pub(crate) fn delete_options(dry_run: bool) -> Option<kubestore_proto::meta::v1::DeleteOptions> {
-    dry_run.then(|| kubestore_proto::meta::v1::DeleteOptions {
-        dry_run: true,
-        ..Default::default()
-    })
-}
-
-async fn delete_by_name<K: Kind>(
+/// [`delete_named`] as `how` says.
+pub async fn delete_named_with(
     ch: &Ch,
     ns: &str,
-    name: &str,
-    dry_run: bool,
-) -> Result<String, Status> {
-    K::delete(ch, ns, name, delete_options(dry_run)).await?;
-    Ok(format!(
-        "{} \"{name}\" deleted{}",
-        K::KIND.to_lowercase(),
-        dry_suffix(dry_run)
-    ))
-}
-
-async fn delete_one<K: Kind>(
-    ch: &Ch,
-    default_ns: &str,
-    obj: K,
-    dry_run: bool,
-) -> Result<String, Status> {
-    let m = obj.meta();
-    let ns = if m.namespace.is_empty() {
-        default_ns
-    } else {
-        m.namespace.as_str()
-    };
-    delete_by_name::<K>(ch, ns, &m.name, dry_run).await
+    kind: &str,
+    names: &[String],
+    how: &Deletion,
+) -> (Vec<String>, bool) {
+    let client = Client::new(ch);
+    let mut report = Report::new();
+    match Target::resolve(&client, kind, ns, "").await {
+        Ok(t) => {
+            for name in names {
+                report.line(delete_one(&client, &t.resource, ns, name, how).await);
+            }
+        }
+        Err(e) => report.line(Err(e)),
+    }
+    report.done()
 }
 
 #[cfg(test)]
@@ -288,12 +331,11 @@ mod tests {
 
     #[test]
     fn warnings_and_errors_are_diagnostics_results_are_not() {
-        assert!(is_diagnostic(
-            "Warning: unknown field \"spec.ports\" ignored (kubestore does not model it)"
-        ));
+        assert!(is_diagnostic("Warning: unknown field \"spec.ports\""));
         assert!(is_diagnostic(
             "Error from server (Invalid): pods \"x\" is invalid"
         ));
+        assert!(is_diagnostic("error: document 1: no matches for kind"));
         assert!(!is_diagnostic("pod/web created"));
         assert!(!is_diagnostic("configmap/settings unchanged"));
     }

@@ -1,7 +1,8 @@
 //! `kubestore demo`: what registry-svc does, step by step, with the node agent playing the
 //! kubelet: a pod is created Pending with its QoS class, the agent marks it Running, a default
 //! delete marks it (grace 30 s, `deleted=false`), the agent stops it and sends the final delete,
-//! and a watcher sees DELETED. Then a ConfigMap held by a finalizer until an update removes it.
+//! and a watcher sees DELETED. Then a ConfigMap, through the generic API, held by a finalizer
+//! until a patch removes it.
 //!
 //! Without an agent for `node-1` (none answers within 15 s), the demo plays the kubelet itself,
 //! as it did before the agent existed.
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use kubestore_proto::{
     core::v1::{
-        ConfigMap, Container, Pod, PodSpec, PodStatus, ResourceRequirements, UpdatePodRequest,
+        Container, Pod, PodSpec, PodStatus, ResourceRequirements, UpdatePodRequest,
         pods_client::PodsClient,
     },
     meta::v1::{DeleteOptions, ListOptions, ObjectMeta, Preconditions, WatchEventType},
@@ -19,8 +20,13 @@ use tokio_stream::StreamExt;
 use tonic::{Code, Status};
 use tracing::Instrument;
 
+use kubestore_proto::registry::v1::PatchType;
+use serde_json::json;
+
 use crate::{
-    Ch, describe,
+    Ch,
+    client::Client,
+    describe,
     kinds::{Events, Kind},
     table::rfc3339,
 };
@@ -197,32 +203,47 @@ async fn run_inner(ch: &Ch, ns: &str) -> Result<(), Status> {
     Ok(())
 }
 
+/// A ConfigMap through the generic API (`registry.v1.Resources`), as the CLI's verbs reach
+/// every kind.
 async fn finalizer_demo(ch: &Ch, ns: &str) -> Result<(), Status> {
     let name = "demo-settings";
-    if let Ok(mut old) = ConfigMap::get(ch, ns, name).await {
+    let client = Client::new(ch);
+    let discovery = client.discover().await?;
+    let cm = discovery
+        .for_kind("v1", "ConfigMap")
+        .ok_or_else(|| Status::not_found("registry-svc serves no v1 ConfigMap"))?
+        .clone();
+    let release = json!({"metadata": {"finalizers": null}});
+    if client.get(&cm, ns, name, Default::default()).await.is_ok() {
         // Leftover of an earlier run: release it.
-        old.meta_mut().finalizers.clear();
-        let _ = ConfigMap::update(ch, ns, old, false).await;
-        let _ = ConfigMap::delete(ch, ns, name, None).await;
+        let _ = client
+            .patch(&cm, ns, name, PatchType::Merge, &release, false)
+            .await;
+        let _ = client.delete(&cm, ns, name, Default::default()).await;
     }
-    let cm = ConfigMap {
-        metadata: Some(ObjectMeta {
-            name: name.into(),
-            finalizers: vec!["example.com/protect".into()],
-            ..Default::default()
-        }),
-        data: [("color".to_string(), "blue".to_string())].into(),
-        immutable: None,
-    };
-    ConfigMap::create(ch, ns, cm, false).await?;
-    let (_, deleted) = ConfigMap::delete(ch, ns, name, None).await?;
+    let object = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "finalizers": ["example.com/protect"]},
+        "data": {"color": "blue"},
+    });
+    client.create(&cm, ns, &object, false).await?;
+    let (_, deleted) = client.delete(&cm, ns, name, Default::default()).await?;
     println!("   delete: deleted={deleted}");
-    let mut held = ConfigMap::get(ch, ns, name).await?;
-    println!("   get:    {}", meta_line(&held.meta()));
-    held.meta_mut().finalizers.clear();
-    ConfigMap::update(ch, ns, held, false).await?;
-    println!("   removed the finalizer");
-    match ConfigMap::get(ch, ns, name).await {
+    let held = client.get(&cm, ns, name, Default::default()).await?;
+    let meta = &held["metadata"];
+    println!(
+        "   get:    uid={} resourceVersion={} deletionTimestamp={} finalizers={}",
+        meta["uid"].as_str().unwrap_or("-"),
+        meta["resourceVersion"].as_str().unwrap_or("-"),
+        meta["deletionTimestamp"].as_str().unwrap_or("-"),
+        meta["finalizers"]
+    );
+    client
+        .patch(&cm, ns, name, PatchType::Merge, &release, false)
+        .await?;
+    println!("   removed the finalizer (a merge patch)");
+    match client.get(&cm, ns, name, Default::default()).await {
         Err(s) if s.code() == Code::NotFound => println!("   get: {}", describe(&s)),
         Err(s) => return Err(s),
         Ok(_) => return Err(Status::internal("the ConfigMap is still there")),

@@ -1,92 +1,136 @@
 //! `kubestore describe KIND NAME`: the object as `get -o yaml` prints it, then the Events
 //! about it (kubectl's describe ends the same way), oldest first: what happened to it.
+//!
+//! The Events are listed as kubectl's `searchEvents` lists them: by field selector on the
+//! involved object's name, namespace, kind and UID (so an earlier object of the same name is
+//! not shown), in the object's namespace, or every namespace for a cluster-scoped object.
 
+use kubestore_apimachinery::{table::age, time};
 use kubestore_proto::{
-    core::v1::{ListEventsRequest, events_client::EventsClient},
     meta::v1::ListOptions,
+    registry::v1::{ApiResource, Output},
 };
 use serde_json::Value;
-use tonic::Status;
 
 use crate::{
-    Ch, MAX_RESPONSE_BYTES, custom,
-    kinds::Kind,
+    Ch, Error,
+    client::Client,
     manifest,
-    resource::{Named, resolve, unknown},
-    table,
+    modify::{Target, read},
+    pager::list_all,
+    table::{now, render},
 };
 
-async fn builtin<K: Kind>(ch: &Ch, ns: &str, name: &str) -> Result<(Value, String), Status> {
-    let obj = K::get(ch, ns, name).await?;
-    Ok((manifest::to_value(&obj), obj.meta().uid))
+/// Where Events live: the core group's `events`.
+fn events_resource() -> ApiResource {
+    ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "events".into(),
+        namespaced: true,
+        ..Default::default()
+    }
 }
 
-/// The description of `kind` `name` in `ns`.
-pub async fn describe(ch: &Ch, ns: &str, kind: &str, name: &str) -> Result<String, Status> {
-    use kubestore_proto::core::v1::{ConfigMap, Event, Pod, Secret};
-    let Some(named) = resolve(ch, kind).await? else {
-        return Err(Status::not_found(unknown(kind)));
+/// upstream's `GetFieldSelector` of an involved object: the fields it has.
+fn selector(object: &Value) -> String {
+    let meta = |f: &str| {
+        object
+            .pointer(&format!("/metadata/{f}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
     };
-    let (object, uid) = match &named {
-        Named::Pods => builtin::<Pod>(ch, ns, name).await?,
-        Named::ConfigMaps => builtin::<ConfigMap>(ch, ns, name).await?,
-        Named::Events => builtin::<Event>(ch, ns, name).await?,
-        Named::Secrets => builtin::<Secret>(ch, ns, name).await?,
-        Named::Definitions => custom::get_definition_value(ch, name).await?,
-        Named::Custom(r) => custom::get_value(ch, r, ns, name).await?,
-    };
-    let events_ns = match &named {
-        Named::Definitions => "default",
-        Named::Custom(r) if !r.namespaced => "default",
-        _ => ns,
-    };
-    let mut out = manifest::render(&object, "yaml").map_err(Status::internal)?;
+    let kind = object["kind"].as_str().unwrap_or_default();
+    [
+        ("involvedObject.name", meta("name")),
+        ("involvedObject.namespace", meta("namespace")),
+        ("involvedObject.kind", kind),
+        ("involvedObject.uid", meta("uid")),
+    ]
+    .iter()
+    .filter(|(_, v)| !v.is_empty())
+    .map(|(k, v)| format!("{k}={v}"))
+    .collect::<Vec<_>>()
+    .join(",")
+}
+
+/// An Event's creation time, seconds since the epoch.
+fn created(e: &Value) -> Option<i64> {
+    e.pointer("/metadata/creationTimestamp")
+        .and_then(Value::as_str)
+        .and_then(time::parse)
+        .map(|(s, _)| s)
+}
+
+/// The description of `kind` (as typed) `name` in `ns`.
+pub async fn describe(ch: &Ch, ns: &str, kind: &str, name: &str) -> Result<String, Error> {
+    let client = Client::new(ch);
+    let t = Target::resolve(&client, kind, ns, name).await?;
+    let object = read(&client, &t).await?;
+    let mut out = manifest::render(&object, "yaml").map_err(Error::Client)?;
     if !out.ends_with('\n') {
         out.push('\n');
     }
-    let mut events = EventsClient::new(ch.clone())
-        .max_decoding_message_size(MAX_RESPONSE_BYTES)
-        .list(ListEventsRequest {
-            namespace: events_ns.into(),
-            options: Some(ListOptions {
-                field_selector: format!("involvedObject.name={name}"),
-                ..Default::default()
-            }),
-        })
-        .await?
-        .into_inner()
-        .items;
-    // The object under this name now, not an earlier one of the same name.
-    events.retain(|e| uid.is_empty() || e.involved_object.as_ref().is_some_and(|o| o.uid == uid));
-    let created = |e: &Event| {
-        e.metadata
-            .as_ref()
-            .and_then(|m| m.creation_timestamp.as_ref())
-            .map(|t| t.seconds)
+    let events_ns = if t.resource.namespaced { ns } else { "" };
+    let options = ListOptions {
+        field_selector: selector(&object),
+        ..Default::default()
     };
+    let mut events = list_all(
+        &client,
+        &events_resource(),
+        events_ns,
+        options,
+        Output::Object,
+    )
+    .await?
+    .items;
     events.sort_by_key(created);
     if events.is_empty() {
         out.push_str("Events:  <none>");
         return Ok(out);
     }
-    let now = table::now();
+    let now = now();
+    let text = |e: &Value, f: &str| e[f].as_str().unwrap_or_default().to_string();
     let rows: Vec<Vec<String>> = events
         .iter()
         .map(|e| {
             vec![
-                e.r#type.clone(),
-                e.reason.clone(),
-                table::age(created(e), now),
-                e.message.clone(),
+                text(e, "type"),
+                text(e, "reason"),
+                age(created(e), now),
+                text(e, "message"),
             ]
         })
         .collect();
     out.push_str("Events:\n");
     let header = ["TYPE", "REASON", "AGE", "MESSAGE"].map(String::from);
-    for line in table::render(&header, &rows).lines() {
+    for line in render(&header, &rows).lines() {
         out.push_str("  ");
         out.push_str(line);
         out.push('\n');
     }
     Ok(out.trim_end().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_selected_by_the_involved_objects_fields() {
+        let pod = serde_json::json!({
+            "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "default", "uid": "u-1"},
+        });
+        assert_eq!(
+            selector(&pod),
+            "involvedObject.name=web,involvedObject.namespace=default,involvedObject.kind=Pod,involvedObject.uid=u-1"
+        );
+        let ns = serde_json::json!({"kind": "Namespace", "metadata": {"name": "team-a"}});
+        assert_eq!(
+            selector(&ns),
+            "involvedObject.name=team-a,involvedObject.kind=Namespace"
+        );
+    }
 }

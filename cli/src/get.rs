@@ -1,5 +1,7 @@
-//! `kubestore get`: kubectl-like tables (`-o wide`), Kubernetes-shaped YAML/JSON (`-o yaml`,
-//! `-o json`), and `-w`, which prints the list and then a row per change as it happens.
+//! `kubestore get KIND [NAME]`: the server's tables (`-o wide` adds the priority-1 columns,
+//! `-A` a NAMESPACE column), the objects as the server returns them (`-o yaml|json`,
+//! `-o jsonpath=`, `-o custom-columns=`), `kind/name` lines (`-o name`), and `-w`, which prints
+//! the list and then a line per change as it happens. Any kind discovery names.
 //!
 //! Lists are read in pages of 500 ([`pager`], kubectl's `--chunk-size=500`) and printed as one
 //! table once the last page is in (kubectl too collects its chunks before printing, so that the
@@ -7,14 +9,20 @@
 //! changed after the list and nothing the list already showed.
 
 use kubestore_controllers::informer::{self, Delta};
-use kubestore_proto::meta::v1::ListOptions;
+use kubestore_proto::{
+    meta::v1::ListOptions,
+    registry::v1::{ApiResource, Output},
+};
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
-use tonic::Status;
 
 use crate::{
-    Ch,
-    kinds::{Kind, Listing},
-    manifest, pager, table,
+    Ch, Error,
+    client::{Client, name_of},
+    manifest,
+    pager::{self, Listing},
+    resource::{kind_word, unknown},
+    table::Printer,
 };
 
 /// What to get and how to print it.
@@ -32,7 +40,7 @@ pub struct GetOptions {
     pub field_selector: String,
     /// `-w`.
     pub watch: bool,
-    /// `-o`: "", "wide", "yaml", "json", "name".
+    /// `-o`: "", "wide", "yaml", "json", "name", `jsonpath=...`, `custom-columns=...`.
     pub output: String,
 }
 
@@ -57,116 +65,150 @@ impl GetOptions {
     }
 }
 
-fn header<K: Kind>(o: &GetOptions) -> Vec<String> {
-    let mut h = Vec::new();
-    if o.all_namespaces {
-        h.push("NAMESPACE".to_string());
+/// How the objects are printed.
+enum Format {
+    /// The server's Table.
+    Table { wide: bool },
+    /// `kind/name` per object.
+    Name,
+    /// The objects' JSON, rendered by [`manifest::render`].
+    Structured,
+}
+
+impl Format {
+    fn of(output: &str) -> Self {
+        if output == "name" {
+            Self::Name
+        } else if manifest::is_structured(output) {
+            Self::Structured
+        } else {
+            Self::Table {
+                wide: output == "wide",
+            }
+        }
     }
-    h.push("NAME".into());
-    h.extend(K::columns(o.output == "wide").iter().map(|c| c.to_string()));
-    h
-}
 
-fn row<K: Kind>(obj: &K, o: &GetOptions) -> Vec<String> {
-    let m = obj.meta();
-    let mut r = Vec::new();
-    if o.all_namespaces {
-        r.push(m.namespace.clone());
+    /// What the server is asked for.
+    fn wire(&self) -> Output {
+        match self {
+            Self::Table { .. } => Output::Table,
+            _ => Output::Object,
+        }
     }
-    r.push(m.name.clone());
-    r.extend(obj.cells(o.output == "wide", table::now()));
-    r
 }
 
-/// `kind/name`, kubectl's `-o name` (`configmap/settings`).
-fn name_of<K: Kind>(obj: &K) -> String {
-    format!("{}/{}", K::KIND.to_lowercase(), obj.meta().name)
-}
-
-/// Runs `get`; `out` receives each chunk of output (the table, then each watched row).
-pub async fn get<K: Kind>(
+/// Runs `get` of `kind` (as typed: `pods`, `cm`, `CronTab`, `leases.coordination.k8s.io`);
+/// `out` receives each chunk of output (the table, then each watched line).
+pub async fn get(
     ch: &Ch,
+    kind: &str,
     o: &GetOptions,
     mut out: impl FnMut(String),
-) -> Result<(), Status> {
+) -> Result<(), Error> {
+    let client = Client::new(ch);
+    let discovery = client.discover().await?;
+    let r = discovery
+        .resolve(kind)
+        .ok_or_else(|| Error::Client(unknown(kind)))?
+        .clone();
     let ns = if o.all_namespaces {
         ""
     } else {
         o.namespace.as_str()
     };
-    let structured = manifest::is_structured(&o.output);
+    let format = Format::of(&o.output);
+    let render = |v: &Value| manifest::render(v, &o.output).map_err(Error::Client);
+    // kubectl prints a NAMESPACE column under -A for namespaced resources only.
+    let printer =
+        |columns: &Value, wide: bool| Printer::new(columns, wide, o.all_namespaces && r.namespaced);
     if let Some(name) = &o.name
         && !o.watch
     {
-        let obj = K::get(ch, ns, name).await?;
-        out(if o.output == "name" {
-            name_of::<K>(&obj)
-        } else if structured {
-            manifest::render(&manifest::to_value(&obj), &o.output).map_err(Status::internal)?
-        } else {
-            table::render(&header::<K>(o), &[row(&obj, o)])
+        let obj = client.get(&r, ns, name, format.wire()).await?;
+        out(match format {
+            Format::Name => format!("{}/{}", kind_word(&r), name_of(&obj)),
+            Format::Structured => render(&obj)?,
+            Format::Table { wide } => {
+                let rows = obj["rows"].as_array().cloned().unwrap_or_default();
+                printer(&obj["columnDefinitions"], wide).table(&rows)
+            }
         });
         return Ok(());
     }
     let options = o.list_options();
-    let (meta, items) = pager::list_all::<K>(ch, ns, options.clone()).await?;
-    if o.output == "name" {
-        if !items.is_empty() {
-            out(items
-                .iter()
-                .map(name_of::<K>)
-                .collect::<Vec<_>>()
-                .join("\n"));
-        }
-    } else if structured {
-        out(manifest::render(
-            &manifest::list_value(&items, &meta.resource_version),
-            &o.output,
-        )
-        .map_err(Status::internal)?);
-    } else if items.is_empty() && !o.watch {
-        out(if ns.is_empty() {
-            format!("No {} found.", K::PLURAL)
-        } else {
-            format!("No {} found in {ns} namespace.", K::PLURAL)
-        });
+    let listed = pager::list_all(&client, &r, ns, options.clone(), format.wire()).await?;
+    let table = match format {
+        Format::Table { wide } => Some(printer(&listed.columns, wide)),
+        _ => None,
+    };
+    let line = |item: &Value| -> Result<String, Error> {
+        Ok(match &table {
+            Some(t) => t.line(item),
+            None if matches!(format, Format::Name) => {
+                format!("{}/{}", kind_word(&r), name_of(item))
+            }
+            None => render(item)?,
+        })
+    };
+    if listed.items.is_empty() && !o.watch && !matches!(format, Format::Structured) {
+        // kubectl's words, on standard error: a script reading stdout sees no objects.
+        eprintln!("{}", nothing_found(ns, &r));
+    } else if let Some(t) = &table {
+        out(t.table(&listed.items));
+    } else if matches!(format, Format::Name) {
+        let lines: Vec<String> = listed.items.iter().map(&line).collect::<Result<_, _>>()?;
+        out(lines.join("\n"));
     } else {
-        let rows: Vec<Vec<String>> = items.iter().map(|i| row(i, o)).collect();
-        out(table::render(&header::<K>(o), &rows));
+        out(render(&list_of(&listed))?);
     }
     if !o.watch {
         return Ok(());
     }
     // Through the informer: a watch that drops (registry-svc restarting) resumes from the last
     // version printed; an expired one lists again and prints every object again.
-    let source = Listing::<K>::new(ch.clone(), ns, options);
-    let (tx, mut rx) = mpsc::channel::<Delta<K>>(256);
+    let source = Listing {
+        client,
+        resource: r.clone(),
+        namespace: ns.to_string(),
+        options,
+        output: format.wire(),
+    };
+    let (tx, mut rx) = mpsc::channel::<Delta<Value>>(256);
     let (_keep, stop) = watch::channel(false);
     let print = async {
         while let Some(delta) = rx.recv().await {
-            let objects = match delta {
+            let items = match delta {
                 Delta::Replace(all) => all,
-                Delta::Upsert(obj) | Delta::Delete(obj) => vec![obj],
+                Delta::Upsert(item) | Delta::Delete(item) => vec![item],
             };
-            for obj in objects {
-                out(if o.output == "name" {
-                    name_of::<K>(&obj)
-                } else if structured {
-                    manifest::render(&manifest::to_value(&obj), &o.output)
-                        .map_err(Status::internal)?
-                } else {
-                    // Rows padded like the table's header (kubectl does the same).
-                    let h = header::<K>(o);
-                    let t = table::render(&h, &[row(&obj, o)]);
-                    t.lines().nth(1).unwrap_or_default().to_string()
-                });
+            for item in &items {
+                out(line(item)?);
             }
         }
-        Ok::<(), Status>(())
+        Ok::<(), Error>(())
     };
     tokio::select! {
-        () = informer::run_from(source, tx, stop, Some(meta.resource_version)) => {}
+        () = informer::run_from(source, tx, stop, Some(listed.meta.resource_version)) => {}
         r = print => r?,
     }
     Ok(())
+}
+
+/// A list in Kubernetes' shape, as kubectl prints several objects (`kind: List`).
+fn list_of(listed: &pager::Listed) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": { "resourceVersion": listed.meta.resource_version },
+        "items": listed.items,
+    })
+}
+
+/// kubectl's line for an empty list.
+fn nothing_found(ns: &str, r: &ApiResource) -> String {
+    if ns.is_empty() || !r.namespaced {
+        "No resources found".to_string()
+    } else {
+        format!("No resources found in {ns} namespace.")
+    }
 }

@@ -1,27 +1,35 @@
 //! `kubestore`, a client of registry-svc, as a library so the tests can drive it.
 //!
-//! - [`kinds`]: what the CLI needs per kind (RPCs, table columns), one trait and three impls;
-//! - [`manifest`]: Kubernetes-shaped YAML/JSON manifests <-> our messages (proto3 JSON
-//!   mapping, whose camelCase names are Kubernetes' own);
-//! - [`table`]: kubectl-like tables and ages;
-//! - [`get`]: `get` (tables, `-o yaml|json|wide`, `-w`), [`apply`]: `apply -f` / `delete -f`,
-//!   [`client_dry_run`]: their `--dry-run=client`;
+//! The kubectl-like verbs know no kind: they ask registry-svc's generic API
+//! (`registry.v1.Resources`) what it serves and speak to every resource the same way, objects as
+//! Kubernetes JSON, tables printed by the server.
+//!
+//! - [`client`]: the generic API's calls, objects as JSON; [`resource`]: what a kind typed on
+//!   the command line (or a manifest's `apiVersion` and `kind`) names, from discovery;
+//! - [`manifest`]: Kubernetes manifests in (several YAML documents per file) and objects out
+//!   (`-o yaml|json|jsonpath=|custom-columns=`);
+//! - [`table`]: the server's Tables as kubectl prints them;
+//! - [`get`]: `get` (tables, `-o ...`, `-w`), with [`pager`]: lists in pages of 500 and the
+//!   informer's source for `-w`;
+//! - [`apply`]: `apply -f`, `delete -f`, `delete KIND NAME...`; [`client_dry_run`]: their
+//!   `--dry-run=client`;
+//! - [`modify`]: `label`, `annotate`, `patch` (sent to the server's Patch) and `edit` (an Update
+//!   at the version read), with [`patch`]: kubectl's `key=value` edits and local patches;
+//! - [`description`]: the `describe` verb;
+//! - [`kinds`]: the typed Pods API the node agent and the demo use; [`agent`]: the node agent,
+//!   a stand-in kubelet that closes the graceful-deletion loop, with [`backoff`], how its
+//!   writes are retried; [`demo`]: the guided walk through pods, graceful deletion and
+//!   finalizers;
 //! - [`jsonpath`]: `-o jsonpath=` and `-o custom-columns=` (the shared crate's);
-//! - [`modify`]: `label`, `annotate`, `patch` and `edit` (read, change, update at the version
-//!   read, again on a conflict), with [`patch`]: merge and JSON patches, `key=value` edits;
-//! - [`pager`]: lists in pages of 500 (kubectl's `--chunk-size`);
-//! - [`resource`]: what a kind typed on the command line names; [`description`]: `describe`;
-//! - [`agent`]: the node agent, a stand-in kubelet that closes the graceful-deletion loop, with
-//!   [`backoff`], how its writes are retried;
-//! - [`demo`]: the guided walk through pods, graceful deletion and finalizers;
+//! - [`verbs`]: the verbs' command lines and printing, for the `kubestore` binary;
 //! - [`rewrite`]: `storage rewrite`, re-storing a resource's objects after a key rotation.
 
 pub mod agent;
 pub mod apply;
-pub mod client_dry_run;
 /// How refused writes are retried (shared with the controllers).
 pub use kubestore_controllers::backoff;
-pub mod custom;
+pub mod client;
+pub mod client_dry_run;
 pub mod demo;
 pub mod description;
 pub mod get;
@@ -34,6 +42,7 @@ pub mod patch;
 pub mod resource;
 pub mod rewrite;
 pub mod table;
+pub mod verbs;
 
 use kubestore_telemetry::{
     GrpcTraceLayer, GrpcTraceService,
@@ -162,6 +171,33 @@ pub fn describe(status: &Status) -> String {
         String::new()
     };
     format!("Error from server ({reason}): {}{hint}", status.message())
+}
+
+/// Why a verb failed: the server refused (printed as kubectl prints a refusal), or the
+/// request could not be made (`error: ...`, kubectl's words for a client-side failure).
+#[derive(Debug, Clone)]
+pub enum Error {
+    /// A refusal from registry-svc.
+    Server(Status),
+    /// A problem found by the CLI (an unknown kind, bad input).
+    Client(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Server(s) => f.write_str(&describe(s)),
+            Self::Client(e) => write!(f, "error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<Status> for Error {
+    fn from(s: Status) -> Self {
+        Self::Server(s)
+    }
 }
 
 #[cfg(test)]

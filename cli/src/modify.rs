@@ -1,35 +1,30 @@
-//! `label`, `annotate`, `patch` and `edit`: one object of any kind (built-in, definition or
-//! custom) is read, changed on its JSON in Kubernetes' shape, and written back as an update at
-//! the resourceVersion read.
+//! `label`, `annotate`, `patch` and `edit` of one object of any kind.
 //!
-//! Optimistic concurrency as kubectl does it: when someone else wrote the object in between
-//! (ABORTED, `Conflict`), `label`/`annotate`/`patch` read it again and re-apply their change,
-//! up to [`ATTEMPTS`] times, unless the change itself names a resourceVersion (then the
-//! conflict is the answer: the caller asked for that version). `edit` never retries: what the
-//! user edited was that version; on any failure their file is kept and named.
+//! `label` and `annotate` read the object, check the edits against it (kubectl's
+//! `--overwrite`), and send the keys that change as a JSON merge patch; `patch` sends the
+//! user's patch. registry-svc applies both inside its update's retry loop, so a concurrent
+//! writer never makes them fail, and a patch that names a resourceVersion is a precondition
+//! (Conflict when stale), as upstream's patcher does. `edit` writes what was saved as an Update
+//! at the resourceVersion read, and never retries: what the user edited was that version; on
+//! any failure their file is kept and named.
 
-use kubestore_proto::{
-    apiextensions::v1::{UpdateCustomObjectRequest, UpdateCustomResourceDefinitionRequest},
-    core::v1::{ConfigMap, Event, Pod, Secret},
-};
+use kubestore_proto::registry::v1::{ApiResource, PatchType as Wire};
 use serde_json::Value;
-use tonic::{Code, Status};
+use tonic::Status;
 
 use crate::{
-    Ch, DryRun, custom, describe,
-    kinds::Kind,
-    manifest::{self, Object},
-    resource::Named,
+    Ch, DryRun, Error,
+    client::{Client, warning_lines},
+    manifest,
+    patch::{self, MapEdit, PatchType},
+    resource::{kind_word, unknown},
 };
-
-/// How many times a change is re-applied after losing a race with another writer.
-pub const ATTEMPTS: usize = 5;
 
 /// One object named on the command line.
 #[derive(Debug, Clone)]
 pub struct Target {
-    /// Its kind.
-    pub kind: Named,
+    /// Its resource.
+    pub resource: ApiResource,
     /// Its namespace (ignored for cluster-scoped kinds).
     pub namespace: String,
     /// Its name.
@@ -37,16 +32,36 @@ pub struct Target {
 }
 
 impl Target {
+    /// The object `name` of the kind `kind` (as typed) names in `namespace`.
+    pub async fn resolve(
+        client: &Client,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Self, Error> {
+        let discovery = client.discover().await?;
+        let resource = discovery
+            .resolve(kind)
+            .ok_or_else(|| Error::Client(unknown(kind)))?
+            .clone();
+        Ok(Self {
+            resource,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })
+    }
+
+    /// The same kind and namespace, another name.
+    pub fn named(&self, name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            ..self.clone()
+        }
+    }
+
     /// The kind as kubectl prints it before a name (`configmap`, `crontab.stable.example.com`).
     pub fn kind_word(&self) -> String {
-        match &self.kind {
-            Named::Pods => "pod".to_string(),
-            Named::ConfigMaps => "configmap".into(),
-            Named::Events => "event".into(),
-            Named::Secrets => "secret".into(),
-            Named::Definitions => "customresourcedefinition.apiextensions.k8s.io".into(),
-            Named::Custom(r) => format!("{}.{}", r.kind.to_lowercase(), r.group),
-        }
+        kind_word(&self.resource)
     }
 
     /// `kind/name` as kubectl prints it (`configmap/settings`, `crontab.stable.example.com/a`).
@@ -54,86 +69,26 @@ impl Target {
         format!("{}/{}", self.kind_word(), self.name)
     }
 
-    fn namespace_for(&self, namespaced: bool) -> String {
-        if namespaced {
-            self.namespace.clone()
+    /// Upstream's NotFound for the target.
+    pub fn not_found(&self) -> Error {
+        let r = &self.resource;
+        let resource = if r.group.is_empty() {
+            r.resource.clone()
         } else {
-            String::new()
-        }
-    }
-}
-
-/// The object, as upstream's JSON (with `apiVersion` and `kind`).
-pub async fn read(ch: &Ch, t: &Target) -> Result<Value, Status> {
-    let ns = &t.namespace;
-    Ok(match &t.kind {
-        Named::Pods => manifest::to_value(&Pod::get(ch, ns, &t.name).await?),
-        Named::ConfigMaps => manifest::to_value(&ConfigMap::get(ch, ns, &t.name).await?),
-        Named::Events => manifest::to_value(&Event::get(ch, ns, &t.name).await?),
-        Named::Secrets => manifest::to_value(&Secret::get(ch, ns, &t.name).await?),
-        Named::Definitions => custom::get_definition_value(ch, &t.name).await?.0,
-        Named::Custom(r) => custom::get_value(ch, r, ns, &t.name).await?.0,
-    })
-}
-
-/// Writes `value` as an update of the target (at the resourceVersion it carries); returns the
-/// warnings for fields kubestore does not model (dropped, as `apply` does).
-pub async fn write(
-    ch: &Ch,
-    t: &Target,
-    value: Value,
-    dry_run: bool,
-) -> Result<Vec<String>, Status> {
-    let ns = &t.namespace;
-    if let Named::Custom(r) = &t.kind {
-        let Value::Object(map) = value else {
-            return Err(Status::invalid_argument("the object is not a mapping"));
+            format!("{}.{}", r.resource, r.group)
         };
-        custom::objects_client(ch)
-            .update(UpdateCustomObjectRequest {
-                group: r.group.clone(),
-                version: r.version.clone(),
-                plural: r.plural.clone(),
-                namespace: t.namespace_for(r.namespaced),
-                object: Some(custom::to_struct(map)?),
-                dry_run,
-            })
-            .await?;
-        return Ok(Vec::new());
+        Error::Server(Status::not_found(format!(
+            "{resource} {:?} not found",
+            self.name
+        )))
     }
-    let parsed = manifest::from_value(value).map_err(Status::invalid_argument)?;
-    let warnings = parsed
-        .ignored
-        .iter()
-        .map(|f| format!("Warning: unknown field {f:?} ignored (kubestore does not model it)"))
-        .collect();
-    match (&t.kind, parsed.object) {
-        (Named::Pods, Object::Pod(o)) => drop(Pod::update(ch, ns, o, dry_run).await?),
-        (Named::ConfigMaps, Object::ConfigMap(o)) => {
-            drop(ConfigMap::update(ch, ns, o, dry_run).await?)
-        }
-        (Named::Events, Object::Event(o)) => drop(Event::update(ch, ns, o, dry_run).await?),
-        (Named::Secrets, Object::Secret(o)) => drop(Secret::update(ch, ns, o, dry_run).await?),
-        (Named::Definitions, Object::Definition(d)) => drop(
-            custom::definitions_client(ch)
-                .update(UpdateCustomResourceDefinitionRequest {
-                    custom_resource_definition: Some(*d),
-                    dry_run,
-                })
-                .await?,
-        ),
-        _ => {
-            return Err(Status::invalid_argument(
-                "apiVersion and kind cannot be changed",
-            ));
-        }
-    }
-    Ok(warnings)
 }
 
-fn resource_version(v: &Value) -> Option<&str> {
-    v.pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
+/// The object, as the server returns it.
+pub async fn read(client: &Client, t: &Target) -> Result<Value, Error> {
+    Ok(client
+        .get(&t.resource, &t.namespace, &t.name, Default::default())
+        .await?)
 }
 
 /// What a change did.
@@ -145,47 +100,82 @@ pub struct Changed {
     pub warnings: Vec<String>,
 }
 
-/// Reads the target, applies `change` to it and writes the result at the version read; a
-/// conflict with another writer reads and applies again (see the module doc). Errors are lines
-/// to print: `error: ...` for the caller's input, `Error from server ...` for a refusal.
-pub async fn modify(
+/// `label` (`field` = `labels`) or `annotate` (`annotations`): `edits` checked against the
+/// object read, and the keys that change sent as a merge patch.
+pub async fn edit_map(
     ch: &Ch,
     t: &Target,
+    field: &str,
+    edits: &[MapEdit],
+    overwrite: bool,
     dry_run: DryRun,
-    change: impl Fn(&Value) -> Result<(Value, Vec<String>), String>,
-) -> Result<Changed, String> {
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let current = read(ch, t).await.map_err(|s| describe(&s))?;
-        let (mut next, mut warnings) = change(&current).map_err(|e| format!("error: {e}"))?;
-        if next == current || dry_run == DryRun::Client {
-            // A client dry run stops here: what would change is known, nothing is written.
-            return Ok(Changed {
-                changed: next != current,
-                warnings,
-            });
-        }
-        // A change that names a version of its own is a precondition: no retry.
-        let pinned = resource_version(&next).is_some_and(|v| Some(v) != resource_version(&current));
-        if !pinned
-            && let (Some(rv), Some(Value::Object(m))) =
-                (resource_version(&current), next.get_mut("metadata"))
-        {
-            m.insert("resourceVersion".into(), rv.into());
-        }
-        match write(ch, t, next, dry_run == DryRun::Server).await {
-            Ok(w) => {
-                warnings.extend(w);
-                return Ok(Changed {
-                    changed: true,
-                    warnings,
-                });
-            }
-            Err(s) if s.code() == Code::Aborted && !pinned && attempt < ATTEMPTS => {}
-            Err(s) => return Err(describe(&s)),
-        }
+) -> Result<Changed, Error> {
+    let client = Client::new(ch);
+    let current = read(&client, t).await?;
+    let mut next = current.clone();
+    let mut warnings =
+        patch::edit_map(&mut next, field, edits, overwrite).map_err(Error::Client)?;
+    if next == current || dry_run == DryRun::Client {
+        // A client dry run stops here: what would change is known, nothing is written.
+        return Ok(Changed {
+            changed: next != current,
+            warnings,
+        });
     }
+    let body = patch::map_patch(&current, &next, field);
+    let written = client
+        .patch(
+            &t.resource,
+            &t.namespace,
+            &t.name,
+            Wire::Merge,
+            &body,
+            dry_run == DryRun::Server,
+        )
+        .await?;
+    warnings.extend(warning_lines(&written.warnings));
+    Ok(Changed {
+        changed: true,
+        warnings,
+    })
+}
+
+/// `patch`: `text` (JSON or YAML) of type `patch_type` (else kubectl's default for the kind)
+/// sent to the server's Patch. The object is read first, as kubectl reads it, to tell a patch
+/// that changed nothing ("patched (no change)"); a client dry run applies the patch to it here.
+pub async fn patch(
+    ch: &Ch,
+    t: &Target,
+    patch_type: Option<PatchType>,
+    text: &str,
+    dry_run: DryRun,
+) -> Result<Changed, Error> {
+    let client = Client::new(ch);
+    let body = patch::parse(text).map_err(Error::Client)?;
+    let kind = patch_type.unwrap_or_else(|| PatchType::default_for(&t.resource));
+    let current = read(&client, t).await?;
+    if dry_run == DryRun::Client {
+        let next =
+            patch::apply_locally(kind, &t.resource, &current, &body).map_err(Error::Client)?;
+        return Ok(Changed {
+            changed: next != current,
+            warnings: Vec::new(),
+        });
+    }
+    let written = client
+        .patch(
+            &t.resource,
+            &t.namespace,
+            &t.name,
+            kind.wire(),
+            &body,
+            dry_run == DryRun::Server,
+        )
+        .await?;
+    Ok(Changed {
+        changed: written.object != current,
+        warnings: warning_lines(&written.warnings).collect(),
+    })
 }
 
 /// What `edit` did.
@@ -208,7 +198,8 @@ const EDIT_HEADER: &str = "# Please edit the object below. Lines beginning with 
 /// `$EDITOR` is: `vi`, `code --wait`), and updates the object with what was saved, at the
 /// resourceVersion it was read at. On a failure the saved file is kept and the error names it.
 pub async fn edit(ch: &Ch, t: &Target, editor: &str, dry_run: bool) -> Result<Edited, String> {
-    let current = read(ch, t).await.map_err(|s| describe(&s))?;
+    let client = Client::new(ch);
+    let current = read(&client, t).await.map_err(|e| e.to_string())?;
     let yaml = manifest::render(&current, "yaml").map_err(|e| format!("error: {e}"))?;
     let path = std::env::temp_dir().join(format!(
         "kubestore-edit-{}-{}.yaml",
@@ -260,9 +251,12 @@ pub async fn edit(ch: &Ch, t: &Target, editor: &str, dry_run: bool) -> Result<Ed
         let _ = std::fs::remove_file(&path);
         return Ok(Edited::Cancelled);
     }
-    let warnings = write(ch, t, next, dry_run)
+    let written = client
+        .update(&t.resource, &t.namespace, &next, dry_run)
         .await
-        .map_err(|s| keep(describe(&s)))?;
+        .map_err(|s| keep(crate::describe(&s)))?;
     let _ = std::fs::remove_file(&path);
-    Ok(Edited::Edited { warnings })
+    Ok(Edited::Edited {
+        warnings: warning_lines(&written.warnings).collect(),
+    })
 }

@@ -1,11 +1,16 @@
-//! The changes `patch`, `label` and `annotate` make to an object, on its JSON (Kubernetes'
-//! shape), without asking the server: a JSON merge patch (RFC 7386, `--type merge`), a JSON
-//! patch (RFC 6902, `--type json`), and kubectl's `key=value` / `key-` edits of a string map.
-//!
-//! kubectl's default patch type for built-in kinds is the strategic merge patch, which needs
-//! each field's merge keys from Go struct tags; we have no such tags, so `--type merge` is the
-//! default here (what kubectl uses for custom kinds). The README says so.
+//! What `patch`, `label` and `annotate` send: kubectl's `key=value` / `key-` edits of a
+//! string map, checked against the object read (`--overwrite`) and sent as a JSON merge patch
+//! of just those keys; `patch`'s types; and the local application of a patch that
+//! `--dry-run=client` needs (the server applies every real one, inside its update's retry
+//! loop).
 
+use std::sync::OnceLock;
+
+use kubestore_apimachinery::{
+    descriptors::Descriptors,
+    patch::{Patch, PatchType as Applied},
+};
+use kubestore_proto::registry::v1::{ApiResource, PatchType as Wire};
 use serde_json::{Map, Value};
 
 /// Which patch `--type` names.
@@ -15,178 +20,63 @@ pub enum PatchType {
     Merge,
     /// RFC 6902: a list of operations (add, remove, replace, move, copy, test).
     Json,
+    /// Kubernetes' strategic merge patch: lists merge by their keys (built-in kinds only).
+    Strategic,
 }
 
-/// Applies `patch` (its text, JSON or YAML) of type `kind` to `target`.
-pub fn apply(kind: PatchType, target: &Value, patch: &str) -> Result<Value, String> {
-    let patch: Value = serde_yaml_ng::from_str(patch).map_err(|e| format!("the patch: {e}"))?;
-    match kind {
-        PatchType::Merge => {
-            if !patch.is_object() {
-                return Err("a merge patch is a JSON object".into());
-            }
-            let mut out = target.clone();
-            merge(&mut out, &patch);
-            Ok(out)
+impl PatchType {
+    /// kubectl's default: strategic for a built-in kind, merge for a custom one (kubectl sends
+    /// strategic and the server refuses it; see the README).
+    pub fn default_for(r: &ApiResource) -> Self {
+        if r.message.is_empty() {
+            Self::Merge
+        } else {
+            Self::Strategic
         }
-        PatchType::Json => json_patch(target, &patch),
     }
-}
 
-/// RFC 7386 MergePatch.
-pub fn merge(target: &mut Value, patch: &Value) {
-    let Value::Object(p) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    if let Value::Object(t) = target {
-        for (k, v) in p {
-            if v.is_null() {
-                t.remove(k);
-            } else {
-                merge(t.entry(k.clone()).or_insert(Value::Null), v);
-            }
+    /// The generic API's patch type.
+    pub fn wire(self) -> Wire {
+        match self {
+            Self::Merge => Wire::Merge,
+            Self::Json => Wire::Json,
+            Self::Strategic => Wire::Strategic,
         }
     }
 }
 
-/// RFC 6902: each operation in order, all or nothing.
-pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, String> {
-    let Value::Array(ops) = patch else {
-        return Err("a JSON patch is a list of operations".into());
-    };
-    let mut doc = target.clone();
-    for (i, op) in ops.iter().enumerate() {
-        operation(&mut doc, op).map_err(|e| format!("operation {}: {e}", i + 1))?;
-    }
-    Ok(doc)
+/// The patch text (JSON, or YAML as kubectl takes it) as JSON.
+pub fn parse(text: &str) -> Result<Value, String> {
+    serde_yaml_ng::from_str(text).map_err(|e| format!("the patch: {e}"))
 }
 
-fn operation(doc: &mut Value, op: &Value) -> Result<(), String> {
-    let field = |name: &str| {
-        op.get(name)
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("missing {name:?}"))
-    };
-    let path = pointer(field("path")?)?;
-    let value = || op.get("value").cloned().ok_or("missing \"value\"");
-    match field("op")? {
-        "add" => add(doc, &path, value()?),
-        "remove" => remove(doc, &path).map(drop),
-        "replace" => {
-            remove(doc, &path)?;
-            add(doc, &path, value()?)
-        }
-        "move" => {
-            let from = pointer(field("from")?)?;
-            let v = remove(doc, &from)?;
-            add(doc, &path, v)
-        }
-        "copy" => {
-            let from = pointer(field("from")?)?;
-            let v = get(doc, &from)?.clone();
-            add(doc, &path, v)
-        }
-        "test" => {
-            if *get(doc, &path)? == value()? {
-                Ok(())
-            } else {
-                Err(format!("test failed at {}", show(&path)))
-            }
-        }
-        other => Err(format!("unknown op {other:?}")),
-    }
+/// The built-in kinds' descriptors, for a strategic merge patch applied locally.
+fn descriptors() -> Option<&'static Descriptors> {
+    static D: OnceLock<Option<Descriptors>> = OnceLock::new();
+    D.get_or_init(|| Descriptors::from_set(kubestore_proto::CORE_DESCRIPTOR_SET).ok())
+        .as_ref()
 }
 
-/// An RFC 6901 pointer's tokens (`~1` is `/`, `~0` is `~`).
-fn pointer(p: &str) -> Result<Vec<String>, String> {
-    if p.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Some(rest) = p.strip_prefix('/') else {
-        return Err(format!("path {p:?} does not start with /"));
-    };
-    Ok(rest
-        .split('/')
-        .map(|t| t.replace("~1", "/").replace("~0", "~"))
-        .collect())
-}
-
-fn show(path: &[String]) -> String {
-    format!("/{}", path.join("/"))
-}
-
-fn get<'a>(doc: &'a Value, path: &[String]) -> Result<&'a Value, String> {
-    let mut at = doc;
-    for t in path {
-        at = match at {
-            Value::Object(m) => m.get(t),
-            Value::Array(a) => t.parse::<usize>().ok().and_then(|i| a.get(i)),
-            _ => None,
-        }
-        .ok_or_else(|| format!("{} does not exist", show(path)))?;
-    }
-    Ok(at)
-}
-
-fn parent<'a>(doc: &'a mut Value, path: &[String]) -> Result<(&'a mut Value, String), String> {
-    let Some((last, up)) = path.split_last() else {
-        return Err("the whole document cannot be the target here".into());
-    };
-    let mut at = doc;
-    for t in up {
-        at = match at {
-            Value::Object(m) => m.get_mut(t),
-            Value::Array(a) => t.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
-            _ => None,
-        }
-        .ok_or_else(|| format!("{} does not exist", show(up)))?;
-    }
-    Ok((at, last.clone()))
-}
-
-fn add(doc: &mut Value, path: &[String], value: Value) -> Result<(), String> {
-    if path.is_empty() {
-        *doc = value;
-        return Ok(());
-    }
-    let (at, last) = parent(doc, path)?;
-    match at {
-        Value::Object(m) => {
-            m.insert(last, value);
-            Ok(())
-        }
-        Value::Array(a) => {
-            let i = if last == "-" {
-                a.len()
-            } else {
-                last.parse::<usize>()
-                    .map_err(|_| format!("{} is not an index", show(path)))?
-            };
-            if i > a.len() {
-                return Err(format!("{} is past the end of the list", show(path)));
-            }
-            a.insert(i, value);
-            Ok(())
-        }
-        _ => Err(format!("{} is inside a scalar", show(path))),
-    }
-}
-
-fn remove(doc: &mut Value, path: &[String]) -> Result<Value, String> {
-    let (at, last) = parent(doc, path)?;
-    let missing = || format!("{} does not exist", show(path));
-    match at {
-        Value::Object(m) => m.remove(&last).ok_or_else(missing),
-        Value::Array(a) => match last.parse::<usize>() {
-            Ok(i) if i < a.len() => Ok(a.remove(i)),
-            _ => Err(missing()),
+/// Applies `body` of type `kind` to `current`, an object of `r`, here: what
+/// `--dry-run=client` shows (nothing is sent).
+pub fn apply_locally(
+    kind: PatchType,
+    r: &ApiResource,
+    current: &Value,
+    body: &Value,
+) -> Result<Value, String> {
+    let patch = Patch {
+        patch_type: match kind {
+            PatchType::Merge => Applied::Merge,
+            PatchType::Json => Applied::Json,
+            PatchType::Strategic => Applied::Strategic,
         },
-        _ => Err(missing()),
-    }
+        body: body.clone(),
+    };
+    let message = descriptors()
+        .filter(|_| !r.message.is_empty())
+        .map(|d| (d, r.message.as_str()));
+    patch.apply(current, message).map_err(|e| e.to_string())
 }
 
 /// kubectl's `key=value` (set) and `key-` (remove) arguments of `label` and `annotate`.
@@ -267,6 +157,30 @@ pub fn edit_map(
     Ok(warnings)
 }
 
+/// The merge patch that turns `current`'s `metadata.<field>` into `next`'s: only the keys
+/// that change, removed ones as `null` (kubectl's two-way merge patch of a label edit).
+pub fn map_patch(current: &Value, next: &Value, field: &str) -> Value {
+    let map = |v: &Value| {
+        v.pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (old, new) = (map(current), map(next));
+    let mut changes = Map::new();
+    for (k, v) in &new {
+        if old.get(k) != Some(v) {
+            changes.insert(k.clone(), v.clone());
+        }
+    }
+    for k in old.keys() {
+        if !new.contains_key(k) {
+            changes.insert(k.clone(), Value::Null);
+        }
+    }
+    serde_json::json!({ "metadata": { field: changes } })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -274,59 +188,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn merge_patches_follow_rfc_7386() {
-        // The RFC's own example (appendix A's cases condensed).
-        let target = json!({"a": "b", "c": {"d": "e", "f": "g"}, "l": [1, 2]});
-        let out = apply(
+    fn client_dry_runs_apply_patches_as_the_server_would() {
+        let cm = ApiResource::default();
+        let current = json!({"metadata": {"name": "a"}, "data": {"x": "1", "y": "2"}});
+        let merged = apply_locally(
             PatchType::Merge,
-            &target,
-            r#"{"a": "z", "c": {"f": null}, "l": [3], "n": {"x": 1}}"#,
+            &cm,
+            &current,
+            &parse("data: {x: null, z: '3'}").expect("yaml"),
         )
         .expect("applies");
-        assert_eq!(
-            out,
-            json!({"a": "z", "c": {"d": "e"}, "l": [3], "n": {"x": 1}})
+        assert_eq!(merged["data"], json!({"y": "2", "z": "3"}));
+        let failed = apply_locally(
+            PatchType::Json,
+            &cm,
+            &current,
+            &json!([{"op": "test", "path": "/data/x", "value": "9"}]),
         );
-        // YAML is taken too, as kubectl takes it.
-        let out = apply(PatchType::Merge, &target, "a: y").expect("yaml");
-        assert_eq!(out["a"], "y");
-        assert!(apply(PatchType::Merge, &target, "[1]").is_err());
+        assert!(failed.is_err(), "{failed:?}");
+        assert_eq!(PatchType::default_for(&cm), PatchType::Merge);
+        let pod = ApiResource {
+            message: ".core.v1.Pod".into(),
+            ..Default::default()
+        };
+        assert_eq!(PatchType::default_for(&pod), PatchType::Strategic);
+        let pod_json = json!({"spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]}});
+        let patched = apply_locally(
+            PatchType::Strategic,
+            &pod,
+            &pod_json,
+            &json!({"spec": {"containers": [{"name": "b", "image": "z"}]}}),
+        )
+        .expect("a strategic merge");
+        assert_eq!(
+            patched["spec"]["containers"],
+            json!([{"name": "a", "image": "x"}, {"name": "b", "image": "z"}]),
+            "containers merge by name"
+        );
     }
 
     #[test]
-    fn json_patches_follow_rfc_6902_all_or_nothing() {
-        let target = json!({"metadata": {"labels": {"a/b": "1"}}, "items": [1, 2, 3]});
-        let out = apply(
-            PatchType::Json,
-            &target,
-            r#"[
-              {"op": "test", "path": "/metadata/labels/a~1b", "value": "1"},
-              {"op": "add", "path": "/metadata/labels/c", "value": "2"},
-              {"op": "remove", "path": "/items/0"},
-              {"op": "add", "path": "/items/-", "value": 4},
-              {"op": "replace", "path": "/items/0", "value": 9},
-              {"op": "copy", "from": "/items/0", "path": "/first"},
-              {"op": "move", "from": "/first", "path": "/moved"}
-            ]"#,
-        )
-        .expect("applies");
+    fn label_edits_become_merge_patches_of_their_keys() {
+        let current = json!({"metadata": {"labels": {"a": "1", "b": "2", "c": "3"}}});
+        let next = json!({"metadata": {"labels": {"a": "1", "b": "9", "d": "4"}}});
         assert_eq!(
-            out,
-            json!({"metadata": {"labels": {"a/b": "1", "c": "2"}}, "items": [9, 3, 4], "moved": 9})
+            map_patch(&current, &next, "labels"),
+            json!({"metadata": {"labels": {"b": "9", "d": "4", "c": null}}})
         );
-        let failed = apply(
-            PatchType::Json,
-            &target,
-            r#"[{"op": "add", "path": "/x", "value": 1}, {"op": "test", "path": "/x", "value": 2}]"#,
-        );
-        assert_eq!(failed, Err("operation 2: test failed at /x".into()));
-        let missing = apply(
-            PatchType::Json,
-            &target,
-            r#"[{"op": "remove", "path": "/nope"}]"#,
-        );
-        assert_eq!(missing, Err("operation 1: /nope does not exist".into()));
-        assert!(apply(PatchType::Json, &target, r#"{"op": "add"}"#).is_err());
     }
 
     #[test]

@@ -59,3 +59,34 @@ pub fn kubestore_binary() -> std::path::PathBuf {
     );
     bin
 }
+
+/// What one run of the `kubestore` binary printed.
+#[derive(Debug)]
+pub struct CliRun {
+    /// Whether it exited 0.
+    pub ok: bool,
+    /// Standard output, trailing whitespace trimmed.
+    pub stdout: String,
+    /// Standard error, trailing whitespace trimmed.
+    pub stderr: String,
+}
+
+/// Runs `kubestore --registry URL ARGS...` as a user runs it, with `env` set (and no
+/// `$EDITOR` of the test's own), off the test's runtime threads.
+pub async fn kubestore(url: &str, args: &[&str], env: &[(&str, &str)]) -> CliRun {
+    let mut cmd = std::process::Command::new(kubestore_binary());
+    cmd.arg("--registry").arg(url).args(args);
+    cmd.env_remove("KUBE_EDITOR").env_remove("EDITOR");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .expect("joins")
+        .expect("kubestore runs");
+    CliRun {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).trim_end().to_string(),
+        stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
+    }
+}

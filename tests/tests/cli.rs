@@ -13,7 +13,6 @@ use kubestore_cli::{
     get::{GetOptions, get},
     manifest::parse,
 };
-use kubestore_proto::core::v1::{ConfigMap, Pod};
 use kubestore_tests::Cluster;
 
 const MANIFEST: &str = r#"
@@ -62,7 +61,7 @@ async fn apply_get_watch_and_delete_through_the_cli() {
         namespace: "default".into(),
         ..Default::default()
     };
-    get::<Pod>(&ch, &o, |s| out.push(s))
+    get(&ch, "pods", &o, |s| out.push(s))
         .await
         .expect("get pods");
     let table = out.join("\n");
@@ -72,17 +71,38 @@ async fn apply_get_watch_and_delete_through_the_cli() {
         .unwrap_or("")
         .split_whitespace()
         .collect();
-    assert_eq!(header, ["NAME", "STATUS", "NODE", "AGE"], "{table}");
+    // The server's table: upstream's columns for Pods.
+    assert_eq!(
+        header,
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{table}"
+    );
     assert!(
         table
             .lines()
             .nth(1)
-            .is_some_and(|l| l.starts_with("web ") && l.contains("node-1")),
+            .is_some_and(|l| l.starts_with("web ") && l.contains(" 0/1 ") && l.contains("Pending")),
         "{table}"
     );
+    // -o wide: the priority-1 columns too (NODE among them).
     let mut out = Vec::new();
-    get::<ConfigMap>(
+    let wide = GetOptions {
+        output: "wide".into(),
+        ..o.clone()
+    };
+    get(&ch, "po", &wide, |s| out.push(s))
+        .await
+        .expect("get pods -o wide");
+    let table = out.join("\n");
+    assert!(
+        table.lines().next().is_some_and(|h| h.contains(" NODE ")),
+        "{table}"
+    );
+    assert!(table.contains("node-1"), "{table}");
+    let mut out = Vec::new();
+    get(
         &ch,
+        "configmap",
         &GetOptions {
             output: "yaml".into(),
             name: Some("settings".into()),
@@ -107,7 +127,7 @@ async fn apply_get_watch_and_delete_through_the_cli() {
         ..o.clone()
     };
     let watcher = tokio::spawn(async move {
-        get::<Pod>(&wch, &wo, move |s| {
+        get(&wch, "pods", &wo, move |s| {
             sink.lock().expect("lock").push(s);
         })
         .await
@@ -189,8 +209,9 @@ metadata:
     .expect("a dry-run delete deletes nothing");
     // -o name: kind/name per object, as kubectl prints it.
     let mut printed = Vec::new();
-    get::<ConfigMap>(
+    get(
         &ch,
+        "cm",
         &GetOptions {
             namespace: "default".into(),
             output: "name".into(),

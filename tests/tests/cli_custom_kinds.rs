@@ -6,8 +6,7 @@
 
 use kubestore_cli::{
     apply,
-    custom::{self, by_name},
-    get::GetOptions,
+    get::{GetOptions, get},
     manifest::parse,
 };
 use kubestore_tests::Cluster;
@@ -96,13 +95,17 @@ async fn apply_get_and_delete_custom_kinds_through_the_cli() {
         )
     );
 
-    let defs = custom::definitions(&ch).await.expect("definitions");
-    for name in ["crontabs", "ct", "CronTab", "crontab"] {
-        let r = by_name(&defs, name).unwrap_or_else(|| panic!("{name} resolves"));
+    for name in [
+        "crontabs",
+        "ct",
+        "CronTab",
+        "crontab",
+        "crontabs.stable.example.com",
+    ] {
         let mut out = Vec::new();
-        custom::get(
+        get(
             &ch,
-            &r,
+            name,
             &GetOptions {
                 namespace: "default".into(),
                 ..Default::default()
@@ -110,7 +113,7 @@ async fn apply_get_and_delete_custom_kinds_through_the_cli() {
             |s| out.push(s),
         )
         .await
-        .expect("get");
+        .unwrap_or_else(|e| panic!("get {name}: {e}"));
         let table = out.join("\n");
         let mut rows = table.lines();
         let header: Vec<&str> = rows.next().expect("header").split_whitespace().collect();
@@ -122,11 +125,10 @@ async fn apply_get_and_delete_custom_kinds_through_the_cli() {
             "{table}"
         );
     }
-    let r = by_name(&defs, "ct").expect("ct");
     let mut out = Vec::new();
-    custom::get(
+    get(
         &ch,
-        &r,
+        "ct",
         &GetOptions {
             namespace: "default".into(),
             name: Some("my-new-cron-object".into()),
@@ -145,7 +147,7 @@ async fn apply_get_and_delete_custom_kinds_through_the_cli() {
     );
     assert_eq!(json["kind"], "CronTab");
     let mut out = Vec::new();
-    custom::get_definitions(&ch, &GetOptions::default(), |s| out.push(s))
+    get(&ch, "crd", &GetOptions::default(), |s| out.push(s))
         .await
         .expect("get crd");
     assert!(
