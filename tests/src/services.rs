@@ -324,7 +324,6 @@ pub async fn channel(url: &str) -> Channel {
         .expect("connect")
 }
 
-/// Waits until `url` reports SERVING (at most 20 s).
 /// Waits until registry-svc at `url` has created the system namespaces it creates at start
 /// (so that a test's view of etcd's revision, or of storage's writes, starts after them).
 pub async fn wait_system_namespaces(url: &str) {
@@ -351,6 +350,7 @@ pub async fn wait_system_namespaces(url: &str) {
     }
 }
 
+/// Waits until `url` reports SERVING (at most 20 s).
 pub async fn wait_serving(url: &str) {
     let start = std::time::Instant::now();
     loop {
