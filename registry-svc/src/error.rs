@@ -67,6 +67,14 @@ pub enum ApiError {
     /// The request itself is malformed (missing object, namespace mismatch, bad name).
     #[error("{0}")]
     BadRequest(String),
+    /// A patch that cannot apply to the object (upstream's 422 "the server rejected our
+    /// request": a JSON patch `test` that fails, a path that does not exist); the patch
+    /// library's words in `detail`.
+    #[error("the server rejected our request due to an error in our request: {detail}")]
+    Unprocessable {
+        /// Why the patch did not apply.
+        detail: String,
+    },
     /// The verb is not supported by the resource (upstream's 405 MethodNotAllowed).
     #[error("{0}")]
     MethodNotSupported(String),
@@ -163,7 +171,7 @@ impl ApiError {
             Self::NotFound { .. } => "NotFound",
             Self::AlreadyExists { .. } => "AlreadyExists",
             Self::Conflict { .. } => "Conflict",
-            Self::Invalid { .. } => "Invalid",
+            Self::Invalid { .. } | Self::Unprocessable { .. } => "Invalid",
             Self::BadRequest(_) => "BadRequest",
             Self::MethodNotSupported(_) => "MethodNotAllowed",
             Self::NotAcceptable(_) => "NotAcceptable",
@@ -185,7 +193,7 @@ impl ApiError {
         match self {
             Self::NotFound { .. } => 404,
             Self::AlreadyExists { .. } | Self::Conflict { .. } => 409,
-            Self::Invalid { .. } => 422,
+            Self::Invalid { .. } | Self::Unprocessable { .. } => 422,
             Self::BadRequest(_) => 400,
             Self::MethodNotSupported(_) => 405,
             Self::NotAcceptable(_) => 406,
@@ -207,6 +215,7 @@ impl ApiError {
             Self::AlreadyExists { .. } => Code::AlreadyExists,
             Self::Conflict { .. } => Code::Aborted,
             Self::Invalid { .. }
+            | Self::Unprocessable { .. }
             | Self::BadRequest(_)
             | Self::TooLarge { .. }
             | Self::NotAcceptable(_)
@@ -291,11 +300,7 @@ impl ApiError {
         use kubestore_apimachinery::patch::PatchError;
         match e {
             PatchError::BadRequest(m) => Self::BadRequest(m),
-            PatchError::Unprocessable(m) => Self::Invalid {
-                kind: String::new(),
-                name: String::new(),
-                violations: Violations::from(vec![(String::new(), m)]),
-            },
+            PatchError::Unprocessable(detail) => Self::Unprocessable { detail },
         }
     }
 

@@ -35,6 +35,9 @@ pub fn body(e: &ApiError) -> Value {
     let code = e.http_code();
     let mut details = Map::new();
     let message = match e {
+        ApiError::NotFound { resource, name } if resource.is_empty() && name.is_empty() => {
+            "the server could not find the requested resource".to_string()
+        }
         ApiError::NotFound { resource, name } => {
             put_resource(&mut details, resource);
             if !name.is_empty() {
@@ -94,6 +97,17 @@ pub fn body(e: &ApiError) -> Value {
             } else {
                 format!("{kind} \"{name}\" is invalid: {listed}")
             }
+        }
+        ApiError::Unprocessable { detail } => {
+            details.insert(
+                "causes".into(),
+                json!([{"reason": "FieldValueInvalid", "message": detail, "field": "patch"}]),
+            );
+            // Upstream's words; what failed is in the cause.
+            "the server rejected our request due to an error in our request".to_string()
+        }
+        ApiError::TooLarge { kind, limit, .. } if kind.is_empty() => {
+            format!("Request entity too large: limit is {limit}")
         }
         ApiError::TooManyRequests(_) | ApiError::WatcherTooSlow(_) => {
             details.insert("retryAfterSeconds".into(), json!(1));
