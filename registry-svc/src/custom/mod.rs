@@ -24,6 +24,7 @@ pub mod kinds;
 pub mod object;
 pub mod openapi;
 pub mod passthrough;
+pub mod pattern;
 pub mod rules;
 pub mod service;
 pub mod strategy;
