@@ -40,8 +40,16 @@ pub fn compile(pattern: &str) -> Result<regex::Regex, String> {
     compile_sized(pattern).map(|(re, _)| re)
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Patterns compiled by this thread (tests count them).
+    pub(crate) static COMPILED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// [`compile`], and the bytes of the pattern's program (a schema bounds their sum).
 pub fn compile_sized(pattern: &str) -> Result<(regex::Regex, usize), String> {
+    #[cfg(test)]
+    COMPILED.with(|n| n.set(n.get() + 1));
     let rust = translate(pattern)?;
     let bytes = program_bytes(pattern, &rust)?;
     // The program was measured: the builder's own limit (per NFA, forward and reverse) is a

@@ -40,6 +40,14 @@ pub struct Rule {
     comprehensions: u32,
 }
 
+impl Rule {
+    /// Whether the rule reads `oldSelf` (a transition rule: run only on updates, and never
+    /// ratcheted).
+    pub fn transition(&self) -> bool {
+        self.transition
+    }
+}
+
 impl std::fmt::Debug for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Rule").field("rule", &self.rule).finish()
