@@ -26,8 +26,13 @@ use crate::{
 };
 
 /// The Struct of the object stored as `stored` (an encoded [`CustomObject`]), as the client
-/// asked for it: `apiVersion` is `api_version` (conversion `None`), `metadata` upstream's JSON.
-pub fn encode_object(stored: &[u8], api_version: &str) -> Result<Bytes, ApiError> {
+/// asked for it: `apiVersion` is `api_version` (conversion `None`), `metadata` upstream's JSON,
+/// the rest as `read` leaves it (the schema's pruning and defaults).
+pub fn encode_object(
+    stored: &[u8],
+    api_version: &str,
+    read: impl FnOnce(&mut Map<String, Value>),
+) -> Result<Bytes, ApiError> {
     let obj = CustomObject::decode(stored)
         .map_err(|e| ApiError::Internal(format!("a stored custom object does not decode: {e}")))?;
     let content: Map<String, Value> = if obj.content.is_empty() {
@@ -42,6 +47,8 @@ pub fn encode_object(stored: &[u8], api_version: &str) -> Result<Bytes, ApiError
             }
         }
     };
+    let mut content = content;
+    read(&mut content);
     let mut out = Vec::with_capacity(obj.content.len() * 2 + 256);
     for (k, v) in &content {
         if k != "apiVersion" && k != "metadata" {
@@ -129,7 +136,7 @@ mod tests {
             unreachable!()
         };
         let stored = CustomObject::from_json(m).expect("parses").encode_to_vec();
-        let wire = encode_object(&stored, "stable.example.com/v2").expect("encodes");
+        let wire = encode_object(&stored, "stable.example.com/v2", |_| {}).expect("encodes");
         let decoded = pbjson_types::Struct::decode(wire).expect("a Struct");
         // The typed path: the object's JSON with the asked version, as a Struct.
         let obj = CustomObject::decode(&stored[..]).expect("decodes");

@@ -250,6 +250,23 @@ impl Schema {
         coerce::prune_nulls(&self.root, object);
     }
 
+    /// [`Self::prune`], then [`Self::default`]: what upstream does to every object it decodes,
+    /// from a request or from storage.
+    pub fn normalize(&self, object: &mut Value) {
+        self.prune(object);
+        self.default(object);
+    }
+
+    /// [`Self::normalize`] on an object's fields (`content`: the object without its
+    /// metadata, or with it).
+    pub fn normalize_map(&self, content: &mut serde_json::Map<String, Value>) {
+        let mut v = Value::Object(std::mem::take(content));
+        self.normalize(&mut v);
+        if let Value::Object(m) = v {
+            *content = m;
+        }
+    }
+
     /// Applies the schema's `default`s (upstream's structural defaulting).
     pub fn default(&self, object: &mut Value) {
         if self.defaults {
