@@ -5,8 +5,9 @@
 //! like every kind (so storage-svc, which reads field 1 for resourceVersion, UIDs, finalizers and
 //! label selectors, needs nothing new and stays resource-agnostic), and the rest of the object
 //! (apiVersion, kind, spec, status, ...) as JSON bytes in field 2, keys sorted, so equal objects
-//! encode to equal bytes and storage can skip unchanged writes. (Upstream stores
-//! the whole object as JSON; see the README's deviations.)
+//! encode to equal bytes and storage can skip unchanged writes; field 3 says which schema the
+//! content was pruned and defaulted by. (Upstream stores the whole object as JSON; see the
+//! README's deviations.)
 
 use kubestore_proto::meta::v1::{ListOptions, ObjectMeta};
 use serde_json::{Map, Value};
@@ -22,6 +23,12 @@ pub struct CustomObject {
     /// Every other top-level field, as a JSON object.
     #[prost(bytes = "vec", tag = "2")]
     pub content: Vec<u8>,
+    /// The fingerprint of the schema `content` was last pruned and defaulted by
+    /// (`openapi::Schema::fingerprint`; 0: unknown). Reads prune and default by the current
+    /// schema (upstream's decoder does): an object written under the same schema already is,
+    /// and is served without walking it again. Never sent to clients.
+    #[prost(fixed64, tag = "3")]
+    pub schema: u64,
 }
 
 /// The generic Store's view of custom objects: the names come from each definition at run time
@@ -63,6 +70,7 @@ impl CustomObject {
         let mut me = Self {
             metadata: Some(metadata),
             content: Vec::new(),
+            schema: 0,
         };
         me.set_content(object)?;
         Ok(me)
@@ -361,10 +369,9 @@ mod tests {
                     at = &at["a"];
                 }
                 assert_eq!((objects, at), (MAX_DEPTH - 1, &json!("leaf")), "read back whole");
-                let listed = crate::custom::wire::encode_object(&stored, "example.com/v1", |c| {
-                    schema.normalize_map(c)
-                })
-                .expect("the List pass-through's encoding");
+                let listed =
+                    crate::custom::wire::encode_object(&stored, "example.com/v1", Some(&schema))
+                        .expect("the List pass-through's encoding");
                 kubestore_proto::depth::check(&listed, kubestore_proto::depth::MAX_NESTING)
                     .expect("a client can decode it");
             })

@@ -68,11 +68,7 @@ impl tower::Service<tonic::Request<ListCustomObjectsRequest>> for ListCall {
                 // does (`service::give_out`), on the JSON parsed once for writing it.
                 let items = items
                     .into_iter()
-                    .map(|bytes| {
-                        wire::encode_object(&bytes, &api_version, |content| {
-                            version.schema.normalize_map(content)
-                        })
-                    })
+                    .map(|bytes| wire::encode_object(&bytes, &api_version, Some(&version.schema)))
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(EncodedList::new(meta, items))
             };

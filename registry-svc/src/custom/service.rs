@@ -343,7 +343,9 @@ impl CustomService {
             "apiVersion".into(),
             Value::String(format!("{}/{}", kind.group, kind.storage_version)),
         );
-        CustomObject::from_json(json)
+        let mut obj = CustomObject::from_json(json)?;
+        obj.schema = version.schema.fingerprint();
+        Ok(obj)
     }
 
     /// An object as it goes out, in `version`: pruned and defaulted by the version's schema,
@@ -356,7 +358,7 @@ impl CustomService {
     ) -> Result<pbjson_types::Struct, ApiError> {
         let mut json: Map<String, Value> = obj.content()?;
         if let Some(v) = kind.versions.get(version) {
-            v.schema.normalize_map(&mut json);
+            v.schema.read(obj.schema, &mut json);
         }
         json.insert("metadata".into(), metadata_json(obj.metadata.as_ref())?);
         json.insert(

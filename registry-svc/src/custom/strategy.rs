@@ -45,7 +45,7 @@ impl CustomStrategy {
     /// A stored object's content as it reads: pruned and defaulted by the schema.
     fn read(&self, stored: &CustomObject) -> Map<String, Value> {
         let mut content = Self::content(stored);
-        self.schema.normalize_map(&mut content);
+        self.schema.read(stored.schema, &mut content);
         content
     }
 
@@ -93,6 +93,8 @@ impl Strategy<CustomObject> for CustomStrategy {
             let content = without_status(Self::content(obj), true);
             let _ = obj.set_content(content);
         }
+        // Taken in (`service::take_in`): pruned and defaulted by this version's schema.
+        obj.schema = self.schema.fingerprint();
         obj.metadata.get_or_insert_with(Default::default).generation = 1;
     }
 
@@ -115,6 +117,8 @@ impl Strategy<CustomObject> for CustomStrategy {
             };
             let _ = new.set_content(content.clone());
         }
+        // The request's content was taken in by this schema, the old status read by it.
+        new.schema = self.schema.fingerprint();
         let generation = old.metadata.as_ref().map_or(0, |m| m.generation);
         let changed =
             without_status(content, self.status) != without_status(old_content, self.status);
@@ -144,6 +148,7 @@ impl Strategy<CustomObject> for CustomStrategy {
         };
         *new = old.clone();
         let _ = new.set_content(content);
+        new.schema = self.schema.fingerprint();
     }
 
     fn validate_status_update(&self, new: &CustomObject, old: &CustomObject) -> Violations {

@@ -126,6 +126,7 @@ pub struct Schema {
     /// The root (`type: object`).
     pub root: Node,
     defaults: bool,
+    fingerprint: u64,
 }
 
 #[cfg(test)]
@@ -143,17 +144,17 @@ impl Schema {
         if let Some(schema) = cache::get(hash, status, json) {
             return Ok(schema);
         }
-        let schema = Arc::new(Self::parse_with(json, status)?);
+        let schema = Arc::new(Self::parse_with(json, status, hash)?);
         cache::put(hash, status, json.clone(), schema.clone());
         Ok(schema)
     }
 
     /// [`Self::build`] without the status subresource and without the cache.
     pub fn parse(json: &Value) -> Result<Self, Vec<(String, String)>> {
-        Self::parse_with(json, false)
+        Self::parse_with(json, false, cache::hash(json))
     }
 
-    fn parse_with(json: &Value, status: bool) -> Result<Self, Vec<(String, String)>> {
+    fn parse_with(json: &Value, status: bool, hash: u64) -> Result<Self, Vec<(String, String)>> {
         #[cfg(test)]
         PARSED.with(|n| n.set(n.get() + 1));
         let mut problems = validate_structural(json, status);
@@ -168,7 +169,26 @@ impl Schema {
             return Err(problems);
         }
         let defaults = has_defaults(&root);
-        Ok(Self { root, defaults })
+        Ok(Self {
+            root,
+            defaults,
+            // 0 marks objects of unknown schema.
+            fingerprint: hash.max(1),
+        })
+    }
+
+    /// A fingerprint of the schema's JSON (order of keys aside): objects record the schema
+    /// they were pruned and defaulted by (`object::CustomObject::schema`).
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// `content`, read from an object last pruned and defaulted by the schema `fingerprint`,
+    /// as this schema serves it: pruned and defaulted, unless it already was by this schema.
+    pub fn read(&self, fingerprint: u64, content: &mut serde_json::Map<String, Value>) {
+        if fingerprint != self.fingerprint {
+            self.normalize_map(content);
+        }
     }
 
     /// Every violation of `object` (the whole object, metadata included), with upstream's paths
