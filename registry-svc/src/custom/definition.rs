@@ -397,7 +397,7 @@ pub fn validate_definition(crd: &CustomResourceDefinition) -> Violations {
 /// problems (paths relative to `openAPIV3Schema`) otherwise.
 pub fn version_schema(
     version: &CustomResourceDefinitionVersion,
-) -> Option<Result<Arc<schema::Schema>, Vec<(String, String)>>> {
+) -> Option<Result<Arc<schema::Schema>, schema::Problems>> {
     let s = version.schema.as_ref()?.open_api_v3_schema.as_ref()?;
     let status = version
         .subresources

@@ -316,8 +316,7 @@ impl<'a> Translator<'a> {
         let mut flags = String::new();
         let mut negated = false;
         let mut saw_flag = false;
-        loop {
-            let Some(c) = self.bump() else { break };
+        while let Some(c) = self.bump() {
             match c {
                 'i' | 'm' | 's' | 'U' => {
                     flags.push(c);
@@ -545,17 +544,18 @@ impl<'a> Translator<'a> {
             }
             first = false;
             let rest = self.rest();
-            if rest.len() > 2 && rest.starts_with("[:") {
-                if let Some(end) = rest[2..].find(":]") {
-                    let name = &rest[..end + 4];
-                    let bare = name[2..name.len() - 2].trim_start_matches('^');
-                    if !POSIX_CLASSES.contains(&bare) || name[2..].starts_with("^^") {
-                        return Err(go_error("invalid character class range", name));
-                    }
-                    self.out.push_str(name);
-                    self.at += name.len();
-                    continue;
+            if rest.len() > 2
+                && rest.starts_with("[:")
+                && let Some(end) = rest[2..].find(":]")
+            {
+                let name = &rest[..end + 4];
+                let bare = name[2..name.len() - 2].trim_start_matches('^');
+                if !POSIX_CLASSES.contains(&bare) || name[2..].starts_with("^^") {
+                    return Err(go_error("invalid character class range", name));
                 }
+                self.out.push_str(name);
+                self.at += name.len();
+                continue;
             }
             if rest.starts_with("\\p") || rest.starts_with("\\P") {
                 let class = self.unicode_class(self.at)?;

@@ -32,6 +32,9 @@ use serde_json::Value;
 pub use parse::{MAX_NESTING, MAX_SCHEMA_PATTERN_BYTES};
 pub use structural::validate_structural;
 
+/// Problems or violations, each a path and its description.
+pub type Problems = Vec<(String, String)>;
+
 /// Violations collected per object, at most.
 pub const MAX_ERRORS: usize = 100;
 
