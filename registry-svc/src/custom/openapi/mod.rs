@@ -21,6 +21,7 @@ mod cache;
 mod cel;
 mod coerce;
 mod correlate;
+mod listtype;
 mod parse;
 mod structural;
 mod validate;
@@ -209,8 +210,8 @@ impl Schema {
         let mut errors = self.validate_schema(object, old);
         // List sets and maps: upstream checks them apart, and on update only when the old
         // object had no duplicates (`ValidateListSetsAndMaps`).
-        if old.is_none_or(|o| validate::duplicates_of(&self.root, o).is_empty()) {
-            errors.extend(validate::duplicates_of(&self.root, object));
+        if old.is_none_or(|o| listtype::duplicates_of(&self.root, o).is_empty()) {
+            errors.extend(listtype::duplicates_of(&self.root, object));
         }
         // CEL rules run on a value the schema accepted (upstream's order), sharing one budget.
         if errors.is_empty() {
