@@ -14,7 +14,10 @@
 //! payload that parses as one as if it were (strings and bytes rarely do, and never deeply),
 //! and counts the depth reached before a payload turns out not to parse (prost recurses into
 //! a message field before it finds it malformed). Groups (wire types 3 and 4, which prost
-//! skips recursively in unknown fields) count as a level each.
+//! skips recursively in unknown fields) count as a level each. Reading payloads as messages
+//! is also what protects the decodes that follow our codec's (storage-svc reads the metadata of
+//! the objects a request carries as bytes). The walk reads ~1.4 GB/s (release build): 47 µs
+//! for a 60 KB ConfigMap request, whose decoding takes 360 µs.
 
 /// The deepest nesting of messages decoded: a custom object of `MAX_JSON_DEPTH` JSON levels
 /// (three messages each) inside its request or response, and a definition whose schema nests
