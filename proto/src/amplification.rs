@@ -25,7 +25,7 @@ use std::collections::HashMap;
 pub const BASE_ELEMENTS: usize = 1000;
 /// Encoded bytes per element allowed beyond [`BASE_ELEMENTS`].
 pub const BYTES_PER_ELEMENT: usize = 6;
-/// Nesting walked (deeper payloads count as plain bytes; prost itself stops at 100).
+/// Nesting walked (deeper payloads count as plain bytes; `depth` bounds how deep messages nest).
 const MAX_DEPTH: usize = 32;
 
 /// How many elements `len` encoded bytes may decode into.

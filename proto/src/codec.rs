@@ -1,5 +1,7 @@
 //! The codec of every generated client and server: prost's, except that a message that does
-//! not decode is the sender's fault.
+//! not decode is the sender's fault, and that every message is checked before it is decoded:
+//! its nesting (`depth`: prost's recursion limit is off), and, for registry-svc, what it
+//! decodes into (`amplification`).
 //!
 //! tonic's prost codec answers a malformed request with INTERNAL, the code our error tables
 //! reserve for our own bugs and corrupt stored data. Here it is INVALID_ARGUMENT with a
@@ -111,16 +113,19 @@ impl<U: prost::Message + Default, D: Domain> Decoder for CheckedDecoder<U, D> {
     type Error = Status;
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
-        if D::BOUND_DECODING {
-            use prost::bytes::Buf;
-            let chunk = buf.chunk();
-            if chunk.len() == buf.remaining()
-                && let Err(why) = crate::amplification::check(chunk)
-            {
-                return Err(too_many::<D>(why));
-            }
+        use prost::bytes::Buf;
+        let chunk = buf.chunk();
+        if chunk.len() == buf.remaining() {
+            checked::<D>(chunk)?;
+            return self.inner.decode(buf).map_err(|s| malformed::<D>(&s));
         }
-        self.inner.decode(buf).map_err(|s| malformed::<D>(&s))
+        // Not contiguous (rare): the nesting must be checked whatever it costs, as prost
+        // decodes without a recursion limit (`depth`).
+        let bytes = buf.copy_to_bytes(buf.remaining());
+        checked::<D>(&bytes)?;
+        U::decode(bytes)
+            .map(Some)
+            .map_err(|e| malformed::<D>(&Status::internal(e.to_string())))
     }
 
     fn buffer_settings(&self) -> BufferSettings {
@@ -128,7 +133,21 @@ impl<U: prost::Message + Default, D: Domain> Decoder for CheckedDecoder<U, D> {
     }
 }
 
-/// The status of a request refused before decoding (`amplification`).
+/// Refuses a message before decoding it when it nests too deeply (`depth`) or, in a domain
+/// that bounds decoding, would decode into too much (`amplification`).
+fn checked<D: Domain>(msg: &[u8]) -> Result<(), Status> {
+    if let Err(why) = crate::depth::check(msg, crate::depth::MAX_NESTING) {
+        return Err(too_many::<D>(why));
+    }
+    if D::BOUND_DECODING
+        && let Err(why) = crate::amplification::check(msg)
+    {
+        return Err(too_many::<D>(why));
+    }
+    Ok(())
+}
+
+/// The status of a request refused before decoding (`depth`, `amplification`).
 fn too_many<D: Domain>(why: String) -> Status {
     let details = ErrorDetails::with_error_info("BadRequest", D::DOMAIN, HashMap::new());
     Status::with_error_details(Code::InvalidArgument, why, details)

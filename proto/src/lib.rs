@@ -8,6 +8,8 @@
 //!
 //! - [`codec`]: the codec of every generated client and server (malformed = INVALID_ARGUMENT);
 //! - [`amplification`]: what a request may decode into, checked before decoding;
+//! - [`depth`]: how deeply a message nests, checked before decoding (prost's own recursion
+//!   limit is off);
 //! - [`limits`]: sizes both services agree on, and bounded error texts;
 //! - [`parse_revision`]: a resourceVersion's text, as upstream reads it.
 //!
@@ -17,6 +19,7 @@
 
 pub mod amplification;
 pub mod codec;
+pub mod depth;
 pub mod limits;
 mod meta_rv;
 

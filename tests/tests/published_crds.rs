@@ -250,3 +250,79 @@ async fn published_definitions_register_serve_validate_prune_and_default() {
         "one violation per field: {e:?}"
     );
 }
+
+/// cert-manager's Issuer and ClusterIssuer, as published: their schemas nest 33 JSON levels,
+/// deeper than prost's default recursion limit let a `Struct` decode ("malformed protobuf
+/// message ... Struct.fields"), so they could not be registered. Their documented examples
+/// (cert-manager.io/docs/configuration: selfSigned, ca, acme) are served.
+#[tokio::test(flavor = "multi_thread")]
+async fn cert_managers_issuers_register_and_serve_their_documented_examples() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    for text in [
+        include_str!("../fixtures/crds/cert-manager.io_issuers.json"),
+        include_str!("../fixtures/crds/cert-manager.io_clusterissuers.json"),
+    ] {
+        register_established(&mut defs, manifest(text)).await;
+    }
+    let mut objects = CustomObjectsClient::new(channel(&url).await);
+    let mut issue = async |plural: &str, namespace: &str, kind: &str, name: &str, spec: Value| {
+        let object = json!({"apiVersion": "cert-manager.io/v1", "kind": kind,
+            "metadata": {"name": name}, "spec": spec});
+        let request = CreateCustomObjectRequest {
+            group: "cert-manager.io".into(),
+            version: "v1".into(),
+            plural: plural.into(),
+            namespace: namespace.into(),
+            object: Some(serde_json::from_value(object).expect("a JSON object")),
+            dry_run: false,
+        };
+        let created = objects
+            .create(request)
+            .await
+            .unwrap_or_else(|e| panic!("{kind} {name}: {e:?}"));
+        to_json(&created.into_inner())
+    };
+    let self_signed = issue(
+        "issuers",
+        "default",
+        "Issuer",
+        "selfsigned-issuer",
+        json!({"selfSigned": {}}),
+    )
+    .await;
+    assert_eq!(self_signed["spec"], json!({"selfSigned": {}}));
+    let ca = issue(
+        "issuers",
+        "default",
+        "Issuer",
+        "ca-issuer",
+        json!({"ca": {"secretName": "ca-key-pair"}}),
+    )
+    .await;
+    assert_eq!(ca["spec"], json!({"ca": {"secretName": "ca-key-pair"}}));
+    let acme = json!({
+        "email": "user@example.com",
+        "server": "https://acme-staging-v02.api.letsencrypt.org/directory",
+        "privateKeySecretRef": {"name": "example-issuer-account-key"},
+        "solvers": [
+            {"http01": {"ingress": {"ingressClassName": "nginx"}}},
+            {"selector": {"dnsZones": ["example.com"]},
+             "dns01": {"cloudflare": {"apiTokenSecretRef": {"name": "cloudflare-api-token-secret", "key": "api-token"}}}}
+        ]
+    });
+    let staging = issue(
+        "clusterissuers",
+        "",
+        "ClusterIssuer",
+        "letsencrypt-staging",
+        json!({"acme": acme}),
+    )
+    .await;
+    let mut want = acme.clone();
+    // The schema's default (renewalInformationSource: ARI) is applied.
+    want["renewalInformationSource"] = json!("ARI");
+    assert_eq!(staging["spec"]["acme"], want);
+    assert!(staging["metadata"].get("namespace").is_none(), "{staging}");
+}

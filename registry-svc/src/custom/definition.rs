@@ -7,11 +7,14 @@
 //! Names conflicts, `NamesAccepted`/`Established` and the deletion of a definition's objects are
 //! the definitions controller's (`custom::controller`), as upstream's controllers do them.
 
+use std::sync::Arc;
+
 use kubestore_proto::{
     apiextensions::v1::{
         CustomResourceConversion, CustomResourceDefinition, CustomResourceDefinitionNames,
         CustomResourceDefinitionSpec, CustomResourceDefinitionStatus,
-        ListCustomResourceDefinitionsRequest, WatchCustomResourceDefinitionsRequest,
+        CustomResourceDefinitionVersion, ListCustomResourceDefinitionsRequest,
+        WatchCustomResourceDefinitionsRequest,
     },
     meta::v1::{ListOptions, ObjectMeta},
 };
@@ -420,6 +423,22 @@ pub fn validate_definition_update(
     v
 }
 
+/// The schema of `version` as it is served (`custom::kinds`) and validated (here): built
+/// from its `openAPIV3Schema`, with its status subresource, by `openapi::Schema::build`, so
+/// that a definition accepted is one whose every version serves. None without a schema; the
+/// problems (paths relative to `openAPIV3Schema`) otherwise.
+pub fn version_schema(
+    version: &CustomResourceDefinitionVersion,
+) -> Option<Result<Arc<schema::Schema>, schema::Problems>> {
+    let s = version.schema.as_ref()?.open_api_v3_schema.as_ref()?;
+    let status = version
+        .subresources
+        .as_ref()
+        .is_some_and(|s| s.status.is_some());
+    let json = serde_json::to_value(s).unwrap_or_default();
+    Some(schema::Schema::build(&json, status))
+}
+
 fn validate_versions(
     spec: &CustomResourceDefinitionSpec,
     old: Option<&CustomResourceDefinitionSpec>,
@@ -440,31 +459,30 @@ fn validate_versions(
                 "Invalid value: must contain unique version names".into(),
             ));
         }
-        let has_status = version
-            .subresources
-            .as_ref()
-            .is_some_and(|s| s.status.is_some());
         let mut parsed = None;
-        match version
-            .schema
-            .as_ref()
-            .and_then(|s| s.open_api_v3_schema.as_ref())
-        {
+        match version_schema(version) {
             None => v.push((
                 format!("{path}.schema.openAPIV3Schema"),
                 "Required value: schemas are required".into(),
             )),
-            Some(s) => {
-                let json = serde_json::to_value(s).unwrap_or_default();
-                parsed = schema::Schema::parse(&json).ok();
-                let mut problems = schema::validate_structural(&json, has_status);
-                if let Some(p) = &parsed {
-                    // Upstream estimates the rules of a structural schema only.
-                    let unchanged = old
-                        .and_then(|o| o.versions.iter().find(|x| x.name == version.name))
-                        .is_some_and(|o| o.schema == version.schema);
-                    problems.extend(crate::custom::rules::limits::check(&p.root, !unchanged));
+            Some(Ok(s)) => {
+                // Upstream estimates the rules of a structural schema only, and skips the
+                // per-rule limit for a version whose schema did not change.
+                let unchanged = old
+                    .and_then(|o| o.versions.iter().find(|x| x.name == version.name))
+                    .is_some_and(|o| o.schema == version.schema);
+                let problems = crate::custom::rules::limits::check(&s.root, !unchanged);
+                for (field, e) in problems {
+                    let field = if field.is_empty() {
+                        format!("{path}.schema.openAPIV3Schema")
+                    } else {
+                        format!("{path}.schema.openAPIV3Schema.{field}")
+                    };
+                    v.push((field, e));
                 }
+                parsed = Some(s);
+            }
+            Some(Err(problems)) => {
                 for (field, e) in problems {
                     let field = if field.is_empty() {
                         format!("{path}.schema.openAPIV3Schema")
@@ -572,48 +590,4 @@ fn validate_versions(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn crd(selectable: &str) -> CustomResourceDefinition {
-        serde_json::from_value(json!({
-            "metadata": {"name": "widgets.example.com"},
-            "spec": {"group": "example.com", "scope": "Namespaced",
-                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "selectableFields": [{"jsonPath": selectable}],
-                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
-                        "properties": {"class": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}}}}}}]}
-        }))
-        .expect("a definition")
-    }
-
-    fn problems(c: &CustomResourceDefinition) -> Vec<(String, String)> {
-        validate_definition(c).iter().cloned().collect()
-    }
-
-    #[test]
-    fn selectable_fields_must_name_a_scalar_of_the_schema() {
-        assert_eq!(problems(&crd(".spec.class")), vec![]);
-        let p = problems(&crd(".spec.nope"));
-        assert!(
-            p.iter()
-                .any(|(_, m)| m.contains("does not refer to a valid field")),
-            "{p:?}"
-        );
-        let p = problems(&crd(".spec.tags"));
-        assert!(
-            p.iter().any(
-                |(_, m)| m.contains("must point to a field of type string, boolean or integer")
-            ),
-            "{p:?}"
-        );
-        let p = problems(&crd(".metadata.name"));
-        assert!(
-            p.iter()
-                .any(|(_, m)| m.contains("must not point to fields in metadata")),
-            "{p:?}"
-        );
-    }
-}
+mod tests;

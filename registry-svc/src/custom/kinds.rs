@@ -66,6 +66,8 @@ pub struct ServedKind {
     pub terminating: bool,
     /// The definition's UID.
     pub uid: String,
+    /// The definition's generation (its spec's version) the kind was built from.
+    pub generation: i64,
 }
 
 impl ServedKind {
@@ -186,7 +188,14 @@ impl CustomKinds {
                     .unwrap_or_default(),
             )
         });
-        let served = self.build(crd);
+        let held = self
+            .kinds
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .find(|k| k.uid == meta.uid)
+            .cloned();
+        let served = self.build(crd, held.as_deref());
         let mut kinds = self.kinds.write().unwrap_or_else(|p| p.into_inner());
         // The kind may have been served under other accepted names: drop those.
         kinds.retain(|_, k| k.uid != meta.uid);
@@ -282,12 +291,22 @@ impl CustomKinds {
         ))
     }
 
-    /// The served kind of `crd`, or None while its names are not accepted.
-    fn build(&self, crd: &CustomResourceDefinition) -> Option<ServedKind> {
+    /// The served kind of `crd`, or None while its names are not accepted (`held`: the kind
+    /// as served until now, whose schemas are reused if the spec is the same).
+    fn build(
+        &self,
+        crd: &CustomResourceDefinition,
+        held: Option<&ServedKind>,
+    ) -> Option<ServedKind> {
         if !(condition(crd, "NamesAccepted") || condition(crd, "Established")) {
             return None;
         }
         self.builds.inc();
+        let (uid, generation) = crd
+            .metadata
+            .as_ref()
+            .map(|m| (m.uid.clone(), m.generation))
+            .unwrap_or_default();
         let spec = crd.spec.as_ref()?;
         let names = crd
             .status
@@ -309,15 +328,19 @@ impl CustomKinds {
             if !(v.served || v.storage) {
                 continue;
             }
-            let json = v
-                .schema
-                .as_ref()
-                .and_then(|s| s.open_api_v3_schema.as_ref())
-                .and_then(|s| serde_json::to_value(s).ok())?;
-            let schema = match Schema::parse(&json) {
-                Ok(s) => Arc::new(s),
-                Err(e) => {
-                    tracing::warn!(definition = %store_names.resource, version = %v.name, problems = ?e, "a served version's schema does not parse; not serving it");
+            // The spec is unchanged since the kind was last built (a status update: names
+            // accepted, established): its schemas are the ones already compiled.
+            let reused = held
+                .filter(|h| h.uid == uid && h.generation == generation)
+                .and_then(|h| h.versions.get(&v.name))
+                .map(|held| held.schema.clone());
+            let schema = match reused.map(Ok).or_else(|| definition::version_schema(v)) {
+                Some(Ok(s)) => s,
+                None => continue,
+                // Refused when the definition was written (both build it the same way); only
+                // a definition stored before a check existed can get here.
+                Some(Err(e)) => {
+                    tracing::warn!(definition = %store_names.resource, version = %v.name, problems = ?e, "a served version's schema does not build; not serving it");
                     continue;
                 }
             };
@@ -361,11 +384,8 @@ impl CustomKinds {
                 .metadata
                 .as_ref()
                 .is_some_and(|m| m.deletion_timestamp.is_some()),
-            uid: crd
-                .metadata
-                .as_ref()
-                .map(|m| m.uid.clone())
-                .unwrap_or_default(),
+            uid,
+            generation,
         })
     }
 

@@ -5,8 +5,9 @@
 //! like every kind (so storage-svc, which reads field 1 for resourceVersion, UIDs, finalizers and
 //! label selectors, needs nothing new and stays resource-agnostic), and the rest of the object
 //! (apiVersion, kind, spec, status, ...) as JSON bytes in field 2, keys sorted, so equal objects
-//! encode to equal bytes and storage can skip unchanged writes. (Upstream stores
-//! the whole object as JSON; see the README's deviations.)
+//! encode to equal bytes and storage can skip unchanged writes; field 3 says which schema the
+//! content was pruned and defaulted by. (Upstream stores the whole object as JSON; see the
+//! README's deviations.)
 
 use kubestore_proto::meta::v1::{ListOptions, ObjectMeta};
 use serde_json::{Map, Value};
@@ -22,6 +23,12 @@ pub struct CustomObject {
     /// Every other top-level field, as a JSON object.
     #[prost(bytes = "vec", tag = "2")]
     pub content: Vec<u8>,
+    /// The fingerprint of the schema `content` was last pruned and defaulted by
+    /// (`openapi::Schema::fingerprint`; 0: unknown). Reads prune and default by the current
+    /// schema (upstream's decoder does): an object written under the same schema already is,
+    /// and is served without walking it again. Never sent to clients.
+    #[prost(fixed64, tag = "3")]
+    pub schema: u64,
 }
 
 /// The generic Store's view of custom objects: the names come from each definition at run time
@@ -63,6 +70,7 @@ impl CustomObject {
         let mut me = Self {
             metadata: Some(metadata),
             content: Vec::new(),
+            schema: 0,
         };
         me.set_content(object)?;
         Ok(me)
@@ -151,7 +159,7 @@ pub fn from_struct(s: pbjson_types::Struct) -> Result<Map<String, Value>, ApiErr
     match serde_json::to_value(&s) {
         Ok(Value::Object(mut m)) => {
             for v in m.values_mut() {
-                integral(v, 0)?;
+                integral(v, 2)?;
             }
             Ok(m)
         }
@@ -194,16 +202,22 @@ fn value_of(v: Value) -> pbjson_types::Value {
     pbjson_types::Value { kind: Some(kind) }
 }
 
-/// How deep a custom object may nest (upstream's JSON decoder allows 10,000; our schema
-/// validation walks recursively, so the bound is lower).
-pub const MAX_DEPTH: usize = 100;
+/// How deep a custom object may nest, in JSON levels (its root object is level 1).
+/// Upstream's JSON decoder allows 10,000; ours is `kubestore_proto::depth`'s bound: every walk
+/// of an object (prost's decoding, serde's, the schema's and CEL's) recurses, and at this depth
+/// all of them fit a 2 MiB stack in a debug build (a test runs them on one), and serde_json
+/// (which reads stored objects back, and stops at 128) reads every object written.
+pub const MAX_DEPTH: usize = kubestore_proto::depth::MAX_JSON_DEPTH;
 
-fn integral(v: &mut Value, depth: usize) -> Result<(), ApiError> {
-    if depth > MAX_DEPTH {
+/// Makes whole numbers integers, in `v` at JSON level `level` and below; refuses nesting past
+/// [`MAX_DEPTH`].
+fn integral(v: &mut Value, level: usize) -> Result<(), ApiError> {
+    if level > MAX_DEPTH && (v.is_array() || v.is_object()) {
         return Err(ApiError::BadRequest(format!(
             "the object nests deeper than {MAX_DEPTH} levels"
         )));
     }
+    let depth = level;
     match v {
         Value::Number(n) => {
             if let Some(f) = n.as_f64()
@@ -305,6 +319,65 @@ mod tests {
         );
         assert_eq!(a.content, b.content);
         assert_eq!(a.content, br#"{"a":{"x":3,"y":2},"b":1}"#.to_vec());
+    }
+
+    /// `{"apiVersion", "kind", "metadata", "spec": {"a": {"a": ... "leaf"}}}`, `levels` JSON
+    /// levels deep (the root object is level 1).
+    fn deep_object(levels: usize) -> Value {
+        let mut deep = json!("leaf");
+        for _ in 0..levels - 1 {
+            deep = json!({"a": deep});
+        }
+        json!({"apiVersion": "example.com/v1", "kind": "Deep", "metadata": {"name": "d"}, "spec": deep})
+    }
+
+    /// An object as deep as accepted goes through every walk of a write and of a read on a
+    /// 2 MiB stack (a tokio worker's) in a debug build: prost's decoding, serde's, the
+    /// schema's pruning, defaulting, validation (ratcheting) and CEL, storage's encoding and
+    /// the List pass-through's; one level deeper is refused.
+    #[test]
+    fn the_deepest_object_accepted_is_walked_on_a_worker_stack() {
+        use prost::Message as _;
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                let schema = crate::custom::openapi::Schema::parse(&json!({"type": "object",
+                    "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                        "x-kubernetes-validations": [{"rule": "self.a != self"}]}}}))
+                .expect("schema");
+                let wire = |v: Value| {
+                    let s: pbjson_types::Struct = serde_json::from_value(v).expect("a Struct");
+                    let bytes = s.encode_to_vec();
+                    kubestore_proto::depth::check(&bytes, kubestore_proto::depth::MAX_NESTING)
+                        .expect("within the wire's bound");
+                    pbjson_types::Struct::decode(&bytes[..]).expect("decodes")
+                };
+                let e = from_struct(wire(deep_object(MAX_DEPTH + 1))).expect_err("too deep");
+                assert!(e.to_string().contains("nests deeper than"), "{e}");
+                let mut v = Value::Object(from_struct(wire(deep_object(MAX_DEPTH))).expect("json"));
+                schema.normalize(&mut v);
+                assert_eq!(schema.validate(&v), vec![]);
+                assert_eq!(schema.validate_update(&v, Some(&v)), vec![]);
+                let Value::Object(m) = v else { unreachable!() };
+                let stored = CustomObject::from_json(m).expect("stored").encode_to_vec();
+                let back = CustomObject::decode(&stored[..]).expect("decodes");
+                let out = to_struct(back.to_json().expect("reads back")).expect("struct");
+                let out = serde_json::to_value(&out).expect("json");
+                let (mut at, mut objects) = (&out["spec"], 0);
+                while at.is_object() {
+                    objects += 1;
+                    at = &at["a"];
+                }
+                assert_eq!((objects, at), (MAX_DEPTH - 1, &json!("leaf")), "read back whole");
+                let listed =
+                    crate::custom::wire::encode_object(&stored, "example.com/v1", Some(&schema))
+                        .expect("the List pass-through's encoding");
+                kubestore_proto::depth::check(&listed, kubestore_proto::depth::MAX_NESTING)
+                    .expect("a client can decode it");
+            })
+            .expect("thread")
+            .join()
+            .expect("no stack overflow");
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! `google.protobuf.Struct`), so unlike a ConfigMap's its bytes cannot be framed as they are.
 //! [`ObjectsPassThrough`] answers the List path itself with the same request decoding, kind
 //! lookup and Store logic as the typed handler (`service`), and writes each item's Struct with
-//! `wire::encode_object` instead of building and encoding a `pbjson_types::Struct`. Every other
-//! path goes to the generated server.
+//! `wire::encode_object` instead of building and encoding a `pbjson_types::Struct`, pruned
+//! and defaulted by the version's schema as the typed path's. Every other path goes to the
+//! generated server.
 
 use std::{
     convert::Infallible,
@@ -56,15 +57,18 @@ impl tower::Service<tonic::Request<ListCustomObjectsRequest>> for ListCall {
                 namespace: &r.namespace,
             };
             let (kind, v) = svc.resolve(&ctx, &target, true).await?;
-            let store = &kind.version(&v)?.store;
+            let version = kind.version(&v)?;
+            let store = &version.store;
             let api_version = format!("{}/{v}", kind.group);
             let list = async {
                 let (meta, items) = store
                     .list_encoded(ctx, &r.namespace, r.options.clone())
                     .await?;
+                // Each item pruned and defaulted by the version's schema as the typed path
+                // does (`service::give_out`), on the JSON parsed once for writing it.
                 let items = items
                     .into_iter()
-                    .map(|bytes| wire::encode_object(&store.defaulted(bytes)?, &api_version))
+                    .map(|bytes| wire::encode_object(&bytes, &api_version, Some(&version.schema)))
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(EncodedList::new(meta, items))
             };

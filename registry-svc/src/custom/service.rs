@@ -6,7 +6,7 @@
 //! `Struct`, its apiVersion and kind checked against the URL's (here: the request's group,
 //! version and the served kind), pruned and defaulted by the request version's schema, and
 //! stored in the storage version (conversion `None`: only apiVersion changes). Objects go out
-//! in the requested version, with read defaults applied.
+//! in the requested version, pruned and defaulted by its schema.
 
 use std::sync::Arc;
 
@@ -33,7 +33,7 @@ use crate::{
     custom::{
         definition::CLEANUP_FINALIZER,
         kinds::{CustomKinds, ServedKind, ServedVersion, not_found},
-        object::{CustomObject, from_struct, to_struct},
+        object::{CustomObject, from_struct, metadata_json, to_struct},
         rules::with_deadline,
     },
     error::ApiError,
@@ -347,26 +347,29 @@ impl CustomService {
                 }
             }
         }
-        let mut value = Value::Object(json);
-        version.schema.prune(&mut value);
-        version.schema.default(&mut value);
-        let Value::Object(mut json) = value else {
-            return Err(ApiError::Internal("pruning left no object".into()));
-        };
+        version.schema.normalize_map(&mut json);
         json.insert(
             "apiVersion".into(),
             Value::String(format!("{}/{}", kind.group, kind.storage_version)),
         );
-        CustomObject::from_json(json)
+        let mut obj = CustomObject::from_json(json)?;
+        obj.schema = version.schema.fingerprint();
+        Ok(obj)
     }
 
-    /// An object as it goes out, in `version`.
+    /// An object as it goes out, in `version`: pruned and defaulted by the version's schema,
+    /// as upstream's decoder does to what it reads (a field since removed from the schema is
+    /// not served; one added with a default is).
     fn give_out(
         kind: &ServedKind,
         version: &str,
         obj: &CustomObject,
     ) -> Result<pbjson_types::Struct, ApiError> {
-        let mut json: Map<String, Value> = obj.to_json()?;
+        let mut json: Map<String, Value> = obj.content()?;
+        if let Some(v) = kind.versions.get(version) {
+            v.schema.read(obj.schema, &mut json);
+        }
+        json.insert("metadata".into(), metadata_json(obj.metadata.as_ref())?);
         json.insert(
             "apiVersion".into(),
             Value::String(format!("{}/{version}", kind.group)),

@@ -4,15 +4,23 @@
 //! graceful deletion, and every write is validated against the version's schema.
 //!
 //! Pruning and defaulting of what a client sends happen before the Store (`custom::service`),
-//! in upstream's order (decode, prune, default, then the Store's hooks and validation); read
-//! defaults happen here, in [`Strategy::default_object`], on every object decoded from storage.
+//! in upstream's order (decode, prune, default, then the Store's hooks and validation). What
+//! is read from storage is pruned and defaulted by the schema too (upstream's decoder does it
+//! to everything it reads: a field removed from the schema is no longer served, nor compared):
+//! where it goes out (`service::give_out`, the List pass-through), and here, on the stored
+//! object an update compares and validates against ([`CustomStrategy::read`]). It is not done
+//! in `default_object`, on every decode: the objects going out are parsed once, where they
+//! are written for the client.
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use crate::{
-    custom::{object::CustomObject, openapi::Schema},
+    custom::{
+        object::{CustomObject, metadata_json},
+        openapi::Schema,
+    },
     strategy::Strategy,
     violations::Violations,
 };
@@ -38,16 +46,35 @@ impl CustomStrategy {
         obj.content().unwrap_or_default()
     }
 
-    /// The whole object as JSON, for the schema.
-    fn json(obj: &CustomObject) -> Value {
-        obj.to_json().map(Value::Object).unwrap_or(Value::Null)
+    /// A stored object's content as it reads: pruned and defaulted by the schema.
+    fn read(&self, stored: &CustomObject) -> Map<String, Value> {
+        let mut content = Self::content(stored);
+        self.schema.read(stored.schema, &mut content);
+        content
+    }
+
+    /// The whole object as JSON, for the schema (`stored`: read from storage, as it reads).
+    fn json(&self, obj: &CustomObject, stored: bool) -> Value {
+        let content = if stored {
+            self.read(obj)
+        } else {
+            Self::content(obj)
+        };
+        let mut m = content;
+        match metadata_json(obj.metadata.as_ref()) {
+            Ok(meta) => {
+                m.insert("metadata".into(), meta);
+                Value::Object(m)
+            }
+            Err(_) => Value::Null,
+        }
     }
 
     fn validate_object(&self, obj: &CustomObject, old: Option<&CustomObject>) -> Violations {
         let validate = || -> Violations {
-            let old = old.map(Self::json);
+            let old = old.map(|o| self.json(o, true));
             self.schema
-                .validate_update(&Self::json(obj), old.as_ref())
+                .validate_update(&self.json(obj, false), old.as_ref())
                 .into_iter()
                 .collect()
         };
@@ -84,37 +111,13 @@ impl Strategy<CustomObject> for CustomStrategy {
         self.namespaced
     }
 
-    fn default_object(&self, obj: &mut CustomObject) -> bool {
-        // Every read defaults (Get, List items, watch events): without a `default` in the
-        // schema there is nothing to do, and parsing the JSON to find that out was a fifth of
-        // a List's CPU.
-        if !self.schema.has_defaults() {
-            return false;
-        }
-        let Ok(content) = obj.content() else {
-            return false;
-        };
-        let mut value = Value::Object(content);
-        let before = value.clone();
-        self.schema.default(&mut value);
-        if value == before {
-            return false;
-        }
-        match value {
-            Value::Object(m) => obj.set_content(m).is_ok(),
-            _ => false,
-        }
-    }
-
-    fn has_defaults(&self) -> bool {
-        self.schema.has_defaults()
-    }
-
     fn prepare_for_create(&self, obj: &mut CustomObject) {
         if self.status {
             let content = without_status(Self::content(obj), true);
             let _ = obj.set_content(content);
         }
+        // Taken in (`service::take_in`): pruned and defaulted by this version's schema.
+        obj.schema = self.schema.fingerprint();
         obj.metadata.get_or_insert_with(Default::default).generation = 1;
     }
 
@@ -129,7 +132,7 @@ impl Strategy<CustomObject> for CustomStrategy {
 
     fn prepare_for_update(&self, new: &mut CustomObject, old: &CustomObject) {
         let mut content = Self::content(new);
-        let old_content = Self::content(old);
+        let old_content = self.read(old);
         if self.status {
             match old_content.get("status") {
                 Some(s) => content.insert("status".into(), s.clone()),
@@ -137,6 +140,8 @@ impl Strategy<CustomObject> for CustomStrategy {
             };
             let _ = new.set_content(content.clone());
         }
+        // The request's content was taken in by this schema, the old status read by it.
+        new.schema = self.schema.fingerprint();
         let generation = old.metadata.as_ref().map_or(0, |m| m.generation);
         let changed =
             without_status(content, self.status) != without_status(old_content, self.status);
@@ -159,13 +164,14 @@ impl Strategy<CustomObject> for CustomStrategy {
     fn prepare_for_status_update(&self, new: &mut CustomObject, old: &CustomObject) {
         // Upstream's statusStrategy: the old object with the new status.
         let status = Self::content(new).remove("status");
-        let mut content = Self::content(old);
+        let mut content = self.read(old);
         match status {
             Some(s) => content.insert("status".into(), s),
             None => content.remove("status"),
         };
         *new = old.clone();
         let _ = new.set_content(content);
+        new.schema = self.schema.fingerprint();
     }
 
     fn validate_status_update(&self, new: &CustomObject, old: &CustomObject) -> Violations {

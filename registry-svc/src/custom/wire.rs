@@ -21,13 +21,21 @@ use prost::{
 use serde_json::{Map, Value};
 
 use crate::{
-    custom::object::{CustomObject, metadata_json},
+    custom::{
+        object::{CustomObject, metadata_json},
+        openapi::Schema,
+    },
     error::ApiError,
 };
 
 /// The Struct of the object stored as `stored` (an encoded [`CustomObject`]), as the client
-/// asked for it: `apiVersion` is `api_version` (conversion `None`), `metadata` upstream's JSON.
-pub fn encode_object(stored: &[u8], api_version: &str) -> Result<Bytes, ApiError> {
+/// asked for it: `apiVersion` is `api_version` (conversion `None`), `metadata` upstream's JSON,
+/// the rest as `schema` reads it (`Schema::read`: pruned and defaulted, unless it already is).
+pub fn encode_object(
+    stored: &[u8],
+    api_version: &str,
+    schema: Option<&Schema>,
+) -> Result<Bytes, ApiError> {
     let obj = CustomObject::decode(stored)
         .map_err(|e| ApiError::Internal(format!("a stored custom object does not decode: {e}")))?;
     let content: Map<String, Value> = if obj.content.is_empty() {
@@ -42,6 +50,10 @@ pub fn encode_object(stored: &[u8], api_version: &str) -> Result<Bytes, ApiError
             }
         }
     };
+    let mut content = content;
+    if let Some(s) = schema {
+        s.read(obj.schema, &mut content);
+    }
     let mut out = Vec::with_capacity(obj.content.len() * 2 + 256);
     for (k, v) in &content {
         if k != "apiVersion" && k != "metadata" {
@@ -129,12 +141,44 @@ mod tests {
             unreachable!()
         };
         let stored = CustomObject::from_json(m).expect("parses").encode_to_vec();
-        let wire = encode_object(&stored, "stable.example.com/v2").expect("encodes");
+        let wire = encode_object(&stored, "stable.example.com/v2", None).expect("encodes");
         let decoded = pbjson_types::Struct::decode(wire).expect("a Struct");
         // The typed path: the object's JSON with the asked version, as a Struct.
         let obj = CustomObject::decode(&stored[..]).expect("decodes");
         let mut json = obj.to_json().expect("json");
         json.insert("apiVersion".into(), json!("stable.example.com/v2"));
         assert_eq!(decoded, to_struct(json).expect("struct"));
+    }
+
+    /// Reads prune and default by the schema an object is read with, skipping the walk for
+    /// objects written under that very schema (already pruned and defaulted).
+    #[test]
+    fn objects_are_read_as_the_schema_serves_them_walked_only_if_written_under_another() {
+        let schema = Schema::parse(&json!({"type": "object", "properties": {"spec": {
+            "type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer", "default": 1}}}}}))
+        .expect("schema");
+        let Value::Object(m) = json!({"apiVersion": "example.com/v1", "kind": "W",
+            "metadata": {"name": "w"}, "spec": {"a": "x", "removed": true}})
+        else {
+            unreachable!()
+        };
+        let mut obj = CustomObject::from_json(m).expect("parses");
+        let read = |obj: &CustomObject| {
+            let wire = encode_object(&obj.encode_to_vec(), "example.com/v1", Some(&schema))
+                .expect("encodes");
+            serde_json::to_value(pbjson_types::Struct::decode(wire).expect("a Struct"))
+                .expect("json")
+        };
+        assert_eq!(
+            read(&obj)["spec"],
+            json!({"a": "x", "n": 1.0}),
+            "written under another schema"
+        );
+        obj.schema = schema.fingerprint();
+        assert_eq!(
+            read(&obj)["spec"],
+            json!({"a": "x", "removed": true}),
+            "taken as written under this schema: not walked"
+        );
     }
 }

@@ -1,23 +1,40 @@
 //! The OpenAPI v3 schema engine of custom kinds (upstream's `apiextensions-apiserver`
 //! `pkg/apiserver/schema`: structural schemas, validation, pruning, defaulting).
 //!
-//! A version's `openAPIV3Schema` is checked once, when its definition is written
-//! ([`validate_structural`], `structural`), then parsed once per served version into a
-//! [`Schema`], a tree of [`Node`]s that every write walks: [`Schema::prune`] drops unknown
-//! fields, [`Schema::default`] fills `default`s, [`Schema::validate`] lists every violation
-//! with upstream's paths and wording (`validate`).
+//! A version's `openAPIV3Schema` becomes a [`Schema`] in one place, [`Schema::build`]: its
+//! structural checks (`structural`), then its parsing into a tree of [`Node`]s, which compiles
+//! every pattern and CEL rule and checks the defaults (`parse`). A definition's write is
+//! validated by building its versions' schemas, and a served version is the schema built the
+//! same way (`cache` hands the one its validation built to the watch that serves it): nothing
+//! accepted can fail to serve, and each version is compiled once.
 //!
-//! Walks are recursive and bounded: objects nest at most `object::MAX_DEPTH` levels (checked
-//! when they arrive), and at most [`MAX_ERRORS`] violations are collected.
+//! Every write walks the tree: [`Schema::prune`] drops unknown fields and nulls that could
+//! only be refused, [`Schema::default`] fills `default`s (`coerce`), [`Schema::validate`] and
+//! [`Schema::validate_update`] list every violation with upstream's paths and wording
+//! (`validate`), ratcheting what an update leaves unchanged, then run the CEL rules (`cel`).
+//!
+//! Walks are recursive and bounded: schemas nest at most `parse::MAX_NESTING` nodes, objects
+//! `object::MAX_DEPTH` levels (checked when they arrive), and at most [`MAX_ERRORS`]
+//! violations are collected.
 
+mod cache;
+mod cel;
+mod coerce;
+mod correlate;
+mod listtype;
+mod parse;
 mod structural;
 mod validate;
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+pub use parse::{MAX_NESTING, MAX_SCHEMA_PATTERN_BYTES};
 pub use structural::validate_structural;
+
+/// Problems or violations, each a path and its description.
+pub type Problems = Vec<(String, String)>;
 
 /// Violations collected per object, at most.
 pub const MAX_ERRORS: usize = 100;
@@ -93,7 +110,18 @@ pub struct Node {
     /// See `all_of`.
     pub not: Option<Box<Node>>,
     /// `x-kubernetes-validations`, compiled (`custom::rules`).
-    pub rules: Vec<std::sync::Arc<crate::custom::rules::Rule>>,
+    pub rules: Vec<Arc<crate::custom::rules::Rule>>,
+    /// Which rules this node and the nodes below it hold (walks skip subtrees without).
+    pub rules_below: RulesBelow,
+}
+
+/// Which CEL rules a node and its descendants hold.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RulesBelow {
+    /// Any rule.
+    pub any: bool,
+    /// A transition rule (one that reads `oldSelf`).
+    pub transition: bool,
 }
 
 /// A parsed, structural schema of one version.
@@ -103,23 +131,71 @@ pub struct Schema {
     pub root: Node,
     defaults: bool,
     rules: bool,
+    fingerprint: u64,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Schemas parsed by this thread (tests count them: a definition version is compiled once).
+    pub(crate) static PARSED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 impl Schema {
-    /// Parses a schema that passed [`validate_structural`]; the problems otherwise.
-    pub fn parse(schema: &Value) -> Result<Self, Vec<(String, String)>> {
-        let problems = validate_structural(schema, false);
+    /// The schema of a version (`status`: it has the status subresource), or every problem
+    /// with its path (relative to `openAPIV3Schema`). The one way definitions are validated
+    /// and versions served: a schema built lately from the same JSON is reused (`cache`).
+    pub fn build(json: &Value, status: bool) -> Result<Arc<Self>, Vec<(String, String)>> {
+        let hash = cache::hash(json);
+        if let Some(schema) = cache::get(hash, status, json) {
+            return Ok(schema);
+        }
+        let schema = Arc::new(Self::parse_with(json, status, hash)?);
+        cache::put(hash, status, json.clone(), schema.clone());
+        Ok(schema)
+    }
+
+    /// [`Self::build`] without the status subresource and without the cache.
+    pub fn parse(json: &Value) -> Result<Self, Vec<(String, String)>> {
+        Self::parse_with(json, false, cache::hash(json))
+    }
+
+    fn parse_with(json: &Value, status: bool, hash: u64) -> Result<Self, Vec<(String, String)>> {
+        #[cfg(test)]
+        PARSED.with(|n| n.set(n.get() + 1));
+        let mut problems = validate_structural(json, status);
+        let mut p = parse::Parse::default();
+        let root = parse::node(json, "", &mut p, 0);
+        problems.append(&mut p.problems);
+        if problems.is_empty() {
+            parse::defaults(&root, "", &mut problems);
+        }
         if !problems.is_empty() {
+            problems.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
             return Err(problems);
         }
-        let root = Node::parse(schema).map_err(|e| vec![(String::new(), e)])?;
-        let defaults = root.has_defaults();
-        let rules = root.has_rules();
+        let defaults = has_defaults(&root);
+        let rules = has_rules(&root);
         Ok(Self {
             root,
             defaults,
             rules,
+            // 0 marks objects of unknown schema.
+            fingerprint: hash.max(1),
         })
+    }
+
+    /// A fingerprint of the schema's JSON (order of keys aside): objects record the schema
+    /// they were pruned and defaulted by (`object::CustomObject::schema`).
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// `content`, read from an object last pruned and defaulted by the schema `fingerprint`,
+    /// as this schema serves it: pruned and defaulted, unless it already was by this schema.
+    pub fn read(&self, fingerprint: u64, content: &mut serde_json::Map<String, Value>) {
+        if fingerprint != self.fingerprint {
+            self.normalize_map(content);
+        }
     }
 
     /// Every violation of `object` (the whole object, metadata included), with upstream's paths
@@ -128,36 +204,62 @@ impl Schema {
         self.validate_update(object, None)
     }
 
-    /// [`Self::validate`] for an update from `old`: transition rules (`oldSelf`) run too.
+    /// [`Self::validate`] for an update from `old`, with upstream's validation ratcheting
+    /// (`RatchetingSchemaValidator`, on by default since 1.30): violations of values the
+    /// update leaves as they were are not errors, so that an object written under an older
+    /// schema can still have its metadata (finalizers, labels, owners) changed. Transition
+    /// rules (`oldSelf`) run, on the old value correlated with each new one.
     pub fn validate_update(&self, object: &Value, old: Option<&Value>) -> Vec<(String, String)> {
-        let mut errors = self.validate_schema(object);
+        let mut errors = self.validate_schema(object, old);
+        // List sets and maps: upstream checks them apart, and on update only when the old
+        // object had no duplicates (`ValidateListSetsAndMaps`).
+        if old.is_none_or(|o| listtype::duplicates_of(&self.root, o).is_empty()) {
+            errors.extend(listtype::duplicates_of(&self.root, object));
+        }
         // CEL rules run on a value the schema accepted (upstream's order), sharing one budget.
         if errors.is_empty() {
             let mut budget = crate::custom::rules::Budget::default();
-            validate::rules(&self.root, object, old, "", &mut errors, &mut budget);
+            cel::root(&self.root, object, old, &mut errors, &mut budget);
         }
         errors.truncate(MAX_ERRORS);
         errors
     }
 
-    fn validate_schema(&self, object: &Value) -> Vec<(String, String)> {
+    fn validate_schema(&self, object: &Value, old: Option<&Value>) -> Vec<(String, String)> {
         let mut errors = Vec::new();
-        if let Value::Object(m) = object {
-            // The root's apiVersion, kind and metadata are the API's, not the schema's (only
-            // metadata.name/generateName may be restricted, see `structural`).
+        let Value::Object(m) = object else {
+            return errors;
+        };
+        // The root's apiVersion, kind and metadata are the API's, not the schema's (only
+        // metadata.name/generateName may be restricted, see `structural`).
+        let body = |m: &serde_json::Map<String, Value>| {
             let mut body = m.clone();
             body.remove("apiVersion");
             body.remove("kind");
-            let meta = body.remove("metadata");
-            validate::object(&self.root, &Value::Object(body), "", &mut errors, true);
-            if let (Some(meta_schema), Some(Value::Object(meta))) =
-                (self.root.properties.get("metadata"), meta)
-            {
-                for field in ["name", "generateName"] {
-                    if let (Some(s), Some(v)) = (meta_schema.properties.get(field), meta.get(field))
-                    {
-                        validate::value(s, v, &format!("metadata.{field}"), &mut errors);
-                    }
+            body.remove("metadata");
+            Value::Object(body)
+        };
+        let old_body = old.map(|o| match o {
+            Value::Object(o) => body(o),
+            other => other.clone(),
+        });
+        // The root is unchanged only if the whole object is (metadata included, as upstream
+        // compares the whole object): its own violations ratchet only then.
+        let root_unchanged = old.is_some_and(|o| correlate::equal(&self.root, o, object));
+        validate::root(
+            &self.root,
+            &body(m),
+            old_body.as_ref(),
+            root_unchanged,
+            &mut errors,
+        );
+        // Metadata is never ratcheted.
+        if let (Some(meta_schema), Some(Value::Object(meta))) =
+            (self.root.properties.get("metadata"), m.get("metadata"))
+        {
+            for field in ["name", "generateName"] {
+                if let (Some(s), Some(v)) = (meta_schema.properties.get(field), meta.get(field)) {
+                    validate::value(s, v, None, &format!("metadata.{field}"), &mut errors);
                 }
             }
         }
@@ -165,18 +267,37 @@ impl Schema {
         errors
     }
 
-    /// Drops the fields the schema does not know (upstream's structural pruning); the root's
-    /// apiVersion, kind and metadata stay.
+    /// Drops the fields the schema does not know (upstream's structural pruning), then the
+    /// nulls it could only refuse (non-nullable, without a default); the root's apiVersion,
+    /// kind and metadata stay.
     pub fn prune(&self, object: &mut Value) {
         if let Value::Object(m) = object {
-            prune_object(&self.root, m, true);
+            coerce::prune_object(&self.root, m, true);
+        }
+        coerce::prune_nulls(&self.root, object);
+    }
+
+    /// [`Self::prune`], then [`Self::default`]: what upstream does to every object it decodes,
+    /// from a request or from storage.
+    pub fn normalize(&self, object: &mut Value) {
+        self.prune(object);
+        self.default(object);
+    }
+
+    /// [`Self::normalize`] on an object's fields (`content`: the object without its
+    /// metadata, or with it).
+    pub fn normalize_map(&self, content: &mut serde_json::Map<String, Value>) {
+        let mut v = Value::Object(std::mem::take(content));
+        self.normalize(&mut v);
+        if let Value::Object(m) = v {
+            *content = m;
         }
     }
 
     /// Applies the schema's `default`s (upstream's structural defaulting).
     pub fn default(&self, object: &mut Value) {
         if self.defaults {
-            default_value(&self.root, object);
+            coerce::default(&self.root, object);
         }
     }
 
@@ -185,7 +306,7 @@ impl Schema {
         self.defaults
     }
 
-    /// Whether any node has `x-kubernetes-validations`.
+    /// Whether any node has `x-kubernetes-validations` (their evaluation is offloaded).
     pub fn has_rules(&self) -> bool {
         self.rules
     }
@@ -203,206 +324,39 @@ impl Schema {
     }
 }
 
-impl Node {
-    /// Parses one node (and its children).
-    pub fn parse(v: &Value) -> Result<Self, String> {
-        let Value::Object(m) = v else {
-            return Err("a schema must be an object".into());
-        };
-        let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let b = |k: &str| m.get(k).and_then(Value::as_bool).unwrap_or(false);
-        let f = |k: &str| m.get(k).and_then(Value::as_f64);
-        let u = |k: &str| m.get(k).and_then(Value::as_f64).map(|n| n.max(0.0) as u64);
-        let list = |k: &str| -> Result<Vec<Node>, String> {
-            match m.get(k) {
-                Some(Value::Array(a)) => a.iter().map(Node::parse).collect(),
-                _ => Ok(Vec::new()),
-            }
-        };
-        let mut properties = BTreeMap::new();
-        if let Some(Value::Object(p)) = m.get("properties") {
-            for (k, v) in p {
-                properties.insert(k.clone(), Node::parse(v)?);
-            }
-        }
-        let additional = match m.get("additionalProperties") {
-            Some(Value::Bool(false)) => Some(Additional::Forbidden),
-            Some(v @ Value::Object(_)) => Some(Additional::Schema(Box::new(Node::parse(v)?))),
-            _ => None,
-        };
-        let pattern = match m.get("pattern").and_then(Value::as_str) {
-            Some(p) => Some((
-                p.to_string(),
-                regex::Regex::new(p).map_err(|e| format!("pattern {p:?} does not compile: {e}"))?,
-            )),
-            None => None,
-        };
-        Ok(Self {
-            ty: s("type"),
-            nullable: b("nullable"),
-            format: s("format"),
-            properties,
-            required: match m.get("required") {
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect(),
-                _ => Vec::new(),
-            },
-            additional,
-            items: match m.get("items") {
-                Some(v @ Value::Object(_)) => Some(Box::new(Node::parse(v)?)),
-                _ => None,
-            },
-            enumeration: m.get("enum").and_then(Value::as_array).cloned(),
-            pattern,
-            minimum: f("minimum").map(|n| (n, b("exclusiveMinimum"))),
-            maximum: f("maximum").map(|n| (n, b("exclusiveMaximum"))),
-            multiple_of: f("multipleOf"),
-            min_length: u("minLength"),
-            max_length: u("maxLength"),
-            min_items: u("minItems"),
-            max_items: u("maxItems"),
-            min_properties: u("minProperties"),
-            max_properties: u("maxProperties"),
-            unique_items: b("uniqueItems"),
-            default: m.get("default").cloned(),
-            preserve_unknown: b("x-kubernetes-preserve-unknown-fields"),
-            int_or_string: b("x-kubernetes-int-or-string"),
-            embedded: b("x-kubernetes-embedded-resource"),
-            list_type: s("x-kubernetes-list-type"),
-            list_map_keys: match m.get("x-kubernetes-list-map-keys") {
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect(),
-                _ => Vec::new(),
-            },
-            all_of: list("allOf")?,
-            any_of: list("anyOf")?,
-            one_of: list("oneOf")?,
-            not: match m.get("not") {
-                Some(v @ Value::Object(_)) => Some(Box::new(Node::parse(v)?)),
-                _ => None,
-            },
-            rules: match m.get("x-kubernetes-validations") {
-                Some(Value::Array(a)) => crate::custom::rules::compile(a).map_err(|p| {
-                    p.into_iter()
-                        .map(|(i, f, e)| format!("x-kubernetes-validations[{i}].{f}: {e}"))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                })?,
-                _ => Vec::new(),
-            },
-        })
-    }
+fn has_defaults(n: &Node) -> bool {
+    n.default.is_some()
+        || n.properties.values().any(has_defaults)
+        || n.items.as_deref().is_some_and(has_defaults)
+        || matches!(&n.additional, Some(Additional::Schema(s)) if has_defaults(s))
+}
 
-    fn has_rules(&self) -> bool {
-        !self.rules.is_empty()
-            || self.properties.values().any(Node::has_rules)
-            || self.items.as_ref().is_some_and(|i| i.has_rules())
-            || matches!(&self.additional, Some(Additional::Schema(s)) if s.has_rules())
-    }
-
-    fn has_defaults(&self) -> bool {
-        self.default.is_some()
-            || self.properties.values().any(Node::has_defaults)
-            || self.items.as_ref().is_some_and(|i| i.has_defaults())
-            || matches!(&self.additional, Some(Additional::Schema(s)) if s.has_defaults())
+/// One node parsed on its own (not a resource's root: no structural checks of a root), its
+/// patterns and rules compiled; the problems otherwise. For the CEL cost model's tests.
+#[cfg(test)]
+pub(crate) fn parse_node(json: &Value) -> Result<Node, Vec<(String, String)>> {
+    let mut p = parse::Parse::default();
+    let node = parse::node(json, "", &mut p, 0);
+    if p.problems.is_empty() {
+        Ok(node)
+    } else {
+        Err(p.problems)
     }
 }
 
-/// Prunes `m` by `node` (`root`: keep apiVersion, kind, metadata).
-fn prune_object(node: &Node, m: &mut Map<String, Value>, root: bool) {
-    let keep_unknown = node.preserve_unknown;
-    let embedded = root || node.embedded;
-    let additional = match &node.additional {
-        Some(Additional::Schema(s)) => Some(s.as_ref()),
-        _ => None,
-    };
-    m.retain(|k, v| {
-        // A resource's apiVersion, kind and metadata are the API's, whatever the schema says of
-        // them: generated schemas (kubebuilder's) declare `metadata: {type: object}` with no
-        // properties, and pruning by it would drop the object's name. Upstream skips them too
-        // (`pruning.prune` on an embedded resource; ObjectMeta has its own coercion).
-        if embedded && (k == "apiVersion" || k == "kind" || k == "metadata") {
-            return true;
-        }
-        if let Some(child) = node.properties.get(k) {
-            prune_value(child, v);
-            return true;
-        }
-        if let Some(s) = additional {
-            prune_value(s, v);
-            return true;
-        }
-        keep_unknown
-    });
-}
-
-pub(super) fn prune_value(node: &Node, v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            if node.int_or_string {
-                return;
-            }
-            prune_object(node, m, false)
-        }
-        Value::Array(items) => {
-            if let Some(item) = &node.items {
-                for i in items {
-                    prune_value(item, i);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Fills defaults below `v` (whose own default, if absent, its parent filled).
-fn default_value(node: &Node, v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            for (k, child) in &node.properties {
-                match (m.get(k), &child.default) {
-                    (None, Some(d)) => {
-                        m.insert(k.clone(), d.clone());
-                    }
-                    (Some(Value::Null), Some(d)) if !child.nullable => {
-                        m.insert(k.clone(), d.clone());
-                    }
-                    _ => {}
-                }
-                if let Some(c) = m.get_mut(k) {
-                    default_value(child, c);
-                }
-            }
-            if let Some(Additional::Schema(s)) = &node.additional {
-                for (k, c) in m.iter_mut() {
-                    if !node.properties.contains_key(k) {
-                        default_value(s, c);
-                    }
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item) = &node.items {
-                for i in items {
-                    if i.is_null()
-                        && !item.nullable
-                        && let Some(d) = &item.default
-                    {
-                        *i = d.clone();
-                    }
-                    default_value(item, i);
-                }
-            }
-        }
-        _ => {}
-    }
+fn has_rules(n: &Node) -> bool {
+    !n.rules.is_empty()
+        || n.properties.values().any(has_rules)
+        || n.items.as_deref().is_some_and(has_rules)
+        || matches!(&n.additional, Some(Additional::Schema(s)) if has_rules(s))
+        || n.all_of
+            .iter()
+            .chain(&n.any_of)
+            .chain(&n.one_of)
+            .any(has_rules)
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod update_tests;

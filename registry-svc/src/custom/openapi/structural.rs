@@ -1,8 +1,9 @@
-//! Is a version's `openAPIV3Schema` structural and valid? (upstream's `NewStructural`,
-//! `ValidateStructural`, `ValidateCustomResourceDefinitionOpenAPISchema` and
-//! `ValidateDefaults`, what we model of them). Paths are relative to `openAPIV3Schema`, in
-//! upstream's form: `properties[spec].properties[replicas].type`, `items`,
-//! `additionalProperties`, `allOf[0]`.
+//! Is a version's `openAPIV3Schema` structural? (upstream's `NewStructural`,
+//! `ValidateStructural` and `ValidateCustomResourceDefinitionOpenAPISchema`, what we model of
+//! them): the checks of the schema's JSON alone. What needs compiling (patterns, CEL rules)
+//! and the defaults are checked where the schema is parsed (`parse`), once. Paths are relative
+//! to `openAPIV3Schema`, in upstream's form: `properties[spec].properties[replicas].type`,
+//! `items`, `additionalProperties`, `allOf[0]`.
 
 use serde_json::{Map, Value};
 
@@ -47,7 +48,8 @@ const STATUS_ROOT: [&str; 23] = [
     "x-kubernetes-list-type",
 ];
 
-fn at(path: &str, key: &str) -> String {
+/// `key` below `path`, in upstream's form (`properties[spec].type`).
+pub(super) fn at(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_string()
     } else {
@@ -188,24 +190,6 @@ fn node(m: &Map<String, Value>, path: &str, p: &mut Problems, depth: usize) {
             "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic".into(),
         ));
     }
-    if let Some(Value::String(re)) = m.get("pattern")
-        && let Err(e) = regex::Regex::new(re)
-    {
-        p.push((
-            at(path, "pattern"),
-            format!("Invalid value: {re:?}: must be a valid regular expression, but isn't: {e}"),
-        ));
-    }
-    if let Some(Value::Array(rules)) = m.get("x-kubernetes-validations")
-        && let Err(problems) = crate::custom::rules::compile(rules)
-    {
-        for (i, field, e) in problems {
-            p.push((
-                at(path, &format!("x-kubernetes-validations[{i}].{field}")),
-                e,
-            ));
-        }
-    }
     let props = m.get("properties").and_then(Value::as_object);
     if props.is_some()
         && m.get("additionalProperties")
@@ -242,23 +226,6 @@ fn node(m: &Map<String, Value>, path: &str, p: &mut Problems, depth: usize) {
     }
     if let Some(Value::Object(s)) = m.get("not") {
         value_validation(s, &at(path, "not"), p, false);
-    }
-    if let Some(d) = m.get("default")
-        && let Ok(n) = super::Node::parse(&Value::Object(m.clone()))
-    {
-        let mut errors = Vec::new();
-        super::validate::value(&n, d, "", &mut errors);
-        for (_, e) in errors {
-            p.push((at(path, "default"), e));
-        }
-        let mut pruned = d.clone();
-        super::prune_value(&n, &mut pruned);
-        if &pruned != d {
-            p.push((
-                at(path, "default"),
-                format!("Invalid value: {d}: must not have unknown fields"),
-            ));
-        }
     }
 }
 

@@ -92,7 +92,7 @@ fn violations_have_upstreams_paths_and_words() {
     );
     assert!(
         e.contains(&(
-            "spec.labels[a]".into(),
+            "spec.labels.a".into(),
             "Too long: may not be more than 5 bytes".into()
         )),
         "{e:?}"
@@ -201,15 +201,16 @@ fn non_structural_schemas_are_refused_with_upstreams_words() {
         false,
     );
     assert!(p.iter().any(|(f, _)| f == "properties[metadata]"), "{p:?}");
-    let p = validate_structural(
+    // What needs the parsed schema (defaults, patterns) is found by parsing it.
+    let p = Schema::parse(
         &json!({"type": "object", "properties": {"a": {"type": "integer", "default": "x"}}}),
-        false,
-    );
+    )
+    .expect_err("an invalid default");
     assert!(p.iter().any(|(f, _)| f == "properties[a].default"), "{p:?}");
-    let p = validate_structural(
+    let p = Schema::parse(
         &json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}}),
-        false,
-    );
+    )
+    .expect_err("a pattern that does not compile");
     assert!(
         p.iter().any(|(f, m)| f == "properties[a].pattern"
             && m.contains("must be a valid regular expression")),
@@ -336,4 +337,43 @@ fn bounds_lengths_counts_formats_and_null_have_upstreams_words() {
         "Invalid value: \"null\": spec.strict in body must be of type string: \"null\"",
     );
     assert_eq!(e.len(), 7, "one violation per field: {e:?}");
+}
+
+/// Patterns inside value validations are compiled and checked as any other: a schema that
+/// parses is one that serves (issue: a pattern in `anyOf` passed the definition's validation,
+/// then failed to build, and the version was silently not served).
+#[test]
+fn patterns_in_value_validations_are_checked_at_their_paths() {
+    for (where_, schema) in [
+        (
+            "anyOf[1]",
+            json!({"anyOf": [{"minLength": 1}, {"pattern": "(x"}]}),
+        ),
+        ("allOf[0]", json!({"allOf": [{"pattern": "a{1001}"}]})),
+        (
+            "oneOf[0]",
+            json!({"oneOf": [{"pattern": "[z-a]"}, {"maxLength": 2}]}),
+        ),
+        ("not", json!({"not": {"pattern": "\\8"}})),
+        (
+            "allOf[0].properties[b]",
+            json!({"allOf": [{"properties": {"b": {"pattern": "(?x)"}}}]}),
+        ),
+    ] {
+        let mut field = json!({"type": "object", "properties": {"b": {"type": "string"}}});
+        field
+            .as_object_mut()
+            .expect("object")
+            .extend(schema.as_object().expect("object").clone());
+        let p = Schema::parse(&json!({"type": "object", "properties": {"a": field}}))
+            .expect_err(where_);
+        let path = format!("properties[a].{where_}.pattern");
+        assert!(
+            p.iter().any(|(f, m)| f == &path
+                && m.contains(
+                    "must be a valid regular expression, but isn't: error parsing regexp"
+                )),
+            "{path} in {p:?}"
+        );
+    }
 }

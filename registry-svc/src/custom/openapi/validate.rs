@@ -1,19 +1,30 @@
 //! Validation of an object against a structural schema (upstream's kube-openapi validator as
 //! apiextensions-apiserver runs it): each violation is a field path (`spec.replicas`,
-//! `spec.ports[0].name`, `spec.labels[app]`) and upstream's description, e.g.
+//! `spec.ports[0].name`, `spec.labels.app`: kube-openapi's `object_validator` names a map
+//! value `<map>.<key>`) and upstream's description, e.g.
 //! `Invalid value: "string": spec.replicas in body must be of type integer: "string"`.
+//!
+//! **Ratcheting** (upstream's `RatchetingSchemaValidator`): on an update, each value is walked
+//! with the old value it correlates with (`correlate`: the same property or map key, the
+//! item of a map list with the same keys; nothing for items of other lists). A value equal to
+//! its correlated old value has its violations, and those below it, dropped: the walk returns
+//! whether a value is unchanged, computed from its children's answers (upstream's
+//! `CachedDeepEqual`), and truncates the violations it collected when it is.
+//!
+//! The duplicates of `set` and `map` lists are upstream's `listtype` validation, apart from
+//! the schema's (`listtype`).
 
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::{Additional, MAX_ERRORS, Node};
+use super::{Additional, MAX_ERRORS, Node, correlate};
 use crate::custom::object::type_name;
 
 type Errors = Vec<(String, String)>;
 
 /// A value as upstream's messages quote it.
-fn show(v: &Value) -> String {
+pub(super) fn show(v: &Value) -> String {
     match v {
         Value::String(s) => format!("{s:?}"),
         Value::Number(n) => n.to_string(),
@@ -23,7 +34,7 @@ fn show(v: &Value) -> String {
     }
 }
 
-fn child(path: &str, key: &str) -> String {
+pub(super) fn child(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_string()
     } else {
@@ -40,7 +51,7 @@ fn body(path: &str) -> String {
     }
 }
 
-fn push(errors: &mut Errors, path: &str, message: String) {
+pub(super) fn push(errors: &mut Errors, path: &str, message: String) {
     if errors.len() < MAX_ERRORS {
         errors.push((
             if path.is_empty() {
@@ -66,16 +77,47 @@ fn of_type(ty: &str, v: &Value) -> bool {
     }
 }
 
-/// Validates the root object's body (apiVersion, kind and metadata taken out by the caller).
-pub(super) fn object(node: &Node, v: &Value, path: &str, errors: &mut Errors, _root: bool) {
-    value(node, v, path, errors);
+/// Validates the root object's body (apiVersion, kind and metadata taken out by the caller);
+/// `old`: the old body; `unchanged`: whether the whole old object equals the new one (the
+/// root's own violations ratchet only then).
+pub(super) fn root(
+    node: &Node,
+    body: &Value,
+    old: Option<&Value>,
+    unchanged: bool,
+    errors: &mut Errors,
+) {
+    let mark = errors.len();
+    contents(node, body, old, "", errors);
+    if unchanged {
+        errors.truncate(mark);
+    }
 }
 
-/// Validates `v` at `path` against `node`, recursively.
-pub(super) fn value(node: &Node, v: &Value, path: &str, errors: &mut Errors) {
+/// Validates `v` at `path` against `node`, recursively; `old`: the old value `v` correlates
+/// with, on an update. Returns whether `v` is unchanged from it, in which case its violations
+/// (and those below it) are dropped.
+pub(super) fn value(
+    node: &Node,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    errors: &mut Errors,
+) -> bool {
     if errors.len() >= MAX_ERRORS {
-        return;
+        return old.is_some_and(|o| correlate::equal(node, o, v));
     }
+    let mark = errors.len();
+    let unchanged = contents(node, v, old, path, errors);
+    if unchanged {
+        errors.truncate(mark);
+    }
+    unchanged
+}
+
+/// [`value`] without the ratcheting of `v`'s own violations (the caller decides).
+fn contents(node: &Node, v: &Value, old: Option<&Value>, path: &str, errors: &mut Errors) -> bool {
+    let unchanged = || old.is_some_and(|o| correlate::equal(node, o, v));
     if v.is_null() {
         if !node.nullable && !node.ty.is_empty() {
             push(
@@ -88,7 +130,7 @@ pub(super) fn value(node: &Node, v: &Value, path: &str, errors: &mut Errors) {
                 ),
             );
         }
-        return;
+        return unchanged();
     }
     if node.int_or_string {
         if !(of_type("integer", v) || v.is_string()) {
@@ -102,7 +144,7 @@ pub(super) fn value(node: &Node, v: &Value, path: &str, errors: &mut Errors) {
                     type_name(v)
                 ),
             );
-            return;
+            return unchanged();
         }
     } else if !node.ty.is_empty() && !of_type(&node.ty, v) {
         push(
@@ -116,19 +158,21 @@ pub(super) fn value(node: &Node, v: &Value, path: &str, errors: &mut Errors) {
                 type_name(v)
             ),
         );
-        return;
+        return unchanged();
     }
-    constraints(node, v, path, errors);
+    constraints(node, v, old, path, errors);
     match v {
-        Value::Object(m) => object_fields(node, m, path, errors),
-        Value::Array(items) => array_items(node, items, path, errors),
-        _ => {}
+        Value::Object(m) => object_fields(node, m, old.and_then(Value::as_object), path, errors),
+        Value::Array(items) => {
+            array_items(node, items, old.and_then(Value::as_array), path, errors)
+        }
+        _ => old == Some(v),
     }
 }
 
 /// The checks of one node on one value, without descending (also used for value validations:
-/// allOf, anyOf, oneOf, not).
-fn constraints(node: &Node, v: &Value, path: &str, errors: &mut Errors) {
+/// allOf, anyOf, oneOf, not); `old`: what `v` correlates with (allOf's properties ratchet).
+fn constraints(node: &Node, v: &Value, old: Option<&Value>, path: &str, errors: &mut Errors) {
     if let Some(allowed) = &node.enumeration
         && !allowed.contains(v)
     {
@@ -202,7 +246,7 @@ fn constraints(node: &Node, v: &Value, path: &str, errors: &mut Errors) {
         _ => {}
     }
     for s in &node.all_of {
-        deep(s, v, path, errors);
+        deep(s, v, old, path, errors);
     }
     if !node.any_of.is_empty() && !node.any_of.iter().any(|s| passes(s, v, path)) {
         push(
@@ -242,21 +286,26 @@ fn constraints(node: &Node, v: &Value, path: &str, errors: &mut Errors) {
 }
 
 /// A value validation (inside allOf/anyOf/oneOf/not): its own checks and those of its
-/// properties and items.
-fn deep(node: &Node, v: &Value, path: &str, errors: &mut Errors) {
-    constraints(node, v, path, errors);
+/// properties and items; a property equal to its correlated old value is not checked
+/// (ratcheting follows properties into allOf, as upstream's sub-validators do).
+fn deep(node: &Node, v: &Value, old: Option<&Value>, path: &str, errors: &mut Errors) {
+    constraints(node, v, old, path, errors);
     match v {
         Value::Object(m) => {
             for (k, c) in &node.properties {
                 if let Some(x) = m.get(k) {
-                    deep(c, x, &child(path, k), errors);
+                    let was = old.and_then(|o| o.get(k));
+                    if was.is_some_and(|o| o == x) {
+                        continue;
+                    }
+                    deep(c, x, was, &child(path, k), errors);
                 }
             }
         }
         Value::Array(items) => {
             if let Some(item) = &node.items {
                 for (i, x) in items.iter().enumerate() {
-                    deep(item, x, &format!("{path}[{i}]"), errors);
+                    deep(item, x, None, &format!("{path}[{i}]"), errors);
                 }
             }
         }
@@ -269,7 +318,7 @@ fn passes(node: &Node, v: &Value, path: &str) -> bool {
     if !node.ty.is_empty() && !of_type(&node.ty, v) {
         return false;
     }
-    deep(node, v, path, &mut e);
+    deep(node, v, None, path, &mut e);
     e.is_empty()
 }
 
@@ -398,68 +447,57 @@ fn num(f: f64) -> String {
     }
 }
 
-fn object_fields(node: &Node, m: &Map<String, Value>, path: &str, errors: &mut Errors) {
+/// An object's fields; whether all are unchanged (a field without a schema, or one the old
+/// object lacks, is not: upstream cannot correlate it).
+fn object_fields(
+    node: &Node,
+    m: &Map<String, Value>,
+    old: Option<&Map<String, Value>>,
+    path: &str,
+    errors: &mut Errors,
+) -> bool {
+    let mut unchanged = old.is_some_and(|o| o.len() == m.len());
     for (k, v) in m {
+        let was = old.and_then(|o| o.get(k));
         if let Some(c) = node.properties.get(k) {
-            value(c, v, &child(path, k), errors);
+            unchanged &= value(c, v, was, &child(path, k), errors);
         } else if let Some(Additional::Schema(s)) = &node.additional {
-            value(s, v, &format!("{path}[{k}]"), errors);
-        } else if matches!(node.additional, Some(Additional::Forbidden)) && !node.preserve_unknown {
-            push(
-                errors,
-                &child(path, k),
-                "Forbidden: may not be specified".into(),
-            );
+            unchanged &= value(s, v, was, &child(path, k), errors);
+        } else {
+            if matches!(node.additional, Some(Additional::Forbidden)) && !node.preserve_unknown {
+                push(
+                    errors,
+                    &child(path, k),
+                    "Forbidden: may not be specified".into(),
+                );
+            }
+            unchanged = false;
         }
     }
+    unchanged
 }
 
-fn array_items(node: &Node, items: &[Value], path: &str, errors: &mut Errors) {
-    if let Some(item) = &node.items {
-        for (i, v) in items.iter().enumerate() {
-            value(item, v, &format!("{path}[{i}]"), errors);
-        }
+/// A list's items; whether the list is unchanged (a map list item by item, by its keys; any
+/// other list as a whole: its items correlate with nothing).
+fn array_items(
+    node: &Node,
+    items: &[Value],
+    old: Option<&Vec<Value>>,
+    path: &str,
+    errors: &mut Errors,
+) -> bool {
+    let as_whole = || old.is_some_and(|o| o.as_slice() == items);
+    let Some(item) = &node.items else {
+        return as_whole();
+    };
+    let keyed = old.and_then(|o| correlate::MapList::new(node, o));
+    let mut unchanged = old.is_some_and(|o| o.len() == items.len());
+    for (i, v) in items.iter().enumerate() {
+        let was = keyed.as_ref().and_then(|l| l.get(v));
+        unchanged &= value(item, v, was, &format!("{path}[{i}]"), errors);
     }
-    match node.list_type.as_str() {
-        "set" => {
-            let mut seen = BTreeSet::new();
-            for (i, v) in items.iter().enumerate() {
-                if !seen.insert(v.to_string()) {
-                    push(
-                        errors,
-                        &format!("{path}[{i}]"),
-                        format!("Duplicate value: {}", show(v)),
-                    );
-                }
-            }
-        }
-        "map" if !node.list_map_keys.is_empty() => {
-            let mut seen = BTreeSet::new();
-            for (i, v) in items.iter().enumerate() {
-                let key: Vec<String> = node
-                    .list_map_keys
-                    .iter()
-                    .map(|k| v.get(k).map(Value::to_string).unwrap_or_default())
-                    .collect();
-                if !seen.insert(key.clone()) {
-                    let shown: Vec<String> = node
-                        .list_map_keys
-                        .iter()
-                        .zip(&key)
-                        .map(|(k, v)| format!("{k:?}:{v}"))
-                        .collect();
-                    push(
-                        errors,
-                        &format!("{path}[{i}]"),
-                        format!(
-                            "Duplicate value: map[string]interface {{}}{{{}}}",
-                            shown.join(", ")
-                        ),
-                    );
-                }
-            }
-        }
-        _ => {}
+    if keyed.is_none() {
+        unchanged = as_whole();
     }
     if node.unique_items {
         let mut seen = BTreeSet::new();
@@ -473,58 +511,5 @@ fn array_items(node: &Node, items: &[Value], path: &str, errors: &mut Errors) {
             }
         }
     }
-}
-
-/// Evaluates the CEL rules of `node` and below on `v` (`old`: its value before an update, where
-/// the same path exists), in upstream's order: a node's own rules, then its children's; null
-/// values are not visited (upstream's `validateExpressions`), and nothing more once a cost
-/// limit stopped evaluation.
-pub(super) fn rules(
-    node: &Node,
-    v: &Value,
-    old: Option<&Value>,
-    path: &str,
-    errors: &mut Errors,
-    budget: &mut crate::custom::rules::Budget,
-) {
-    if errors.len() >= MAX_ERRORS || budget.stopped() || v.is_null() {
-        return;
-    }
-    if !node.rules.is_empty() {
-        let old = old.filter(|o| !o.is_null());
-        for (suffix, message) in
-            crate::custom::rules::evaluate(&node.rules, &node.ty, v, old, budget)
-        {
-            let at = format!("{path}{suffix}");
-            push(errors, at.trim_start_matches('.'), message);
-        }
-    }
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                if budget.stopped() {
-                    return;
-                }
-                let was = old.and_then(|o| o.get(k));
-                if let Some(c) = node.properties.get(k) {
-                    rules(c, x, was, &child(path, k), errors, budget);
-                } else if let Some(Additional::Schema(s)) = &node.additional {
-                    rules(s, x, was, &format!("{path}[{k}]"), errors, budget);
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item) = &node.items {
-                for (i, x) in items.iter().enumerate() {
-                    if budget.stopped() {
-                        return;
-                    }
-                    // Items of an atomic list have no old value (upstream correlates only
-                    // map lists by their keys).
-                    rules(item, x, None, &format!("{path}[{i}]"), errors, budget);
-                }
-            }
-        }
-        _ => {}
-    }
+    unchanged
 }

@@ -8,11 +8,10 @@ use super::{
     shape::Bound,
     tests::{eval, rule},
 };
-use crate::custom::openapi::Node;
 
 /// Upstream's estimate of `rule` on a value of `schema` (not a resource root).
 fn estimate(schema: &Value, rule_text: &str) -> u64 {
-    let node = Node::parse(schema).expect("a schema");
+    let node = crate::custom::openapi::parse_node(schema).expect("a schema");
     rule(json!({ "rule": rule_text }))
         .estimate(&Bound::of_schema(&node, false))
         .0

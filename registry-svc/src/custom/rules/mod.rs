@@ -103,6 +103,12 @@ impl std::fmt::Debug for Rule {
 }
 
 impl Rule {
+    /// Whether the rule reads `oldSelf` (a transition rule: run only on updates, and never
+    /// ratcheted).
+    pub fn transition(&self) -> bool {
+        self.transition
+    }
+
     /// The estimated costs of the rule and of its `messageExpression` when `self` is bounded
     /// by `bound` (upstream's estimate, before the node's cardinality).
     pub(crate) fn estimate(&self, bound: &Arc<shape::Bound>) -> (u64, Option<u64>) {
