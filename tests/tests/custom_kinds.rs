@@ -515,11 +515,12 @@ async fn deleting_a_definition_deletes_its_objects_even_when_no_version_is_serve
         .next()
         .expect("the definition's record");
     let mut crd = CustomResourceDefinition::decode(stored.value()).expect("a definition");
-    crd.metadata
-        .as_mut()
-        .expect("metadata")
-        .finalizers
+    let meta = crd.metadata.as_mut().expect("metadata");
+    meta.finalizers
         .push("customresourcecleanup.apiextensions.k8s.io".into());
+    // A spec change moves the generation, as through the API (replicas reuse a generation's
+    // schemas).
+    meta.generation += 1;
     for v in &mut crd.spec.as_mut().expect("spec").versions {
         let schema = v
             .schema
