@@ -413,19 +413,29 @@ fn klog_header(line: &str) -> bool {
 }
 
 /// Splits kubectl's standard error into what it prints for its user and its `-v` log. A log
-/// entry may go on over several lines (`server response object: {` ... `}`).
+/// entry may go on over several lines (`server response object: {` ... `}`, 1.29's `%s[{` ...
+/// `}]`): it goes on while its brackets are open.
 fn split_klog(raw: &str) -> (String, String) {
     let (mut user, mut log) = (String::new(), String::new());
-    let mut open_block = false;
+    let depth = |t: &str| {
+        t.chars()
+            .map(|c| match c {
+                '{' | '[' => 1i64,
+                '}' | ']' => -1,
+                _ => 0,
+            })
+            .sum::<i64>()
+    };
+    let mut open = 0i64;
     for line in raw.split_inclusive('\n') {
         let text = line.trim_end_matches('\n');
         if klog_header(text) {
-            open_block = text.ends_with('{') || text.ends_with('[');
+            // The header's `file.go:NN]` is not the message's.
+            let message = text.split_once("] ").map_or("", |(_, m)| m);
+            open = depth(message).max(0);
             log.push_str(line);
-        } else if open_block {
-            if text == "}" || text == "]" {
-                open_block = false;
-            }
+        } else if open > 0 {
+            open = (open + depth(text)).max(0);
             log.push_str(line);
         } else {
             user.push_str(line);
@@ -684,10 +694,11 @@ mod tests {
     fn klog_lines_are_split_from_what_kubectl_prints() {
         let raw = "I1126 07:20:08.629962   10036 round_trippers.go:632] \"Response\" verb=\"GET\" url=\"http://h/api?timeout=32s\" status=\"200 OK\" milliseconds=2\n\
                    I1126 07:21:08.078560   11910 helpers.go:247] server response object: {\n  \"kind\": \"Status\"\n}\n\
+                   I1126 07:43:51.062835   29203 helpers.go:246] server response object: %s[{\n  \"details\": {\n    \"name\": \"x\"\n  }\n}]\n\
                    Error from server (NotFound): pods \"x\" not found\n";
         let (user, log) = split_klog(raw);
         assert_eq!(user, "Error from server (NotFound): pods \"x\" not found\n");
-        assert_eq!(log.lines().count(), 4);
+        assert_eq!(log.lines().count(), 9);
         let run = Run {
             label: String::new(),
             code: Some(1),
