@@ -12,8 +12,8 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
     Api, Client, ResourceExt,
-    core::PartialObjectMeta,
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+    core::PartialObjectMeta,
     discovery::Discovery,
     runtime::watcher::{self, Event},
 };
@@ -48,15 +48,28 @@ async fn a_typed_api_creates_gets_patches_and_deletes() {
     let api: Api<ConfigMap> = Api::default_namespaced(client(&c));
     let mut made = cm("settings", &[("color", "red")]);
     made.metadata.labels = Some(BTreeMap::from([("app".into(), "web".into())]));
-    let created = api.create(&PostParams::default(), &made).await.expect("create");
+    let created = api
+        .create(&PostParams::default(), &made)
+        .await
+        .expect("create");
     assert_eq!(created.namespace().as_deref(), Some("default"));
     assert!(created.uid().is_some() && created.resource_version().is_some());
-    let e = status(api.create(&PostParams::default(), &made).await.expect_err("twice"));
+    let e = status(
+        api.create(&PostParams::default(), &made)
+            .await
+            .expect_err("twice"),
+    );
     assert!(e.is_already_exists(), "{e:?}");
     assert_eq!(e.message, "configmaps \"settings\" already exists");
 
     let got = api.get("settings").await.expect("get");
-    assert_eq!(got.data.as_ref().and_then(|d| d.get("color")).map(String::as_str), Some("red"));
+    assert_eq!(
+        got.data
+            .as_ref()
+            .and_then(|d| d.get("color"))
+            .map(String::as_str),
+        Some("red")
+    );
     let e = status(api.get("nosuch").await.expect_err("missing"));
     assert!(e.is_not_found(), "{e:?}");
     assert_eq!(e.message, "configmaps \"nosuch\" not found");
@@ -109,7 +122,9 @@ async fn a_typed_api_creates_gets_patches_and_deletes() {
         .delete("settings", &DeleteParams::default())
         .await
         .expect("delete");
-    let s = deleted.right().expect("a ConfigMap delete answers a Status");
+    let s = deleted
+        .right()
+        .expect("a ConfigMap delete answers a Status");
     assert!(s.is_success(), "{s:?}");
     assert!(api.get_opt("settings").await.expect("get_opt").is_none());
 }
@@ -133,10 +148,17 @@ async fn discovery_legacy_and_aggregated_find_built_in_and_custom_kinds() {
             .map(|(r, _)| r.kind)
             .collect();
         for k in ["ConfigMap", "Event", "Pod", "Secret"] {
-            assert!(kinds.iter().any(|x| x == k), "aggregated={aggregated}: {kinds:?}");
+            assert!(
+                kinds.iter().any(|x| x == k),
+                "aggregated={aggregated}: {kinds:?}"
+            );
         }
         let (ar, caps) = d
-            .resolve_gvk(&kube::api::GroupVersionKind::gvk("stable.example.com", "v1", "CronTab"))
+            .resolve_gvk(&kube::api::GroupVersionKind::gvk(
+                "stable.example.com",
+                "v1",
+                "CronTab",
+            ))
             .expect("CronTab discovered");
         assert_eq!(ar.plural, "crontabs");
         assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
@@ -174,7 +196,10 @@ async fn watchers_list_then_watch_and_stream_lists() {
             config
         };
         let mut w = watcher::watcher(api.clone(), config).boxed();
-        assert!(matches!(next(&mut w).await, Event::Init), "streaming={streaming}");
+        assert!(
+            matches!(next(&mut w).await, Event::Init),
+            "streaming={streaming}"
+        );
         let mut initial = Vec::new();
         loop {
             match next(&mut w).await {
@@ -184,7 +209,10 @@ async fn watchers_list_then_watch_and_stream_lists() {
             }
         }
         initial.sort();
-        assert!(initial.starts_with(&["a".to_string(), "b".into(), "c".into()]), "{initial:?}");
+        assert!(
+            initial.starts_with(&["a".to_string(), "b".into(), "c".into()]),
+            "{initial:?}"
+        );
         // Changes after the initial list.
         let name = format!("new-{streaming}");
         api.create(&PostParams::default(), &cm(&name, &[]))
@@ -194,7 +222,9 @@ async fn watchers_list_then_watch_and_stream_lists() {
             Event::Apply(o) => assert_eq!(o.name_any(), name),
             other => panic!("streaming={streaming}: {other:?}"),
         }
-        api.delete(&name, &DeleteParams::default()).await.expect("delete");
+        api.delete(&name, &DeleteParams::default())
+            .await
+            .expect("delete");
         match next(&mut w).await {
             Event::Delete(o) => assert_eq!(o.name_any(), name),
             other => panic!("streaming={streaming}: {other:?}"),

@@ -45,17 +45,33 @@ async fn custom_objects_are_listed_with_their_printer_columns() {
                 "{} get {kind}: {r}",
                 v.minor()
             );
-            assert!(r.out().lines().next().unwrap_or_default().ends_with("AGE"), "{r}");
+            assert!(
+                r.out().lines().next().unwrap_or_default().ends_with("AGE"),
+                "{r}"
+            );
         }
     }
     // A changed manifest: a JSON merge patch (no strategic merge for custom kinds).
     let f = c.file("ct2.yaml", &crontab_yaml("nightly", "0 0 * * *", 3));
     let r = c.k(&["apply", "-f", path(&f)]).run().ok();
-    assert_eq!(r.out(), "crontab.stable.example.com/nightly configured", "{r}");
-    let r = c.k(&["get", "ct", "nightly", "-o", "jsonpath={.spec.replicas}"]).run().ok();
+    assert_eq!(
+        r.out(),
+        "crontab.stable.example.com/nightly configured",
+        "{r}"
+    );
+    let r = c
+        .k(&["get", "ct", "nightly", "-o", "jsonpath={.spec.replicas}"])
+        .run()
+        .ok();
     assert_eq!(r.out(), "3", "{r}");
     let r = c.k(&["describe", "ct", "nightly"]).run().ok();
-    for line in ["Name:         nightly", "Namespace:    default", "API Version:  stable.example.com/v1", "Kind:         CronTab", "  Replicas:   3"] {
+    for line in [
+        "Name:         nightly",
+        "Namespace:    default",
+        "API Version:  stable.example.com/v1",
+        "Kind:         CronTab",
+        "  Replicas:   3",
+    ] {
         assert!(r.out().lines().any(|l| l == line), "no {line:?}:{r}");
     }
     let r = c.k(&["get", "ct", "nosuch"]).run().fails();
@@ -76,7 +92,8 @@ async fn custom_objects_are_listed_with_their_printer_columns() {
 async fn custom_objects_are_patched_and_edited_without_strategic_merge() {
     let c = KubeCluster::start().await;
     c.crontab_crd();
-    c.create("ct.yaml", &crontab_yaml("nightly", "0 0 * * *", 2)).ok();
+    c.create("ct.yaml", &crontab_yaml("nightly", "0 0 * * *", 2))
+        .ok();
     let r = c
         .k(&["patch", "ct", "nightly", "-p", r#"{"spec":{"replicas":4}}"#])
         .run()
@@ -88,12 +105,26 @@ async fn custom_objects_are_patched_and_edited_without_strategic_merge() {
     );
     assert!(r.requested(&["PATCH", "415"]), "{r}");
     let r = c
-        .k(&["patch", "ct", "nightly", "--type=merge", "-p", r#"{"spec":{"replicas":4}}"#])
+        .k(&[
+            "patch",
+            "ct",
+            "nightly",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"replicas":4}}"#,
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "crontab.stable.example.com/nightly patched", "{r}");
     let r = c
-        .k(&["patch", "ct", "nightly", "--type=json", "-p", r#"[{"op":"replace","path":"/spec/image","value":"other"}]"#])
+        .k(&[
+            "patch",
+            "ct",
+            "nightly",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/image","value":"other"}]"#,
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "crontab.stable.example.com/nightly patched", "{r}");
@@ -105,7 +136,13 @@ async fn custom_objects_are_patched_and_edited_without_strategic_merge() {
         .ok();
     assert_eq!(r.out(), "crontab.stable.example.com/nightly edited", "{r}");
     let r = c
-        .k(&["get", "ct", "nightly", "-o", "jsonpath={.spec.replicas} {.spec.image}"])
+        .k(&[
+            "get",
+            "ct",
+            "nightly",
+            "-o",
+            "jsonpath={.spec.replicas} {.spec.image}",
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "5 other", "{r}");
@@ -125,7 +162,10 @@ async fn unknown_fields_of_custom_objects_follow_field_validation() {
     // kubectl asks for Strict (the definition's group version is in /openapi/v3): upstream
     // refuses the field pruning would drop.
     let r = c.k(&["create", "-f", path(&typo)]).run().fails();
-    assert!(r.requested(&["POST", "fieldValidation=Strict", "400"]), "{r}");
+    assert!(
+        r.requested(&["POST", "fieldValidation=Strict", "400"]),
+        "{r}"
+    );
     assert_eq!(
         r.err(),
         format!(
@@ -146,11 +186,21 @@ async fn unknown_fields_of_custom_objects_follow_field_validation() {
         ),
         "{r}"
     );
-    let r = c.k(&["get", "ct", "typo", "-o", "jsonpath={.spec}"]).run().ok();
+    let r = c
+        .k(&["get", "ct", "typo", "-o", "jsonpath={.spec}"])
+        .run()
+        .ok();
     assert_eq!(r.out(), r#"{"cronSpec":"* * * * */5"}"#, "pruned:{r}");
     // A merge patch with an unknown field: warned about under Warn (kubectl patch's default).
     let r = c
-        .k(&["patch", "ct", "typo", "--type=merge", "-p", r#"{"spec":{"imagee":"x"}}"#])
+        .k(&[
+            "patch",
+            "ct",
+            "typo",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"imagee":"x"}}"#,
+        ])
         .run()
         .ok();
     assert_eq!(r.err(), "Warning: unknown field \"spec.imagee\"", "{r}");

@@ -40,13 +40,28 @@ async fn delete_waits_for_the_agent_through_watch_list() {
         ]),
         "{r}"
     );
-    assert!(r.log.contains("received the bookmark that marks the end of initial events stream"), "{r}");
+    assert!(
+        r.log
+            .contains("received the bookmark that marks the end of initial events stream"),
+        "{r}"
+    );
     c.k(&["get", "pod", "web"]).run().fails();
     // kubectl 1.33 (client-go without WatchList): a list, then a watch from its version.
-    let r = c.kubectl(Kubectl::V1_33, &["delete", "pod", "db"]).run().ok();
+    let r = c
+        .kubectl(Kubectl::V1_33, &["delete", "pod", "db"])
+        .run()
+        .ok();
     assert_eq!(r.out(), "pod \"db\" deleted", "{r}");
     assert!(!r.requested(&["sendInitialEvents"]), "{r}");
-    assert!(r.requested(&["GET", "fieldSelector=metadata.name%3Ddb", "watch=true", "200"]), "{r}");
+    assert!(
+        r.requested(&[
+            "GET",
+            "fieldSelector=metadata.name%3Ddb",
+            "watch=true",
+            "200"
+        ]),
+        "{r}"
+    );
     let r = c.k(&["get", "pods"]).run().ok();
     assert_eq!(r.err(), "No resources found in default namespace.", "{r}");
 }
@@ -58,9 +73,19 @@ async fn delete_without_waiting_leaves_the_pod_terminating() {
     let r = c.k(&["delete", "pod", "web", "--wait=false"]).run().ok();
     assert_eq!(r.out(), "pod \"web\" deleted from default namespace", "{r}");
     let r = c.k(&["get", "pods"]).run().ok();
-    assert_eq!(table(r.out(), 1)[1], row(&["web", "0/1", "Terminating", "0"]), "{r}");
+    assert_eq!(
+        table(r.out(), 1)[1],
+        row(&["web", "0/1", "Terminating", "0"]),
+        "{r}"
+    );
     let r = c
-        .k(&["get", "pod", "web", "-o", "jsonpath={.metadata.deletionGracePeriodSeconds}"])
+        .k(&[
+            "get",
+            "pod",
+            "web",
+            "-o",
+            "jsonpath={.metadata.deletionGracePeriodSeconds}",
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "30", "{r}");
@@ -83,22 +108,39 @@ async fn delete_waits_for_finalizers() {
     .ok();
     let mut delete = c.k(&["delete", "cm", "held", "--timeout=60s"]).spawn();
     eventually(WAIT, "held marked", || {
-        !c.k(&["get", "cm", "held", "-o", "jsonpath={.metadata.deletionTimestamp}"])
-            .run()
-            .out()
-            .is_empty()
+        !c.k(&[
+            "get",
+            "cm",
+            "held",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ])
+        .run()
+        .out()
+        .is_empty()
     });
     std::thread::sleep(Duration::from_millis(500));
     let r = delete.wait(Duration::from_millis(10));
     assert!(r.timed_out, "kubectl waits while the finalizer holds:{r}");
     let mut delete = c.k(&["delete", "cm", "held", "--timeout=60s"]).spawn();
     std::thread::sleep(Duration::from_millis(500));
-    c.k(&["patch", "cm", "held", "--type=json", "-p", r#"[{"op":"remove","path":"/metadata/finalizers"}]"#])
-        .run()
-        .ok();
+    c.k(&[
+        "patch",
+        "cm",
+        "held",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ])
+    .run()
+    .ok();
     let r = delete.wait(WAIT);
     assert_eq!(r.code, Some(0), "{r}");
-    assert_eq!(r.out(), "configmap \"held\" deleted from default namespace", "{r}");
+    assert_eq!(
+        r.out(),
+        "configmap \"held\" deleted from default namespace",
+        "{r}"
+    );
     c.k(&["get", "cm", "held"]).run().fails();
 }
 
@@ -129,20 +171,41 @@ async fn cascading_deletes_with_the_garbage_collector() {
     }
     // Background (kubectl's default): the owner goes at once, the collector takes the child.
     let r = c.k(&["delete", "cm", "o1"]).run().ok();
-    assert_eq!(r.out(), "configmap \"o1\" deleted from default namespace", "{r}");
+    assert_eq!(
+        r.out(),
+        "configmap \"o1\" deleted from default namespace",
+        "{r}"
+    );
     eventually(WAIT, "c1 collected", || {
         c.k(&["get", "cm", "c1"]).run().code == Some(1)
     });
     // Foreground: kubectl waits while the owner waits for its child.
-    let r = c.k(&["delete", "cm", "o2", "--cascade=foreground"]).run().ok();
-    assert_eq!(r.out(), "configmap \"o2\" deleted from default namespace", "{r}");
+    let r = c
+        .k(&["delete", "cm", "o2", "--cascade=foreground"])
+        .run()
+        .ok();
+    assert_eq!(
+        r.out(),
+        "configmap \"o2\" deleted from default namespace",
+        "{r}"
+    );
     c.k(&["get", "cm", "c2"]).run().fails();
     c.k(&["get", "cm", "o2"]).run().fails();
     // Orphan: the child stays, without its owner reference.
     let r = c.k(&["delete", "cm", "o3", "--cascade=orphan"]).run().ok();
-    assert_eq!(r.out(), "configmap \"o3\" deleted from default namespace", "{r}");
+    assert_eq!(
+        r.out(),
+        "configmap \"o3\" deleted from default namespace",
+        "{r}"
+    );
     let r = c
-        .k(&["get", "cm", "c3", "-o", "jsonpath={.metadata.ownerReferences}"])
+        .k(&[
+            "get",
+            "cm",
+            "c3",
+            "-o",
+            "jsonpath={.metadata.ownerReferences}",
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "", "{r}");

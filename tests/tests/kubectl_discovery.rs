@@ -116,7 +116,10 @@ async fn explain_reads_built_in_and_custom_schemas() {
             "{r}"
         );
         // The explain of 1.29 and later reads OpenAPI v3 only.
-        assert!(r.requested(&["GET", "/openapi/v3/api/v1?hash=", "200"]), "{r}");
+        assert!(
+            r.requested(&["GET", "/openapi/v3/api/v1?hash=", "200"]),
+            "{r}"
+        );
         for field in [
             "  image\t<string>",
             "  name\t<string>",

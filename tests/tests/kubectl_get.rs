@@ -41,9 +41,16 @@ async fn get_prints_upstream_tables() {
             "{}: {r}",
             v.minor()
         );
-        assert!(r.out().starts_with("NAME    READY   STATUS    RESTARTS   AGE\n"), "{r}");
+        assert!(
+            r.out()
+                .starts_with("NAME    READY   STATUS    RESTARTS   AGE\n"),
+            "{r}"
+        );
         // Server-side printing: one request, asking for a Table.
-        assert!(r.requested(&["GET", "/api/v1/namespaces/default/pods?limit=500", "200"]), "{r}");
+        assert!(
+            r.requested(&["GET", "/api/v1/namespaces/default/pods?limit=500", "200"]),
+            "{r}"
+        );
     }
     let r = c.k(&["get", "pods", "-o", "wide"]).run().ok();
     let rows: Vec<Vec<String>> = r
@@ -58,10 +65,25 @@ async fn get_prints_upstream_tables() {
     assert_eq!(
         rows,
         [
-            row(&["NAME", "READY", "STATUS", "RESTARTS", "IP", "NODE", "NOMINATED NODE", "READINESS GATES"]),
-            row(&["db", "0/1", "Pending", "0", "<none>", "node-1", "<none>", "<none>"]),
-            row(&["web-a", "0/1", "Pending", "0", "<none>", "node-1", "<none>", "<none>"]),
-            row(&["web-b", "0/1", "Pending", "0", "<none>", "node-2", "<none>", "<none>"]),
+            row(&[
+                "NAME",
+                "READY",
+                "STATUS",
+                "RESTARTS",
+                "IP",
+                "NODE",
+                "NOMINATED NODE",
+                "READINESS GATES"
+            ]),
+            row(&[
+                "db", "0/1", "Pending", "0", "<none>", "node-1", "<none>", "<none>"
+            ]),
+            row(&[
+                "web-a", "0/1", "Pending", "0", "<none>", "node-1", "<none>", "<none>"
+            ]),
+            row(&[
+                "web-b", "0/1", "Pending", "0", "<none>", "node-2", "<none>", "<none>"
+            ]),
         ],
         "{r}"
     );
@@ -74,10 +96,17 @@ async fn get_prints_upstream_tables() {
         ],
         "{r}"
     );
-    assert!(r.requested(&["GET", "/api/v1/pods?limit=500", "200"]), "{r}");
+    assert!(
+        r.requested(&["GET", "/api/v1/pods?limit=500", "200"]),
+        "{r}"
+    );
     // --show-labels reads the rows' metadata.
     let r = c.k(&["get", "pod", "db", "--show-labels"]).run().ok();
-    assert_eq!(table(r.out(), 0)[1].last().map(String::as_str), Some("app=db"), "{r}");
+    assert_eq!(
+        table(r.out(), 0)[1].last().map(String::as_str),
+        Some("app=db"),
+        "{r}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -103,7 +132,11 @@ async fn selectors_paging_jsonpath_and_not_found() {
         .k(&["get", "pods", "--field-selector", "spec.nodeName=node-3"])
         .run()
         .ok();
-    assert_eq!((r.out(), r.err()), ("", "No resources found in default namespace."), "{r}");
+    assert_eq!(
+        (r.out(), r.err()),
+        ("", "No resources found in default namespace."),
+        "{r}"
+    );
 
     // Paging: a page per pod, each following the last one's continue token, printed as one
     // table.
@@ -116,11 +149,22 @@ async fn selectors_paging_jsonpath_and_not_found() {
         .collect();
     assert_eq!(pages.len(), 3, "{r}");
     assert!(pages[0].contains("?limit=1 "), "{r}");
-    assert!(pages[1..].iter().all(|p| p.contains("continue=") && p.contains("limit=1")), "{r}");
+    assert!(
+        pages[1..]
+            .iter()
+            .all(|p| p.contains("continue=") && p.contains("limit=1")),
+        "{r}"
+    );
 
     // int64 fields are JSON numbers.
     let r = c
-        .k(&["get", "pod", "db", "-o", "jsonpath={.spec.terminationGracePeriodSeconds}"])
+        .k(&[
+            "get",
+            "pod",
+            "db",
+            "-o",
+            "jsonpath={.spec.terminationGracePeriodSeconds}",
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "30", "{r}");
@@ -134,7 +178,11 @@ async fn selectors_paging_jsonpath_and_not_found() {
         let r = c.kubectl(v, &["get", "pod", "nosuch"]).run().fails();
         assert_eq!(
             (r.code, r.out(), r.err()),
-            (Some(1), "", "Error from server (NotFound): pods \"nosuch\" not found"),
+            (
+                Some(1),
+                "",
+                "Error from server (NotFound): pods \"nosuch\" not found"
+            ),
             "{r}"
         );
     }
@@ -177,10 +225,18 @@ async fn describe_shows_the_events_about_a_pod() {
     // The typed client (protobuf preferred, JSON answered) decoded the pod: int64 fields
     // are numbers, and the events were found by their involvedObject.
     assert!(
-        r.requested(&["GET", "/api/v1/namespaces/default/events?fieldSelector=", "involvedObject.name%3Dweb", "200"]),
+        r.requested(&[
+            "GET",
+            "/api/v1/namespaces/default/events?fieldSelector=",
+            "involvedObject.name%3Dweb",
+            "200"
+        ]),
         "{r}"
     );
-    let events = text.split_once("Events:").map(|(_, e)| e).unwrap_or_default();
+    let events = text
+        .split_once("Events:")
+        .map(|(_, e)| e)
+        .unwrap_or_default();
     let rows: Vec<Vec<String>> = events
         .lines()
         .skip(1)
@@ -197,16 +253,28 @@ async fn describe_shows_the_events_about_a_pod() {
         [
             row(&["Type", "Reason", "From", "Message"]),
             row(&["----", "------", "----", "-------"]),
-            row(&["Normal", "Scheduled", "kubelet", "Successfully assigned default/web to node-1"]),
+            row(&[
+                "Normal",
+                "Scheduled",
+                "kubelet",
+                "Successfully assigned default/web to node-1"
+            ]),
             row(&["Normal", "Started", "kubelet", "Started container nginx"]),
         ],
         "{r}"
     );
     // kubectl 1.33's describe too.
-    let r = c.kubectl(Kubectl::V1_33, &["describe", "pod", "web"]).run().ok();
+    let r = c
+        .kubectl(Kubectl::V1_33, &["describe", "pod", "web"])
+        .run()
+        .ok();
     assert!(r.out().contains("Started container nginx"), "{r}");
     let r = c.k(&["get", "pods"]).run().ok();
-    assert_eq!(table(r.out(), 1)[1], row(&["web", "1/1", "Running", "0"]), "{r}");
+    assert_eq!(
+        table(r.out(), 1)[1],
+        row(&["web", "1/1", "Running", "0"]),
+        "{r}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -226,7 +294,11 @@ async fn get_watch_prints_a_row_per_change() {
         .k(&["delete", "pod", "web", "--grace-period=0", "--force"])
         .run()
         .ok();
-    assert_eq!(r.out(), "pod \"web\" force deleted from default namespace", "{r}");
+    assert_eq!(
+        r.out(),
+        "pod \"web\" force deleted from default namespace",
+        "{r}"
+    );
     assert_eq!(
         r.err(),
         "Warning: Immediate deletion does not wait for confirmation that the running resource has been terminated. The resource may continue to run on the cluster indefinitely.",
@@ -246,7 +318,15 @@ async fn get_watch_prints_a_row_per_change() {
         "{run}"
     );
     // Watches ask for Tables from the list's resourceVersion.
-    assert!(run.requested(&["GET", "/api/v1/namespaces/default/pods?resourceVersion=", "watch=true", "200"]), "{run}");
+    assert!(
+        run.requested(&[
+            "GET",
+            "/api/v1/namespaces/default/pods?resourceVersion=",
+            "watch=true",
+            "200"
+        ]),
+        "{run}"
+    );
     // The single-object watch printed the object once, then its changes.
     let lines = one.wait_lines(5, wait);
     let run = one.stop();

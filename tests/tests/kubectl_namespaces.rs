@@ -28,7 +28,14 @@ async fn namespaces_are_created_listed_and_hold_objects() {
         "{r}"
     );
     let r = c
-        .k(&["create", "configmap", "settings", "-n", "team-a", "--from-literal=a=b"])
+        .k(&[
+            "create",
+            "configmap",
+            "settings",
+            "-n",
+            "team-a",
+            "--from-literal=a=b",
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "configmap/settings created", "{r}");

@@ -24,38 +24,81 @@ async fn patch_strategic_merge_and_json() {
     let images = "{range .spec.containers[*]}{.name}={.image} {end}";
     // Strategic merge (the default): containers merged by name, the other one kept.
     let r = c
-        .k(&["patch", "pod", "app", "-p", r#"{"spec":{"containers":[{"name":"sidecar","image":"busybox:1.37"}]}}"#])
+        .k(&[
+            "patch",
+            "pod",
+            "app",
+            "-p",
+            r#"{"spec":{"containers":[{"name":"sidecar","image":"busybox:1.37"}]}}"#,
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "pod/app patched", "{r}");
-    assert!(r.requested(&["PATCH", "/api/v1/namespaces/default/pods/app?fieldManager=kubectl-patch", "200"]), "{r}");
-    assert_eq!(get(&c, &["pod", "app"], images), "main=nginx:1.27 sidecar=busybox:1.37");
+    assert!(
+        r.requested(&[
+            "PATCH",
+            "/api/v1/namespaces/default/pods/app?fieldManager=kubectl-patch",
+            "200"
+        ]),
+        "{r}"
+    );
+    assert_eq!(
+        get(&c, &["pod", "app"], images),
+        "main=nginx:1.27 sidecar=busybox:1.37"
+    );
     // The same body as a merge patch replaces the list: one container left, which a pod may
     // not do.
     let r = c
-        .k(&["patch", "pod", "app", "--type=merge", "-p", r#"{"spec":{"containers":[{"name":"sidecar","image":"busybox:1.38"}]}}"#])
+        .k(&[
+            "patch",
+            "pod",
+            "app",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"containers":[{"name":"sidecar","image":"busybox:1.38"}]}}"#,
+        ])
         .run()
         .fails();
-    assert!(
-        r.err().starts_with("The Pod \"app\" is invalid: "),
-        "{r}"
+    assert!(r.err().starts_with("The Pod \"app\" is invalid: "), "{r}");
+    assert_eq!(
+        get(&c, &["pod", "app"], images),
+        "main=nginx:1.27 sidecar=busybox:1.37"
     );
-    assert_eq!(get(&c, &["pod", "app"], images), "main=nginx:1.27 sidecar=busybox:1.37");
     // A patch that changes nothing.
     let r = c
-        .k(&["patch", "pod", "app", "-p", r#"{"spec":{"containers":[{"name":"main","image":"nginx:1.27"}]}}"#])
+        .k(&[
+            "patch",
+            "pod",
+            "app",
+            "-p",
+            r#"{"spec":{"containers":[{"name":"main","image":"nginx:1.27"}]}}"#,
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "pod/app patched (no change)", "{r}");
     // JSON patch.
     let r = c
-        .k(&["patch", "pod", "app", "--type=json", "-p", r#"[{"op":"add","path":"/metadata/labels","value":{"tier":"front"}}]"#])
+        .k(&[
+            "patch",
+            "pod",
+            "app",
+            "--type=json",
+            "-p",
+            r#"[{"op":"add","path":"/metadata/labels","value":{"tier":"front"}}]"#,
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "pod/app patched", "{r}");
     assert_eq!(get(&c, &["pod", "app"], "{.metadata.labels.tier}"), "front");
     let r = c
-        .k(&["patch", "pod", "app", "--type=json", "-p", r#"[{"op":"test","path":"/metadata/labels/tier","value":"back"}]"#])
+        .k(&[
+            "patch",
+            "pod",
+            "app",
+            "--type=json",
+            "-p",
+            r#"[{"op":"test","path":"/metadata/labels/tier","value":"back"}]"#,
+        ])
         .run()
         .fails();
     // 422 Invalid, the JSON patch library's reason as its cause (its wording is the
@@ -65,27 +108,53 @@ async fn patch_strategic_merge_and_json() {
 
     // Directives on a primitive list merged by value (metadata.finalizers).
     c.k(&["create", "configmap", "held"]).run().ok();
-    c.k(&["patch", "cm", "held", "--type=merge", "-p", r#"{"metadata":{"finalizers":["a.example.com/x","b.example.com/y"]}}"#])
-        .run()
-        .ok();
-    c.k(&["patch", "cm", "held", "-p", r#"{"metadata":{"finalizers":["c.example.com/z"]}}"#])
-        .run()
-        .ok();
+    c.k(&[
+        "patch",
+        "cm",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":["a.example.com/x","b.example.com/y"]}}"#,
+    ])
+    .run()
+    .ok();
+    c.k(&[
+        "patch",
+        "cm",
+        "held",
+        "-p",
+        r#"{"metadata":{"finalizers":["c.example.com/z"]}}"#,
+    ])
+    .run()
+    .ok();
     assert_eq!(
         get(&c, &["cm", "held"], "{.metadata.finalizers}"),
         r#"["a.example.com/x","b.example.com/y","c.example.com/z"]"#
     );
-    c.k(&["patch", "cm", "held", "-p", r#"{"metadata":{"$deleteFromPrimitiveList/finalizers":["a.example.com/x"]}}"#])
-        .run()
-        .ok();
+    c.k(&[
+        "patch",
+        "cm",
+        "held",
+        "-p",
+        r#"{"metadata":{"$deleteFromPrimitiveList/finalizers":["a.example.com/x"]}}"#,
+    ])
+    .run()
+    .ok();
     assert_eq!(
         get(&c, &["cm", "held"], "{.metadata.finalizers}"),
         r#"["b.example.com/y","c.example.com/z"]"#
     );
     // A merge patch replaces the list.
-    c.k(&["patch", "cm", "held", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#])
-        .run()
-        .ok();
+    c.k(&[
+        "patch",
+        "cm",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ])
+    .run()
+    .ok();
     assert_eq!(get(&c, &["cm", "held"], "{.metadata.finalizers}"), "");
     let r = c.k(&["patch", "cm", "nosuch", "-p", "{}"]).run().fails();
     assert_eq!(
@@ -99,16 +168,24 @@ async fn patch_strategic_merge_and_json() {
 async fn label_and_annotate() {
     let c = KubeCluster::start().await;
     c.create("app.yaml", TWO).ok();
-    let r = c.k(&["label", "pod", "app", "tier=front", "env=prod"]).run().ok();
+    let r = c
+        .k(&["label", "pod", "app", "tier=front", "env=prod"])
+        .run()
+        .ok();
     assert_eq!(r.out(), "pod/app labeled", "{r}");
-    assert!(r.requested(&["PATCH", "fieldManager=kubectl-label", "200"]), "{r}");
+    assert!(
+        r.requested(&["PATCH", "fieldManager=kubectl-label", "200"]),
+        "{r}"
+    );
     let r = c.k(&["label", "pod", "app", "tier=back"]).run().fails();
     assert_eq!(
         r.err(),
         "error: 'tier' already has a value (front), and --overwrite is false",
         "{r}"
     );
-    c.k(&["label", "pod", "app", "tier=back", "--overwrite"]).run().ok();
+    c.k(&["label", "pod", "app", "tier=back", "--overwrite"])
+        .run()
+        .ok();
     let r = c.k(&["label", "pod", "app", "env-"]).run().ok();
     assert_eq!(r.out(), "pod/app unlabeled", "{r}");
     let r = c
@@ -117,8 +194,14 @@ async fn label_and_annotate() {
         .ok();
     assert_eq!(r.out(), "pod/app labeled (server dry run)", "{r}");
     assert!(r.requested(&["PATCH", "dryRun=All", "200"]), "{r}");
-    assert_eq!(get(&c, &["pod", "app"], "{.metadata.labels}"), r#"{"tier":"back"}"#);
-    let r = c.k(&["get", "pods", "-l", "tier=back", "-o", "name"]).run().ok();
+    assert_eq!(
+        get(&c, &["pod", "app"], "{.metadata.labels}"),
+        r#"{"tier":"back"}"#
+    );
+    let r = c
+        .k(&["get", "pods", "-l", "tier=back", "-o", "name"])
+        .run()
+        .ok();
     assert_eq!(r.out(), "pod/app", "{r}");
 
     let r = c
@@ -126,7 +209,9 @@ async fn label_and_annotate() {
         .run()
         .ok();
     assert_eq!(r.out(), "pod/app annotated", "{r}");
-    c.k(&["annotate", "pod", "app", "owner=team-b", "--overwrite"]).run().ok();
+    c.k(&["annotate", "pod", "app", "owner=team-b", "--overwrite"])
+        .run()
+        .ok();
     c.k(&["annotate", "pod", "app", "note-"]).run().ok();
     assert_eq!(
         get(&c, &["pod", "app"], "{.metadata.annotations}"),
@@ -138,14 +223,20 @@ async fn label_and_annotate() {
 async fn edit_with_an_editor_script() {
     let c = KubeCluster::start().await;
     c.create("app.yaml", TWO).ok();
-    let editor = c.script("editor.sh", r#"sed -i 's/image: busybox:1.36/image: busybox:1.37/' "$1""#);
+    let editor = c.script(
+        "editor.sh",
+        r#"sed -i 's/image: busybox:1.36/image: busybox:1.37/' "$1""#,
+    );
     let r = c
         .k(&["edit", "pod", "app"])
         .env("KUBE_EDITOR", &editor)
         .run()
         .ok();
     assert_eq!(r.out(), "pod/app edited", "{r}");
-    assert!(r.requested(&["PATCH", "fieldManager=kubectl-edit", "200"]), "{r}");
+    assert!(
+        r.requested(&["PATCH", "fieldManager=kubectl-edit", "200"]),
+        "{r}"
+    );
     assert_eq!(
         get(&c, &["pod", "app"], "{.spec.containers[*].image}"),
         "nginx:1.27 busybox:1.37"
@@ -157,13 +248,26 @@ async fn edit_with_an_editor_script() {
         .run()
         .ok();
     // (At -v=6 kubectl logs the edited file before this line, over several lines.)
-    assert!(r.err().ends_with("\nEdit cancelled, no changes made."), "{r}");
+    assert!(
+        r.err().ends_with("\nEdit cancelled, no changes made."),
+        "{r}"
+    );
     assert!(!r.requested(&["PATCH"]), "{r}");
     // kubectl 1.33 edits a ConfigMap.
-    c.k(&["create", "configmap", "settings", "--from-literal=color=red"]).run().ok();
+    c.k(&[
+        "create",
+        "configmap",
+        "settings",
+        "--from-literal=color=red",
+    ])
+    .run()
+    .ok();
     let editor = c.script("editor2.sh", r#"sed -i 's/color: red/color: blue/' "$1""#);
     let r = c
-        .kubectl(kubestore_tests::kube::Kubectl::V1_33, &["edit", "cm", "settings"])
+        .kubectl(
+            kubestore_tests::kube::Kubectl::V1_33,
+            &["edit", "cm", "settings"],
+        )
         .env("KUBE_EDITOR", &editor)
         .run()
         .ok();

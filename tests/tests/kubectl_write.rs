@@ -22,7 +22,11 @@ async fn create_is_validated_by_the_server() {
     // kubectl finds `fieldValidation` in the OpenAPI v3 document and leaves validation to the
     // server.
     assert!(
-        r.requested(&["POST", "/api/v1/namespaces/default/pods?fieldManager=kubectl-create&fieldValidation=Strict", "201"]),
+        r.requested(&[
+            "POST",
+            "/api/v1/namespaces/default/pods?fieldManager=kubectl-create&fieldValidation=Strict",
+            "201"
+        ]),
         "{r}"
     );
     let r = c.k(&["create", "-f", path(&web)]).run().fails();
@@ -57,7 +61,10 @@ async fn create_is_validated_by_the_server() {
         .ok();
     assert_eq!(
         (r.out(), r.err()),
-        ("pod/typo created", "Warning: unknown field \"spec.nodeNmae\""),
+        (
+            "pod/typo created",
+            "Warning: unknown field \"spec.nodeNmae\""
+        ),
         "{r}"
     );
     assert!(r.requested(&["POST", "fieldValidation=Warn", "201"]), "{r}");
@@ -66,7 +73,10 @@ async fn create_is_validated_by_the_server() {
         .run()
         .ok();
     assert_eq!((r.out(), r.err()), ("pod/typo replaced", ""), "{r}");
-    assert!(r.requested(&["PUT", "fieldValidation=Ignore", "200"]), "{r}");
+    assert!(
+        r.requested(&["PUT", "fieldValidation=Ignore", "200"]),
+        "{r}"
+    );
     let r = c
         .k(&["get", "pod", "typo", "-o", "jsonpath={.spec.nodeName}"])
         .run()
@@ -133,7 +143,13 @@ async fn server_dry_run_stores_nothing() {
         "{r}"
     );
     let r = c
-        .k(&["get", "pod", "web", "-o", "jsonpath={.metadata.deletionTimestamp}"])
+        .k(&[
+            "get",
+            "pod",
+            "web",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "", "not even marked:{r}");
@@ -156,11 +172,21 @@ async fn apply_creates_leaves_unchanged_and_configures() {
     assert_eq!(r.out(), "pod/web configured", "{r}");
     // kubectl computed a strategic merge patch (built-in kind) from the last-applied state.
     assert!(
-        r.requested(&["PATCH", "/api/v1/namespaces/default/pods/web?fieldManager=kubectl-client-side-apply", "200"]),
+        r.requested(&[
+            "PATCH",
+            "/api/v1/namespaces/default/pods/web?fieldManager=kubectl-client-side-apply",
+            "200"
+        ]),
         "{r}"
     );
     let r = c
-        .k(&["get", "pod", "web", "-o", "jsonpath={.spec.containers[0].image}"])
+        .k(&[
+            "get",
+            "pod",
+            "web",
+            "-o",
+            "jsonpath={.spec.containers[0].image}",
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "nginx:1.28", "{r}");
@@ -182,7 +208,13 @@ async fn apply_creates_leaves_unchanged_and_configures() {
         "configmap/settings configured"
     );
     let r = c
-        .k(&["get", "cm", "settings", "-o", "jsonpath={.data} {.metadata.annotations.kept}"])
+        .k(&[
+            "get",
+            "cm",
+            "settings",
+            "-o",
+            "jsonpath={.data} {.metadata.annotations.kept}",
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "{\"a\":\"1\"} yes", "{r}");
@@ -207,12 +239,24 @@ async fn replace_at_a_stale_resource_version_is_a_conflict() {
         );
     }
     let fresh = c.k(&["get", "pod", "web", "-o", "yaml"]).run().ok();
-    let fresh = c.file("fresh.yaml", &fresh.stdout.replace("moved: \"on\"", "moved: \"off\""));
+    let fresh = c.file(
+        "fresh.yaml",
+        &fresh.stdout.replace("moved: \"on\"", "moved: \"off\""),
+    );
     let r = c.k(&["replace", "-f", path(&fresh)]).run().ok();
     assert_eq!(r.out(), "pod/web replaced", "{r}");
-    assert!(r.requested(&["PUT", "fieldManager=kubectl-replace", "200"]), "{r}");
+    assert!(
+        r.requested(&["PUT", "fieldManager=kubectl-replace", "200"]),
+        "{r}"
+    );
     let r = c
-        .k(&["get", "pod", "web", "-o", "jsonpath={.metadata.labels.moved}"])
+        .k(&[
+            "get",
+            "pod",
+            "web",
+            "-o",
+            "jsonpath={.metadata.labels.moved}",
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "off", "{r}");
@@ -221,26 +265,57 @@ async fn replace_at_a_stale_resource_version_is_a_conflict() {
 #[tokio::test(flavor = "multi_thread")]
 async fn generators_create_config_maps_and_secrets_with_protobuf_bodies() {
     let c = KubeCluster::start().await;
-    for (v, n) in [(Kubectl::V1_29, "29"), (Kubectl::V1_33, "33"), (Kubectl::V1_37, "37")] {
+    for (v, n) in [
+        (Kubectl::V1_29, "29"),
+        (Kubectl::V1_33, "33"),
+        (Kubectl::V1_37, "37"),
+    ] {
         let cm = format!("c{n}");
         let r = c
-            .kubectl(v, &["create", "configmap", &cm, "--from-literal=a=b", "--from-literal=c=d"])
+            .kubectl(
+                v,
+                &[
+                    "create",
+                    "configmap",
+                    &cm,
+                    "--from-literal=a=b",
+                    "--from-literal=c=d",
+                ],
+            )
             .run()
             .ok();
         assert_eq!(r.out(), format!("configmap/{cm} created"), "{r}");
         let s = format!("s{n}");
         let r = c
-            .kubectl(v, &["create", "secret", "generic", &s, "--from-literal=password=hunter2"])
+            .kubectl(
+                v,
+                &[
+                    "create",
+                    "secret",
+                    "generic",
+                    &s,
+                    "--from-literal=password=hunter2",
+                ],
+            )
             .run()
             .ok();
         assert_eq!(r.out(), format!("secret/{s} created"), "{r}");
         let r = c
-            .k(&["get", "secret", &s, "-o", "jsonpath={.type} {.data.password}"])
+            .k(&[
+                "get",
+                "secret",
+                &s,
+                "-o",
+                "jsonpath={.type} {.data.password}",
+            ])
             .run()
             .ok();
         assert_eq!(r.out(), "Opaque aHVudGVyMg==", "{r}");
     }
-    let r = c.k(&["get", "cm", "c37", "-o", "jsonpath={.data}"]).run().ok();
+    let r = c
+        .k(&["get", "cm", "c37", "-o", "jsonpath={.data}"])
+        .run()
+        .ok();
     assert_eq!(r.out(), "{\"a\":\"b\",\"c\":\"d\"}", "{r}");
     let r = c.k(&["get", "configmaps"]).run().ok();
     assert_eq!(
@@ -269,7 +344,16 @@ async fn generators_create_config_maps_and_secrets_with_protobuf_bodies() {
         "{r}"
     );
     let r = c
-        .k(&["create", "secret", "generic", "dry", "--from-literal=a=b", "--dry-run=server", "-o", "name"])
+        .k(&[
+            "create",
+            "secret",
+            "generic",
+            "dry",
+            "--from-literal=a=b",
+            "--dry-run=server",
+            "-o",
+            "name",
+        ])
         .run()
         .ok();
     assert_eq!(r.out(), "secret/dry", "{r}");

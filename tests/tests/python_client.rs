@@ -54,12 +54,20 @@ async fn every_kind_decodes_into_the_typed_models() {
         .run()
         .ok();
     c.crontab_crd();
-    c.create("ct.yaml", &crontab_yaml("nightly", "0 0 * * *", 2)).ok();
+    c.create("ct.yaml", &crontab_yaml("nightly", "0 0 * * *", 2))
+        .ok();
     eventually(Duration::from_secs(60), "the agent's Started event", || {
-        c.k(&["get", "events", "-o", "name", "--field-selector", "reason=Started"])
-            .run()
-            .out()
-            .contains("event/")
+        c.k(&[
+            "get",
+            "events",
+            "-o",
+            "name",
+            "--field-selector",
+            "reason=Started",
+        ])
+        .run()
+        .out()
+        .contains("event/")
     });
     let r = c.python(DECODE, &[]).run().ok();
     let out = r.out();
@@ -169,11 +177,17 @@ for kw in [{"timeout_seconds": 10}, {}]:
 async fn an_expired_resource_version_is_410() {
     let c = KubeCluster::start().await;
     let rv = |name: &str| {
-        c.k(&["create", "configmap", name, "-o", "jsonpath={.metadata.resourceVersion}"])
-            .run()
-            .ok()
-            .out()
-            .to_string()
+        c.k(&[
+            "create",
+            "configmap",
+            name,
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ])
+        .run()
+        .ok()
+        .out()
+        .to_string()
     };
     let old = rv("a");
     rv("b");
