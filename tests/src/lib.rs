@@ -13,6 +13,8 @@
 //! - [`watch_gate`]: a proxy in front of storage-svc that holds back watch streams on demand.
 //! - [`fixtures_gc`]: controller-managers (in process, or the real binary) for the garbage
 //!   collector's tests.
+//! - [`kube`]: the real Kubernetes clients (kubectl 1.29, 1.33, 1.37 and the Python client)
+//!   against registry-svc's REST API, with a kubeconfig, a node agent and a controller-manager.
 
 pub mod etcd;
 pub mod fixtures_custom;
@@ -20,6 +22,7 @@ pub mod fixtures_gc;
 pub mod fixtures_registry;
 pub mod fixtures_storage;
 pub mod fixtures_watch;
+pub mod kube;
 pub mod mutate;
 pub mod otlp;
 pub mod pki;

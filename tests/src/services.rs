@@ -158,12 +158,17 @@ pub struct ClusterOptions {
     pub etcd_args: Vec<&'static str>,
     /// Take `storage`'s watch-cache setting as it is, whatever the run asks.
     pub exact_storage: bool,
+    /// Serve registry-svc's Kubernetes REST API (`--kube-api-addr`) on a free loopback port
+    /// (starts registry-svc).
+    pub with_kube_api: bool,
 }
 
 /// etcd + storage-svc (+ registry-svc).
 pub struct Cluster {
     /// Declared first so services stop before etcd.
     pub registry: Option<ServiceHandle>,
+    /// registry-svc's Kubernetes REST API, when asked for (`ClusterOptions::with_kube_api`).
+    pub kube_api: Option<SocketAddr>,
     /// storage-svc.
     pub storage: ServiceHandle,
     /// etcd.
@@ -217,6 +222,28 @@ pub fn spawn_registry(
     spawn_registry_at("127.0.0.1:0", config, storage_url, dispatch)
 }
 
+/// [`spawn_registry`], serving the Kubernetes REST API too, on a listener bound here (a free
+/// loopback port) and handed to `run_with_listeners`: its address is known before it serves.
+pub fn spawn_registry_with_kube_api(
+    mut config: registry_svc::Config,
+    storage_url: String,
+    dispatch: Option<tracing::Dispatch>,
+) -> (ServiceHandle, SocketAddr) {
+    config.storage_addr = storage_url;
+    let rest = std::net::TcpListener::bind("127.0.0.1:0").expect("bind REST API port");
+    let rest_addr = rest.local_addr().expect("local addr");
+    rest.set_nonblocking(true).expect("nonblocking");
+    let handle = ServiceHandle::spawn("registry-svc", dispatch, move |l, m, stop| async move {
+        let rest = tokio::net::TcpListener::from_std(rest).map_err(|e| e.to_string())?;
+        registry_svc::run_with_listeners(l, Some(m), Some(rest), config, async {
+            let _ = stop.await;
+        })
+        .await
+        .map_err(|e| e.to_string())
+    });
+    (handle, rest_addr)
+}
+
 /// [`spawn_registry`] on the gRPC address `addr`.
 pub fn spawn_registry_at(
     addr: &str,
@@ -268,7 +295,17 @@ impl Cluster {
             options.storage_dispatch,
         );
         wait_serving(&storage.url()).await;
-        let registry = if options.with_registry || options.registry.is_some() {
+        let mut kube_api = None;
+        let registry = if options.with_kube_api {
+            let (r, addr) = spawn_registry_with_kube_api(
+                options.registry.unwrap_or_default(),
+                storage.url(),
+                options.registry_dispatch,
+            );
+            wait_serving(&r.url()).await;
+            kube_api = Some(addr);
+            Some(r)
+        } else if options.with_registry || options.registry.is_some() {
             let r = spawn_registry(
                 options.registry.unwrap_or_default(),
                 storage.url(),
@@ -282,6 +319,7 @@ impl Cluster {
         };
         Self {
             registry,
+            kube_api,
             storage,
             etcd,
         }

@@ -122,7 +122,7 @@ impl<R: Resource> BuiltinEndpoint<R> {
                     self.info.version, e.message
                 ))
             })?;
-        let warnings = unknown_fields(unknown, validation)?;
+        let warnings = unknown_fields(unknown, validation, kind, &self.info.version)?;
         let obj = R::decode(bytes.as_slice())
             .map_err(|e| ApiError::Internal(format!("{kind} from JSON does not decode: {e}")))?;
         Ok((obj, warnings))
@@ -239,9 +239,13 @@ pub(crate) fn check_type_meta(body: &Value, api_version: &str, kind: &str) -> Re
 }
 
 /// Unknown fields as `fieldValidation` says: refused (Strict), warned about (Warn), dropped.
+/// A refusal names the kind as upstream's decoder does (`transformDecodeError`): `Pod in
+/// version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.x"`.
 pub(crate) fn unknown_fields(
     unknown: Vec<String>,
     validation: FieldValidation,
+    kind: &str,
+    version: &str,
 ) -> Result<Vec<String>, ApiError> {
     if unknown.is_empty() {
         return Ok(Vec::new());
@@ -254,7 +258,7 @@ pub(crate) fn unknown_fields(
         FieldValidation::Ignore => Ok(Vec::new()),
         FieldValidation::Warn => Ok(described),
         FieldValidation::Strict => Err(ApiError::BadRequest(format!(
-            "strict decoding error: {}",
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
             described.join(", ")
         ))),
     }

@@ -20,8 +20,9 @@ use serde_json::{Map, Value};
 use tokio_stream::StreamExt;
 
 use super::{
-    Deleted, Endpoint, EventStream, Json, Output, Page, Part, ResourceInfo, WriteOptions, Written,
-    builtin::{check_type_meta, watch_error},
+    Deleted, Endpoint, EventStream, FieldValidation, Json, Output, Page, Part, ResourceInfo,
+    WriteOptions, Written,
+    builtin::{check_type_meta, unknown_fields, watch_error},
 };
 use crate::{
     custom::{
@@ -69,7 +70,11 @@ impl CustomEndpoint {
     }
 
     /// A client's object taken in: checked, pruned, defaulted, in the storage version.
-    pub fn take_in(&self, body: Value) -> Result<CustomObject, ApiError> {
+    pub fn take_in(
+        &self,
+        body: Value,
+        validation: FieldValidation,
+    ) -> Result<(CustomObject, Vec<String>), ApiError> {
         let Value::Object(mut json) = body else {
             return Err(ApiError::BadRequest(
                 "the object must be a JSON object".into(),
@@ -81,7 +86,16 @@ impl CustomEndpoint {
         json.insert("kind".into(), Value::String(self.kind.kind.clone()));
         let version = self.served()?;
         let mut value = Value::Object(json);
+        // What pruning drops are the unknown fields `fieldValidation` judges (upstream's
+        // crdHandler prunes with `ReturnPruned` and sorts them).
+        let before = (validation != FieldValidation::Ignore).then(|| value.clone());
         version.schema.prune(&mut value);
+        let mut unknown = Vec::new();
+        if let Some(before) = &before {
+            pruned_paths(before, &value, "", &mut unknown);
+            unknown.sort();
+        }
+        let warnings = unknown_fields(unknown, validation, &self.kind.kind, &self.version)?;
         version.schema.default(&mut value);
         let Value::Object(mut json) = value else {
             return Err(ApiError::Internal("pruning left no object".into()));
@@ -90,7 +104,7 @@ impl CustomEndpoint {
             "apiVersion".into(),
             Value::String(format!("{}/{}", self.kind.group, self.kind.storage_version)),
         );
-        CustomObject::from_json(json)
+        Ok((CustomObject::from_json(json)?, warnings))
     }
 
     /// An object as it goes out, in this version.
@@ -195,12 +209,42 @@ impl CustomEndpoint {
         }
     }
 
-    fn written(&self, obj: &CustomObject, created: bool) -> Result<Written, ApiError> {
+    fn written(
+        &self,
+        obj: &CustomObject,
+        warnings: Vec<String>,
+        created: bool,
+    ) -> Result<Written, ApiError> {
         Ok(Written {
             object: self.to_json(obj)?,
-            warnings: Vec::new(),
+            warnings,
             created,
         })
+    }
+}
+
+/// The paths (`spec.a`, `spec.items[0].b`) of the fields in `before` that `after` lacks.
+fn pruned_paths(before: &Value, after: &Value, prefix: &str, out: &mut Vec<String>) {
+    match (before, after) {
+        (Value::Object(b), Value::Object(a)) => {
+            for (k, v) in b {
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                match a.get(k) {
+                    None => out.push(path),
+                    Some(kept) => pruned_paths(v, kept, &path, out),
+                }
+            }
+        }
+        (Value::Array(b), Value::Array(a)) => {
+            for (i, (v, kept)) in b.iter().zip(a).enumerate() {
+                pruned_paths(v, kept, &format!("{prefix}[{i}]"), out);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -348,9 +392,9 @@ impl Endpoint for CustomEndpoint {
         let dry_run = options.dry_run;
         store
             .request(Verb::Create, namespace, dry_run, async {
-                let obj = self.take_in(body)?;
+                let (obj, warnings) = self.take_in(body, options.field_validation)?;
                 let created = store.create(ctx, namespace, obj, dry_run).await?;
-                self.written(&created, true)
+                self.written(&created, warnings, true)
             })
             .await
     }
@@ -369,7 +413,7 @@ impl Endpoint for CustomEndpoint {
         let verb = Verb::update(part);
         store
             .request(verb, namespace, dry_run, async {
-                let obj = self.take_in(body)?;
+                let (obj, warnings) = self.take_in(body, options.field_validation)?;
                 let got = obj.metadata.as_ref().map_or("", |m| m.name.as_str());
                 if got != name {
                     return Err(ApiError::BadRequest(format!(
@@ -377,7 +421,7 @@ impl Endpoint for CustomEndpoint {
                     )));
                 }
                 let updated = store.update_in(ctx, namespace, obj, dry_run, part).await?;
-                self.written(&updated, false)
+                self.written(&updated, warnings, false)
             })
             .await
     }
@@ -404,17 +448,21 @@ impl Endpoint for CustomEndpoint {
         let store = self.store()?;
         let dry_run = options.dry_run;
         let verb = Verb::patch(part);
+        let warnings = std::sync::Mutex::new(Vec::new());
         let apply = |current: &CustomObject| -> Result<CustomObject, ApiError> {
             let original = Value::Object(self.give_out(current)?);
             let patched = patch.apply(&original, None).map_err(ApiError::from_patch)?;
-            self.take_in(patched)
+            let (obj, w) = self.take_in(patched, options.field_validation)?;
+            *warnings.lock().unwrap_or_else(|p| p.into_inner()) = w;
+            Ok(obj)
         };
         store
             .request(verb, namespace, dry_run, async {
                 let patched = store
                     .patch(ctx, namespace, name, &apply, dry_run, part)
                     .await?;
-                self.written(&patched, false)
+                let w = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
+                self.written(&patched, w, false)
             })
             .await
     }
