@@ -111,6 +111,9 @@ impl<R: Resource> Store<R> {
     ) -> Result<R, ApiError> {
         self.before_create(ns, obj)?;
         let name = obj.name().to_string();
+        self.storage
+            .lifecycle
+            .admit_create(self.resource(), &name, ns)?;
         let key = self.key(ns, &name)?;
         let ttl = self.strategy.ttl_seconds(obj).unwrap_or(0);
         let encoded = obj.encode_to_vec();

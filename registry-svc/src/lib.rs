@@ -32,6 +32,7 @@ pub mod generic;
 pub mod get;
 pub mod graceful;
 pub mod kinds;
+pub mod lifecycle;
 pub mod list;
 pub mod metrics;
 pub mod names;
@@ -443,6 +444,7 @@ pub async fn run_with_listeners(
         namespaces.clone(),
         stop.clone(),
     ));
+    tokio::spawn(kinds::namespace::follow(namespaces.clone(), stop.clone()));
     object_count::register(
         &serving.metrics,
         storage.clone(),

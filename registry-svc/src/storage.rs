@@ -70,6 +70,8 @@ pub struct StorageClient {
     /// kube-apiserver's request metrics (`metrics`), recorded by the handlers through every
     /// Store, which all hold this client.
     pub(crate) api: crate::metrics::ApiMetrics,
+    /// The namespaces being deleted, where nothing is created (`lifecycle`).
+    pub(crate) lifecycle: Arc<crate::lifecycle::Lifecycle>,
 }
 
 /// Connections to storage-svc. One HTTP/2 connection is driven by one task on each side, which
@@ -138,6 +140,7 @@ impl StorageClient {
             watchers_cut_off: Counter::default(),
             shared: crate::shared_watch::SharedWatches::default(),
             api: crate::metrics::ApiMetrics::default(),
+            lifecycle: Arc::default(),
         })
     }
 

@@ -232,13 +232,10 @@ async fn watchers_list_then_watch_and_stream_lists() {
     }
 }
 
-// SERVER BUG: `Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1` (and
-// `as=PartialObjectMetadata` on a get or a watch) is answered 406 NotAcceptable ("only the
-// following media types are accepted: ..."); upstream answers a `PartialObjectMetadataList`
-// (`meta.k8s.io/v1`, items `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1",
-// "metadata":{...}}`) and watch events carrying PartialObjectMetadata objects
-// (`apiserver pkg/endpoints/handlers/response.go transformResponseObject`). kube-rs's
-// metadata-only watcher and client-go's metadata informers depend on it.
+/// `Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1` (and
+/// `as=PartialObjectMetadata` on a get or a watch): a `PartialObjectMetadataList` and watch
+/// events carrying PartialObjectMetadata objects, as upstream's `transformResponseObject`;
+/// kube-rs's metadata-only watcher and client-go's metadata informers depend on it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_metadata_watcher_lists_and_watches_partial_objects() {
     let c = KubeCluster::start().await;

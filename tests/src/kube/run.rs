@@ -213,6 +213,11 @@ impl Run {
         self
     }
 
+    /// Whether it exited 0.
+    pub fn succeeded(&self) -> bool {
+        self.code == Some(0)
+    }
+
     /// Asserts it exited non-zero (not killed).
     #[track_caller]
     pub fn fails(self) -> Self {
