@@ -125,12 +125,42 @@ impl<R: Resource> Store<R> {
             .filter(|f| !meta.finalizers.iter().any(|have| have == f))
             .collect();
         if meta.deletion_timestamp.is_none() && !missing.is_empty() && !options.dry_run {
-            let mut marked = current;
-            marked
-                .meta_mut()
-                .finalizers
-                .extend(missing.iter().map(|f| f.to_string()));
-            self.update(ctx, namespace, marked, false).await?;
+            // Only the finalizers are written, without the kind's validation (upstream's
+            // `customresourcedefinition` REST Delete updates storage directly): a definition
+            // a newer rule would refuse must still be deletable.
+            let ns = self.request_namespace(namespace, "")?;
+            let start = UpdateStart {
+                key: self.key(ns, name)?,
+                preconditions: Some(kubestore_proto::meta::v1::Preconditions {
+                    uid: Some(meta.uid.clone()),
+                    resource_version: None,
+                }),
+                ignore_not_found: false,
+                dry_run: false,
+                cached_object: None,
+            };
+            let end = self
+                .storage
+                .guaranteed_update(ctx.deadline, start, |state| {
+                    let bytes = state.object.ok_or(ApiError::NotFound {
+                        resource: self.resource().into(),
+                        name: name.into(),
+                    })?;
+                    let mut obj = self.decode_stored(bytes)?;
+                    let m = obj.meta_mut();
+                    for f in &missing {
+                        if !m.finalizers.iter().any(|have| have == f) {
+                            m.finalizers.push(f.to_string());
+                        }
+                    }
+                    let ttl = self.strategy.ttl_seconds(&obj).unwrap_or(0);
+                    Ok((obj.encode_to_vec(), ttl))
+                })
+                .await
+                .map_err(|s| self.storage_error(&s, name))?;
+            if let UpdateEnd::Aborted(e) = end {
+                return Err(e);
+            }
         }
         options
             .preconditions

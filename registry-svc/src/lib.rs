@@ -504,8 +504,11 @@ pub async fn run_with_listeners(
             .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
         )
         .add_service(
-            CustomResourceDefinitionsServer::new(custom.clone())
-                .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+            CustomResourceDefinitionsServer::new(ResourceService::new(
+                custom.definitions.clone(),
+                stop.clone(),
+            ))
+            .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
         )
         .add_service(custom::passthrough::ObjectsPassThrough::new(
             CustomObjectsServer::new(custom.clone())

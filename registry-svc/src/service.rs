@@ -84,6 +84,113 @@ impl<R: Resource> ResourceService<R> {
     }
 }
 
+/// A typed watch's events, as the generated services stream them.
+pub type Watched<R> = std::pin::Pin<
+    Box<
+        dyn tokio_stream::Stream<
+                Item = Result<(kubestore_proto::meta::v1::WatchEventType, R), tonic::Status>,
+            > + Send,
+    >,
+>;
+
+impl<R: Resource> ResourceService<R> {
+    /// Get, with the request metrics.
+    pub async fn get_one(
+        &self,
+        metadata: &tonic::metadata::MetadataMap,
+        namespace: &str,
+        name: &str,
+    ) -> Result<R, tonic::Status> {
+        let s = &self.store;
+        Ok(s.request(
+            crate::metrics::Verb::Get,
+            namespace,
+            false,
+            s.get(ctx(metadata), namespace, name),
+        )
+        .await?)
+    }
+
+    /// Delete: the object's last state and whether it is gone.
+    pub async fn delete_one(
+        &self,
+        metadata: &tonic::metadata::MetadataMap,
+        namespace: &str,
+        name: &str,
+        options: Option<kubestore_proto::meta::v1::DeleteOptions>,
+    ) -> Result<(R, bool), tonic::Status> {
+        let s = &self.store;
+        let dry_run = options.as_ref().is_some_and(|o| o.dry_run);
+        Ok(s.request(
+            crate::metrics::Verb::Delete,
+            namespace,
+            dry_run,
+            s.delete(ctx(metadata), namespace, name, options),
+        )
+        .await?)
+    }
+
+    /// List: one page.
+    pub async fn list_page(
+        &self,
+        metadata: &tonic::metadata::MetadataMap,
+        namespace: &str,
+        options: Option<kubestore_proto::meta::v1::ListOptions>,
+    ) -> Result<(kubestore_proto::meta::v1::ListMeta, Vec<R>), tonic::Status> {
+        let s = &self.store;
+        Ok(s.request(
+            crate::metrics::Verb::List,
+            namespace,
+            false,
+            s.list(ctx(metadata), namespace, options),
+        )
+        .await?)
+    }
+
+    /// Watch, counted as open (`apiserver_longrunning_requests`) while its stream lives.
+    pub async fn watch_events(
+        &self,
+        namespace: &str,
+        options: Option<kubestore_proto::meta::v1::ListOptions>,
+    ) -> Result<Watched<R>, tonic::Status> {
+        use tokio_stream::StreamExt;
+        let s = &self.store;
+        let events = s
+            .request(
+                crate::metrics::Verb::Watch,
+                namespace,
+                false,
+                s.watch(namespace, options, self.stop.clone()),
+            )
+            .await?;
+        let open = s.watch_opened(namespace);
+        Ok(Box::pin(events.map(move |e| {
+            let _open = &open;
+            e
+        })))
+    }
+
+    /// DeleteCollection, with its longer deadline.
+    pub async fn delete_all(
+        &self,
+        metadata: &tonic::metadata::MetadataMap,
+        namespace: &str,
+        list_options: Option<kubestore_proto::meta::v1::ListOptions>,
+        options: Option<kubestore_proto::meta::v1::DeleteOptions>,
+    ) -> Result<(kubestore_proto::meta::v1::ListMeta, Vec<R>), tonic::Status> {
+        let s = &self.store;
+        let dry_run = options.as_ref().is_some_and(|o| o.dry_run);
+        let ctx = ctx_within(metadata, DELETE_COLLECTION_TIMEOUT);
+        Ok(s.request(
+            crate::metrics::Verb::DeleteCollection,
+            namespace,
+            dry_run,
+            s.delete_collection(ctx, namespace, list_options, options),
+        )
+        .await?)
+    }
+}
+
 /// The context of a gRPC request.
 pub fn ctx(metadata: &tonic::metadata::MetadataMap) -> Ctx {
     ctx_within(metadata, DEFAULT_REQUEST_TIMEOUT)
@@ -132,18 +239,9 @@ macro_rules! grpc_service {
                 &self,
                 request: tonic::Request<$get>,
             ) -> Result<tonic::Response<$res>, tonic::Status> {
-                let ctx = $crate::service::ctx(request.metadata());
-                let r = request.into_inner();
-                Ok(tonic::Response::new(
-                    self.store
-                        .request(
-                            $crate::metrics::Verb::Get,
-                            &r.namespace,
-                            false,
-                            self.store.get(ctx, &r.namespace, &r.name),
-                        )
-                        .await?,
-                ))
+                let (metadata, _, r) = request.into_parts();
+                let obj = self.get_one(&metadata, &r.namespace, &r.name).await?;
+                Ok(tonic::Response::new(obj))
             }
             async fn update(
                 &self,
@@ -158,17 +256,9 @@ macro_rules! grpc_service {
                 &self,
                 request: tonic::Request<$delete>,
             ) -> Result<tonic::Response<$delete_resp>, tonic::Status> {
-                let ctx = $crate::service::ctx(request.metadata());
-                let r = request.into_inner();
-                let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
+                let (metadata, _, r) = request.into_parts();
                 let (obj, deleted) = self
-                    .store
-                    .request(
-                        $crate::metrics::Verb::Delete,
-                        &r.namespace,
-                        dry_run,
-                        self.store.delete(ctx, &r.namespace, &r.name, r.options),
-                    )
+                    .delete_one(&metadata, &r.namespace, &r.name, r.options)
                     .await?;
                 Ok(tonic::Response::new($delete_resp {
                     $field: Some(obj),
@@ -179,17 +269,8 @@ macro_rules! grpc_service {
                 &self,
                 request: tonic::Request<$list_req>,
             ) -> Result<tonic::Response<$list>, tonic::Status> {
-                let ctx = $crate::service::ctx(request.metadata());
-                let r = request.into_inner();
-                let (metadata, items) = self
-                    .store
-                    .request(
-                        $crate::metrics::Verb::List,
-                        &r.namespace,
-                        false,
-                        self.store.list(ctx, &r.namespace, r.options),
-                    )
-                    .await?;
+                let (md, _, r) = request.into_parts();
+                let (metadata, items) = self.list_page(&md, &r.namespace, r.options).await?;
                 Ok(tonic::Response::new($list {
                     metadata: Some(metadata),
                     items,
@@ -204,18 +285,8 @@ macro_rules! grpc_service {
             ) -> Result<tonic::Response<Self::WatchStream>, tonic::Status> {
                 use tokio_stream::StreamExt;
                 let r = request.into_inner();
-                let events = self
-                    .store
-                    .request(
-                        $crate::metrics::Verb::Watch,
-                        &r.namespace,
-                        false,
-                        self.store.watch(&r.namespace, r.options, self.stop.clone()),
-                    )
-                    .await?;
-                let open = self.store.watch_opened(&r.namespace);
-                Ok(tonic::Response::new(Box::pin(events.map(move |e| {
-                    let _open = &open;
+                let events = self.watch_events(&r.namespace, r.options).await?;
+                Ok(tonic::Response::new(Box::pin(events.map(|e| {
                     e.map(|(kind, object)| $event {
                         r#type: kind as i32,
                         object: Some(object),
@@ -226,21 +297,9 @@ macro_rules! grpc_service {
                 &self,
                 request: tonic::Request<$delete_collection>,
             ) -> Result<tonic::Response<$list>, tonic::Status> {
-                let ctx = $crate::service::ctx_within(
-                    request.metadata(),
-                    $crate::service::DELETE_COLLECTION_TIMEOUT,
-                );
-                let r = request.into_inner();
-                let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
+                let (md, _, r) = request.into_parts();
                 let (metadata, items) = self
-                    .store
-                    .request(
-                        $crate::metrics::Verb::DeleteCollection,
-                        &r.namespace,
-                        dry_run,
-                        self.store
-                            .delete_collection(ctx, &r.namespace, r.list_options, r.options),
-                    )
+                    .delete_all(&md, &r.namespace, r.list_options, r.options)
                     .await?;
                 Ok(tonic::Response::new($list {
                     metadata: Some(metadata),

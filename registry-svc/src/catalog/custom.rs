@@ -104,12 +104,24 @@ impl CustomEndpoint {
             "apiVersion".into(),
             Value::String(format!("{}/{}", self.kind.group, self.kind.storage_version)),
         );
-        Ok((CustomObject::from_json(json)?, warnings))
+        let mut obj = CustomObject::from_json(json)?;
+        // Recorded, so that reads walk only objects written under another schema.
+        obj.schema = version.schema.fingerprint();
+        Ok((obj, warnings))
     }
 
-    /// An object as it goes out, in this version.
+    /// An object as it goes out, in this version: pruned and defaulted by the version's
+    /// schema, as upstream's decoder does to what it reads (a field since removed from the
+    /// schema is not served; one added with a default is), unless it was written under it.
     pub fn give_out(&self, obj: &CustomObject) -> Result<Map<String, Value>, ApiError> {
-        let mut json = obj.to_json()?;
+        let mut json = obj.content()?;
+        if let Ok(v) = self.served() {
+            v.schema.read(obj.schema, &mut json);
+        }
+        json.insert(
+            "metadata".into(),
+            crate::custom::object::metadata_json(obj.metadata.as_ref())?,
+        );
         json.insert("apiVersion".into(), Value::String(self.info.api_version()));
         Ok(json)
     }
@@ -234,6 +246,8 @@ fn pruned_paths(before: &Value, after: &Value, prefix: &str, out: &mut Vec<Strin
                     format!("{prefix}.{k}")
                 };
                 match a.get(k) {
+                    // A null the schema could only refuse is dropped, not unknown.
+                    None if v.is_null() => {}
                     None => out.push(path),
                     Some(kept) => pruned_paths(v, kept, &path, out),
                 }
@@ -529,7 +543,7 @@ impl CustomProvider {
         Self { service }
     }
 
-    fn endpoint(&self, kind: Arc<ServedKind>, version: &str) -> Arc<dyn Endpoint> {
+    pub(crate) fn endpoint(&self, kind: Arc<ServedKind>, version: &str) -> Arc<dyn Endpoint> {
         let crd = self
             .service
             .kinds

@@ -1,48 +1,43 @@
 //! The gRPC services of custom kinds: `apiextensions.v1.CustomResourceDefinitions` (the
-//! definitions, a cluster-scoped kind of the generic Store) and `apiextensions.v1.CustomObjects`
-//! (the objects of every served kind, found by group, version and plural at each request).
+//! definitions, a cluster-scoped kind of the generic Store, served by the typed services'
+//! helpers like every built-in kind) and `apiextensions.v1.CustomObjects` (the objects of every
+//! served kind, found by group, version and plural at each request, and served by the
+//! catalog's endpoint of that version: `catalog::custom`, what the REST and generic APIs use).
 //!
-//! A custom object is taken in as upstream's handler does: the JSON from the request's
-//! `Struct`, its apiVersion and kind checked against the URL's (here: the request's group,
-//! version and the served kind), pruned and defaulted by the request version's schema, and
-//! stored in the storage version (conversion `None`: only apiVersion changes). Objects go out
-//! in the requested version, pruned and defaulted by its schema.
+//! Objects travel as `google.protobuf.Struct`s here: the endpoint's Kubernetes JSON, read
+//! into one.
 
 use std::sync::Arc;
 
-use kubestore_proto::{
-    apiextensions::v1::{
-        CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomObjectList,
-        CustomObjectWatchEvent, CustomResourceDefinition, CustomResourceDefinitionList,
-        CustomResourceDefinitionWatchEvent, DeleteCollectionCustomObjectsRequest,
-        DeleteCustomObjectRequest, DeleteCustomObjectResponse,
-        DeleteCustomResourceDefinitionRequest, DeleteCustomResourceDefinitionResponse,
-        GetCustomObjectRequest, GetCustomResourceDefinitionRequest, ListCustomObjectsRequest,
-        ListCustomResourceDefinitionsRequest, UpdateCustomObjectRequest,
-        UpdateCustomResourceDefinitionRequest, WatchCustomObjectsRequest,
-        WatchCustomResourceDefinitionsRequest, custom_objects_server::CustomObjects,
-        custom_resource_definitions_server::CustomResourceDefinitions,
-    },
-    meta::v1::Preconditions,
+use kubestore_proto::apiextensions::v1::{
+    CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomObjectList,
+    CustomObjectWatchEvent, CustomResourceDefinition, CustomResourceDefinitionList,
+    CustomResourceDefinitionWatchEvent, DeleteCollectionCustomObjectsRequest,
+    DeleteCustomObjectRequest, DeleteCustomObjectResponse, DeleteCustomResourceDefinitionRequest,
+    DeleteCustomResourceDefinitionResponse, GetCustomObjectRequest,
+    GetCustomResourceDefinitionRequest, ListCustomObjectsRequest,
+    ListCustomResourceDefinitionsRequest, UpdateCustomObjectRequest,
+    UpdateCustomResourceDefinitionRequest, WatchCustomObjectsRequest,
+    WatchCustomResourceDefinitionsRequest, custom_objects_server::CustomObjects,
+    custom_resource_definitions_server::CustomResourceDefinitions,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status};
 
 use crate::{
+    catalog::{Endpoint, Output, Page, Part, WriteOptions, custom::CustomProvider},
     custom::{
-        definition::CLEANUP_FINALIZER,
-        kinds::{CustomKinds, ServedKind, ServedVersion, not_found},
-        object::{CustomObject, from_struct, metadata_json, to_struct},
-        rules::with_deadline,
+        kinds::{CustomKinds, ServedKind, not_found},
+        object::{from_struct, to_struct},
     },
     error::ApiError,
-    metrics::Verb,
-    service::{DELETE_COLLECTION_TIMEOUT, ctx, ctx_within, required},
+    service::{DELETE_COLLECTION_TIMEOUT, ResourceService, Write, ctx, ctx_within},
     store::{Ctx, Store},
+    update::Part as UpdatePart,
 };
 
-/// Both services.
+/// What both services share: the definitions' Store and the kinds served.
 #[derive(Clone)]
 pub struct CustomService {
     /// The definitions' Store.
@@ -55,102 +50,88 @@ pub struct CustomService {
 
 type WatchStream<T> = std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
 
+const CRD: &str = "custom_resource_definition";
+
 #[tonic::async_trait]
-impl CustomResourceDefinitions for CustomService {
+impl CustomResourceDefinitions for ResourceService<CustomResourceDefinition> {
     async fn create(
         &self,
         request: Request<CreateCustomResourceDefinitionRequest>,
     ) -> Result<Response<CustomResourceDefinition>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let crd = required(r.custom_resource_definition, "custom_resource_definition")?;
-        let d = &self.definitions;
-        Ok(Response::new(
-            d.request(
-                Verb::Create,
-                "",
-                r.dry_run,
-                d.create(ctx, "", crd, r.dry_run),
-            )
-            .await?,
-        ))
+        let (metadata, _, r) = request.into_parts();
+        self.write(
+            &metadata,
+            Write::Create,
+            String::new(),
+            r.custom_resource_definition,
+            CRD,
+            r.dry_run,
+        )
+        .await
     }
 
     async fn get(
         &self,
         request: Request<GetCustomResourceDefinitionRequest>,
     ) -> Result<Response<CustomResourceDefinition>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let d = &self.definitions;
-        Ok(Response::new(
-            d.request(Verb::Get, "", false, d.get(ctx, "", &r.name))
-                .await?,
-        ))
+        let (metadata, _, r) = request.into_parts();
+        Ok(Response::new(self.get_one(&metadata, "", &r.name).await?))
     }
 
     async fn update(
         &self,
         request: Request<UpdateCustomResourceDefinitionRequest>,
     ) -> Result<Response<CustomResourceDefinition>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let crd = required(r.custom_resource_definition, "custom_resource_definition")?;
-        let d = &self.definitions;
-        Ok(Response::new(
-            d.request(
-                Verb::Update,
-                "",
-                r.dry_run,
-                d.update(ctx, "", crd, r.dry_run),
-            )
-            .await?,
-        ))
+        let (metadata, _, r) = request.into_parts();
+        let write = Write::Update(UpdatePart::Main);
+        self.write(
+            &metadata,
+            write,
+            String::new(),
+            r.custom_resource_definition,
+            CRD,
+            r.dry_run,
+        )
+        .await
     }
 
     async fn update_status(
         &self,
         request: Request<UpdateCustomResourceDefinitionRequest>,
     ) -> Result<Response<CustomResourceDefinition>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let crd = required(r.custom_resource_definition, "custom_resource_definition")?;
-        let d = &self.definitions;
-        Ok(Response::new(
-            d.request(
-                Verb::UpdateStatus,
-                "",
-                r.dry_run,
-                d.update_status(ctx, "", crd, r.dry_run),
-            )
-            .await?,
-        ))
+        let (metadata, _, r) = request.into_parts();
+        let write = Write::Update(UpdatePart::Status);
+        self.write(
+            &metadata,
+            write,
+            String::new(),
+            r.custom_resource_definition,
+            CRD,
+            r.dry_run,
+        )
+        .await
     }
 
+    /// The first Delete marks the definition with its cleanup finalizer (the definitions'
+    /// strategy: `Strategy::delete_finalizers`, in the Store, for every transport).
     async fn delete(
         &self,
         request: Request<DeleteCustomResourceDefinitionRequest>,
     ) -> Result<Response<DeleteCustomResourceDefinitionResponse>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
-        let d = &self.definitions;
-        Ok(Response::new(
-            d.request(Verb::Delete, "", dry_run, self.delete_definition(ctx, r))
-                .await?,
-        ))
+        let (metadata, _, r) = request.into_parts();
+        let (crd, deleted) = self.delete_one(&metadata, "", &r.name, r.options).await?;
+        Ok(Response::new(DeleteCustomResourceDefinitionResponse {
+            custom_resource_definition: Some(crd),
+            deleted,
+        }))
     }
 
     async fn list(
         &self,
         request: Request<ListCustomResourceDefinitionsRequest>,
     ) -> Result<Response<CustomResourceDefinitionList>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let d = &self.definitions;
-        let (metadata, items) = d
-            .request(Verb::List, "", false, d.list(ctx, "", r.options))
-            .await?;
+        let (md, _, r) = request.into_parts();
+        let (metadata, items) = self.list_page(&md, "", r.options).await?;
         Ok(Response::new(CustomResourceDefinitionList {
             metadata: Some(metadata),
             items,
@@ -164,75 +145,13 @@ impl CustomResourceDefinitions for CustomService {
         request: Request<WatchCustomResourceDefinitionsRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         let r = request.into_inner();
-        let d = &self.definitions;
-        let events = d
-            .request(
-                Verb::Watch,
-                "",
-                false,
-                d.watch("", r.options, self.stop.clone()),
-            )
-            .await?;
-        let open = d.watch_opened("");
-        Ok(Response::new(Box::pin(events.map(move |e| {
-            let _open = &open;
+        let events = self.watch_events("", r.options).await?;
+        Ok(Response::new(Box::pin(events.map(|e| {
             e.map(|(kind, object)| CustomResourceDefinitionWatchEvent {
                 r#type: kind as i32,
                 object: Some(object),
             })
         }))))
-    }
-}
-
-impl CustomService {
-    /// A definition's Delete: upstream's first delete marks it with the cleanup finalizer (its
-    /// objects are deleted first, by the controller), under a UID precondition.
-    async fn delete_definition(
-        &self,
-        ctx: Ctx,
-        r: DeleteCustomResourceDefinitionRequest,
-    ) -> Result<DeleteCustomResourceDefinitionResponse, ApiError> {
-        let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
-        let current = self.definitions.get(ctx, "", &r.name).await?;
-        let meta = current.metadata.clone().unwrap_or_default();
-        if let Some(p) = r.options.as_ref().and_then(|o| o.preconditions.as_ref())
-            && let Some(uid) = &p.uid
-            && *uid != meta.uid
-        {
-            return Err(ApiError::Conflict {
-                resource: "customresourcedefinitions.apiextensions.k8s.io".into(),
-                name: r.name.clone(),
-                message: format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    meta.uid
-                ),
-            });
-        }
-        if meta.deletion_timestamp.is_none()
-            && !meta.finalizers.iter().any(|f| f == CLEANUP_FINALIZER)
-            && !dry_run
-        {
-            let mut marked = current;
-            marked
-                .metadata
-                .get_or_insert_with(Default::default)
-                .finalizers
-                .push(CLEANUP_FINALIZER.into());
-            self.definitions.update(ctx, "", marked, false).await?;
-        }
-        let mut options = r.options.unwrap_or_default();
-        options
-            .preconditions
-            .get_or_insert_with(Preconditions::default)
-            .uid = Some(meta.uid);
-        let (crd, deleted) = self
-            .definitions
-            .delete(ctx, "", &r.name, Some(options))
-            .await?;
-        Ok(DeleteCustomResourceDefinitionResponse {
-            custom_resource_definition: Some(crd),
-            deleted,
-        })
     }
 }
 
@@ -318,63 +237,59 @@ impl CustomService {
             Err(e) => Err(e),
         }
     }
+}
 
-    /// A client's object taken in: checked, pruned, defaulted, in the storage version.
-    fn take_in(
-        kind: &ServedKind,
-        version: &ServedVersion,
-        request_version: &str,
-        object: Option<pbjson_types::Struct>,
-    ) -> Result<CustomObject, ApiError> {
-        let object = object.ok_or_else(|| {
-            ApiError::BadRequest("request field `object` is required: the object to write".into())
-        })?;
-        let mut json = from_struct(object)?;
-        let api_version = format!("{}/{request_version}", kind.group);
-        for (field, want) in [
-            ("apiVersion", api_version.as_str()),
-            ("kind", kind.kind.as_str()),
-        ] {
-            match json.get(field) {
-                None => {
-                    json.insert(field.into(), Value::String(want.into()));
-                }
-                Some(Value::String(s)) if s == want => {}
-                Some(other) => {
-                    return Err(ApiError::BadRequest(format!(
-                        "the object's {field} {other} does not match the request's {want:?}"
-                    )));
-                }
-            }
-        }
-        version.schema.normalize_map(&mut json);
-        json.insert(
-            "apiVersion".into(),
-            Value::String(format!("{}/{}", kind.group, kind.storage_version)),
-        );
-        let mut obj = CustomObject::from_json(json)?;
-        obj.schema = version.schema.fingerprint();
-        Ok(obj)
+impl CustomService {
+    /// The endpoint of the served kind and version a request names (scope checked as
+    /// [`Self::resolve`] does).
+    async fn endpoint(
+        &self,
+        ctx: &Ctx,
+        t: &Target<'_>,
+        collection: bool,
+    ) -> Result<(Arc<dyn Endpoint>, Arc<ServedKind>, String), ApiError> {
+        let (kind, v) = self.resolve(ctx, t, collection).await?;
+        let e = CustomProvider::new(self.clone()).endpoint(kind.clone(), &v);
+        Ok((e, kind, v))
     }
+}
 
-    /// An object as it goes out, in `version`: pruned and defaulted by the version's schema,
-    /// as upstream's decoder does to what it reads (a field since removed from the schema is
-    /// not served; one added with a default is).
-    fn give_out(
-        kind: &ServedKind,
-        version: &str,
-        obj: &CustomObject,
-    ) -> Result<pbjson_types::Struct, ApiError> {
-        let mut json: Map<String, Value> = obj.content()?;
-        if let Some(v) = kind.versions.get(version) {
-            v.schema.read(obj.schema, &mut json);
-        }
-        json.insert("metadata".into(), metadata_json(obj.metadata.as_ref())?);
-        json.insert(
-            "apiVersion".into(),
-            Value::String(format!("{}/{version}", kind.group)),
-        );
-        to_struct(json)
+/// A `Struct` from an object's JSON text.
+fn structure(json: &[u8]) -> Result<pbjson_types::Struct, ApiError> {
+    match serde_json::from_slice(json) {
+        Ok(Value::Object(m)) => to_struct(m),
+        _ => Err(ApiError::Internal(
+            "an endpoint's object is not a JSON object".into(),
+        )),
+    }
+}
+
+/// The request's object as JSON.
+fn body(object: Option<pbjson_types::Struct>) -> Result<Value, ApiError> {
+    let object = object.ok_or_else(|| {
+        ApiError::BadRequest("request field `object` is required: the object to write".into())
+    })?;
+    Ok(Value::Object(from_struct(object)?))
+}
+
+fn objects(page: Page) -> Result<CustomObjectList, ApiError> {
+    let (metadata, items) = match page {
+        Page::Objects { meta, items } => (meta, items),
+        Page::Table { meta, rows, .. } => (meta, rows),
+    };
+    Ok(CustomObjectList {
+        metadata: Some(metadata),
+        items: items
+            .iter()
+            .map(|i| structure(i))
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+fn writing(dry_run: bool) -> WriteOptions {
+    WriteOptions {
+        dry_run,
+        ..Default::default()
     }
 }
 
@@ -397,29 +312,11 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<pbjson_types::Struct>, Status> {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
-        if kind.terminating {
-            return Err(ApiError::Forbidden(format!(
-                "create not allowed while custom resource definition {}.{} is terminating",
-                kind.plural, kind.group
-            ))
-            .into());
-        }
-        let version = kind.version(&v)?;
-        let obj = Self::take_in(&kind, version, &v, r.object)?;
-        let store = &version.store;
-        let created = store
-            .request(
-                Verb::Create,
-                &r.namespace,
-                r.dry_run,
-                with_deadline(
-                    ctx.deadline.instant().into_std(),
-                    store.create(ctx, &r.namespace, obj, r.dry_run),
-                ),
-            )
+        let (e, _, _) = self.endpoint(&ctx, &target!(r), false).await?;
+        let w = e
+            .create(ctx, &r.namespace, body(r.object)?, &writing(r.dry_run))
             .await?;
-        Ok(Response::new(Self::give_out(&kind, &v, &created)?))
+        Ok(Response::new(structure(&w.object)?))
     }
 
     async fn get(
@@ -428,68 +325,25 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<pbjson_types::Struct>, Status> {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
-        let store = &kind.version(&v)?.store;
-        let obj = store
-            .request(
-                Verb::Get,
-                &r.namespace,
-                false,
-                store.get(ctx, &r.namespace, &r.name),
-            )
+        let (e, _, _) = self.endpoint(&ctx, &target!(r), false).await?;
+        let json = e
+            .get(ctx, &r.namespace, &r.name, Part::Main, Output::Object)
             .await?;
-        Ok(Response::new(Self::give_out(&kind, &v, &obj)?))
+        Ok(Response::new(structure(&json)?))
     }
 
     async fn update(
         &self,
         request: Request<UpdateCustomObjectRequest>,
     ) -> Result<Response<pbjson_types::Struct>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
-        let version = kind.version(&v)?;
-        let obj = Self::take_in(&kind, version, &v, r.object)?;
-        let store = &version.store;
-        let updated = store
-            .request(
-                Verb::Update,
-                &r.namespace,
-                r.dry_run,
-                with_deadline(
-                    ctx.deadline.instant().into_std(),
-                    store.update(ctx, &r.namespace, obj, r.dry_run),
-                ),
-            )
-            .await?;
-        Ok(Response::new(Self::give_out(&kind, &v, &updated)?))
+        self.update_part(request, Part::Main).await
     }
 
     async fn update_status(
         &self,
         request: Request<UpdateCustomObjectRequest>,
     ) -> Result<Response<pbjson_types::Struct>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
-        let version = kind.version(&v)?;
-        if !version.store.strategy.has_status() {
-            return Err(not_found(&kind.group, &format!("{v} (status)"), &kind.plural).into());
-        }
-        let obj = Self::take_in(&kind, version, &v, r.object)?;
-        let store = &version.store;
-        let updated = store
-            .request(
-                Verb::UpdateStatus,
-                &r.namespace,
-                r.dry_run,
-                with_deadline(
-                    ctx.deadline.instant().into_std(),
-                    store.update_status(ctx, &r.namespace, obj, r.dry_run),
-                ),
-            )
-            .await?;
-        Ok(Response::new(Self::give_out(&kind, &v, &updated)?))
+        self.update_part(request, Part::Status).await
     }
 
     async fn delete(
@@ -498,20 +352,13 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<DeleteCustomObjectResponse>, Status> {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&ctx, &target!(r), false).await?;
-        let store = &kind.version(&v)?.store;
-        let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
-        let (obj, deleted) = store
-            .request(
-                Verb::Delete,
-                &r.namespace,
-                dry_run,
-                store.delete(ctx, &r.namespace, &r.name, r.options),
-            )
+        let (e, _, _) = self.endpoint(&ctx, &target!(r), false).await?;
+        let d = e
+            .delete(ctx, &r.namespace, &r.name, r.options.unwrap_or_default())
             .await?;
         Ok(Response::new(DeleteCustomObjectResponse {
-            object: Some(Self::give_out(&kind, &v, &obj)?),
-            deleted,
+            object: Some(structure(&d.object)?),
+            deleted: d.deleted,
         }))
     }
 
@@ -521,25 +368,16 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<CustomObjectList>, Status> {
         let ctx = ctx_within(request.metadata(), DELETE_COLLECTION_TIMEOUT);
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&ctx, &target!(r), true).await?;
-        let store = &kind.version(&v)?.store;
-        let dry_run = r.options.as_ref().is_some_and(|o| o.dry_run);
-        let (metadata, items) = store
-            .request(
-                Verb::DeleteCollection,
+        let (e, _, _) = self.endpoint(&ctx, &target!(r), true).await?;
+        let page = e
+            .delete_collection(
+                ctx,
                 &r.namespace,
-                dry_run,
-                store.delete_collection(ctx, &r.namespace, r.list_options, r.options),
+                r.list_options.unwrap_or_default(),
+                r.options.unwrap_or_default(),
             )
             .await?;
-        let items = items
-            .iter()
-            .map(|o| Self::give_out(&kind, &v, o))
-            .collect::<Result<_, _>>()?;
-        Ok(Response::new(CustomObjectList {
-            metadata: Some(metadata),
-            items,
-        }))
+        Ok(Response::new(objects(page)?))
     }
 
     async fn list(
@@ -548,24 +386,16 @@ impl CustomObjects for CustomService {
     ) -> Result<Response<CustomObjectList>, Status> {
         let ctx = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&ctx, &target!(r), true).await?;
-        let store = &kind.version(&v)?.store;
-        let (metadata, items) = store
-            .request(
-                Verb::List,
+        let (e, _, _) = self.endpoint(&ctx, &target!(r), true).await?;
+        let page = e
+            .list(
+                ctx,
                 &r.namespace,
-                false,
-                store.list(ctx, &r.namespace, r.options),
+                r.options.unwrap_or_default(),
+                Output::Object,
             )
             .await?;
-        let items = items
-            .iter()
-            .map(|o| Self::give_out(&kind, &v, o))
-            .collect::<Result<_, _>>()?;
-        Ok(Response::new(CustomObjectList {
-            metadata: Some(metadata),
-            items,
-        }))
+        Ok(Response::new(objects(page)?))
     }
 
     type WatchStream = WatchStream<CustomObjectWatchEvent>;
@@ -577,24 +407,47 @@ impl CustomObjects for CustomService {
         // The watch itself has no deadline; looking its kind up has a unary call's.
         let lookup = ctx(request.metadata());
         let r = request.into_inner();
-        let (kind, v) = self.resolve(&lookup, &target!(r), true).await?;
-        let store = &kind.version(&v)?.store;
-        let events = store
-            .request(
-                Verb::Watch,
+        let (e, _, _) = self.endpoint(&lookup, &target!(r), true).await?;
+        let events = e
+            .watch(
                 &r.namespace,
-                false,
-                store.watch(&r.namespace, r.options, self.stop.clone()),
+                r.options.unwrap_or_default(),
+                Output::Object,
+                self.stop.clone(),
             )
             .await?;
-        let open = store.watch_opened(&r.namespace);
-        Ok(Response::new(Box::pin(events.map(move |e| {
-            let _open = &open;
-            let (t, object) = e?;
+        Ok(Response::new(Box::pin(events.map(|ev| {
+            let (t, json) = ev?;
             Ok(CustomObjectWatchEvent {
                 r#type: t as i32,
-                object: Some(Self::give_out(&kind, &v, &object)?),
+                object: Some(structure(&json)?),
             })
         }))))
+    }
+}
+
+impl CustomService {
+    /// Update or UpdateStatus (only with the status subresource: NOT_FOUND otherwise).
+    async fn update_part(
+        &self,
+        request: Request<UpdateCustomObjectRequest>,
+        part: Part,
+    ) -> Result<Response<pbjson_types::Struct>, Status> {
+        let ctx = ctx(request.metadata());
+        let r = request.into_inner();
+        let (e, kind, v) = self.endpoint(&ctx, &target!(r), false).await?;
+        if part == Part::Status && !e.info().status {
+            return Err(not_found(&kind.group, &format!("{v} (status)"), &kind.plural).into());
+        }
+        let object = body(r.object)?;
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let w = e
+            .update(ctx, &r.namespace, &name, object, part, &writing(r.dry_run))
+            .await?;
+        Ok(Response::new(structure(&w.object)?))
     }
 }
