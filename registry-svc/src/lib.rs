@@ -464,10 +464,7 @@ pub async fn run_with_listeners(
         config.storage_objects_period,
     );
     // The catalog: every built-in kind's endpoint, and the custom kinds' as they are served.
-    let codec = Arc::new(
-        kubestore_apimachinery::json::Codec::new(kubestore_proto::CORE_DESCRIPTOR_SET)
-            .map_err(|e| RunError::Tls(format!("descriptors: {e}")))?,
-    );
+    let codec = catalog::codec();
     let catalog = catalog::Catalog::new();
     catalog::builtin::register(&catalog, &codec, &pods);
     catalog::builtin::register(&catalog, &codec, &config_maps);

@@ -1,6 +1,7 @@
-//! The endpoint of a built-in kind: its `Store<R>` with objects in Kubernetes JSON through the
-//! descriptor-driven codec (`kubestore_apimachinery::json`), one implementation for every
-//! built-in kind.
+//! Built-in kinds in the catalog: their objects in Kubernetes JSON through the
+//! descriptor-driven codec (`kubestore_apimachinery::json`), one [`Shape`] for every built-in
+//! kind, and [`register`], what discovery says of a kind from its `Resource` constants and
+//! strategy.
 //!
 //! Objects come in as JSON values: their `apiVersion` and `kind` are checked against the
 //! endpoint's, fields the message does not have are reported per `fieldValidation`, and the
@@ -8,211 +9,35 @@
 //! them, written as JSON straight from their encoding (kinds with read defaults or a decorator
 //! are decoded first, as on the typed path).
 
-use std::sync::{Arc, Mutex};
+use std::{marker::PhantomData, sync::Arc};
 
 use bytes::Bytes;
-use kubestore_apimachinery::{
-    json::Codec,
-    patch::{Patch, PatchType},
-    table::{self, IncludeObject},
-};
-use kubestore_proto::meta::v1::{DeleteOptions, ListOptions, WatchEventType};
+use kubestore_apimachinery::{descriptors::Descriptors, json::Codec, table::Column};
 use serde_json::Value;
-use tokio_stream::StreamExt;
 
 use super::{
-    Deleted, Endpoint, EventStream, FieldValidation, Json, Output, Page, Part, ResourceInfo,
-    WriteOptions, Written,
+    Catalog, FieldValidation, Json, ResourceInfo,
+    endpoint::{Shape, StoreEndpoint},
 };
-use crate::{
-    error::ApiError,
-    metrics::Verb,
-    resource::Resource,
-    store::{Ctx, Store},
-};
+use crate::{error::ApiError, resource::Resource, store::Store};
 
-/// A built-in kind's endpoint.
-pub struct BuiltinEndpoint<R: Resource> {
-    store: Store<R>,
+/// A built-in kind's objects as Kubernetes JSON.
+pub struct BuiltinShape<R: Resource> {
     codec: Arc<Codec>,
-    info: ResourceInfo,
     message: String,
     api_version: String,
+    kind: String,
+    version: String,
+    strategy: Arc<dyn crate::strategy::Strategy<R>>,
+    _kind: PhantomData<fn() -> R>,
 }
 
-impl<R: Resource> BuiltinEndpoint<R> {
-    /// The endpoint of `store`, described by `info`.
-    pub fn new(store: Store<R>, codec: Arc<Codec>, info: ResourceInfo) -> Self {
-        Self {
-            message: R::message_name(),
-            api_version: info.api_version(),
-            store,
-            codec,
-            info,
-        }
-    }
-
-    /// `obj` in Kubernetes JSON.
-    fn to_json(&self, obj: &R) -> Result<Json, ApiError> {
-        self.encoded_to_json(&obj.encode_to_vec())
-    }
-
-    /// An encoded `R` in Kubernetes JSON.
+impl<R: Resource> BuiltinShape<R> {
     fn encoded_to_json(&self, bytes: &[u8]) -> Result<Json, ApiError> {
         self.codec
-            .encode_to_vec(
-                &self.message,
-                bytes,
-                Some((&self.api_version, &self.info.kind)),
-            )
+            .encode_to_vec(&self.message, bytes, Some((&self.api_version, &self.kind)))
             .map(Bytes::from)
-            .map_err(|e| ApiError::Internal(format!("{} as JSON: {e}", self.info.kind)))
-    }
-
-    /// The metadata of an encoded `R`, as a `PartialObjectMetadata` (field 1 only is read).
-    fn metadata_json(&self, bytes: &[u8]) -> Result<Json, ApiError> {
-        let meta = <kubestore_proto::meta::v1::MetadataOnly as prost::Message>::decode(bytes)
-            .map_err(|e| {
-                ApiError::Internal(format!("stored {} does not decode: {e}", self.info.kind))
-            })?
-            .metadata
-            .unwrap_or_default();
-        let text = self
-            .codec
-            .encode_to_vec(
-                ".meta.v1.ObjectMeta",
-                &prost::Message::encode_to_vec(&meta),
-                None,
-            )
-            .map_err(|e| ApiError::Internal(format!("metadata as JSON: {e}")))?;
-        Ok(super::partial_metadata(&text))
-    }
-
-    fn to_value(&self, obj: &R) -> Result<Value, ApiError> {
-        self.codec
-            .encode_to_value(
-                &self.message,
-                &obj.encode_to_vec(),
-                Some((&self.api_version, &self.info.kind)),
-            )
-            .map_err(|e| ApiError::Internal(format!("{} as JSON: {e}", self.info.kind)))
-    }
-
-    /// A client's JSON object as `R`, with the warnings `fieldValidation` asks for.
-    fn decode_value(
-        &self,
-        body: &Value,
-        validation: FieldValidation,
-    ) -> Result<(R, Vec<String>), ApiError> {
-        let kind = &self.info.kind;
-        if !body.is_object() {
-            return Err(ApiError::BadRequest(format!(
-                "{kind} in version \"{}\" cannot be handled as a {kind}: the object must be a JSON object",
-                self.info.version
-            )));
-        }
-        check_type_meta(body, &self.api_version, kind)?;
-        let mut unknown = Vec::new();
-        let bytes = self
-            .codec
-            .decode(&self.message, body, &["apiVersion", "kind"], &mut unknown)
-            .map_err(|e| {
-                ApiError::BadRequest(format!(
-                    "{kind} in version \"{}\" cannot be handled as a {kind}: {}",
-                    self.info.version, e.message
-                ))
-            })?;
-        let warnings = unknown_fields(unknown, validation, kind, &self.info.version)?;
-        let obj = R::decode(bytes.as_slice())
-            .map_err(|e| ApiError::Internal(format!("{kind} from JSON does not decode: {e}")))?;
-        Ok((obj, warnings))
-    }
-
-    /// A Table row of `obj`.
-    fn row(&self, obj: &R, include: IncludeObject, now: i64) -> Result<Value, ApiError> {
-        let cells = self.store.strategy.cells(obj, now);
-        let object = match include {
-            IncludeObject::None => Value::Null,
-            _ => self.to_value(obj)?,
-        };
-        Ok(table::row(cells, include, &object))
-    }
-
-    /// `obj` as `output` asks: itself, or a Table of one row.
-    fn answer(&self, obj: &R, output: Output) -> Result<Json, ApiError> {
-        match output {
-            Output::Object => self.to_json(obj),
-            Output::Metadata => self.metadata_json(&obj.encode_to_vec()),
-            Output::Table {
-                include_object,
-                no_headers,
-            } => {
-                let row = self.row(obj, include_object, table::now())?;
-                let rv = obj.meta().map_or("", |m| m.resource_version.as_str());
-                Ok(Bytes::from(table::table(
-                    &self.store.strategy.columns(),
-                    vec![row],
-                    rv,
-                    no_headers,
-                )))
-            }
-        }
-    }
-
-    /// Storage's encoded object as clients get it: read defaults and decorations applied.
-    fn served(&self, bytes: &Bytes) -> Result<Bytes, ApiError> {
-        if self.store.strategy.has_decorator() {
-            let mut obj = self.store.decode(bytes)?;
-            self.store.strategy.decorate(&mut obj);
-            return Ok(Bytes::from(obj.encode_to_vec()));
-        }
-        self.store.defaulted(bytes.clone())
-    }
-
-    fn written(&self, obj: &R, warnings: Vec<String>, created: bool) -> Result<Written, ApiError> {
-        Ok(Written {
-            object: self.to_json(obj)?,
-            warnings,
-            created,
-        })
-    }
-
-    fn page(
-        &self,
-        meta: kubestore_proto::meta::v1::ListMeta,
-        items: &[R],
-        output: Output,
-    ) -> Result<Page, ApiError> {
-        match output {
-            Output::Object => Ok(Page::Objects {
-                meta,
-                items: items
-                    .iter()
-                    .map(|o| self.to_json(o))
-                    .collect::<Result<_, _>>()?,
-            }),
-            Output::Metadata => Ok(Page::Objects {
-                meta,
-                items: items
-                    .iter()
-                    .map(|o| self.metadata_json(&o.encode_to_vec()))
-                    .collect::<Result<_, _>>()?,
-            }),
-            Output::Table { include_object, .. } => {
-                let now = table::now();
-                Ok(Page::Table {
-                    meta,
-                    columns: Bytes::from(table::columns_json(&self.store.strategy.columns())),
-                    rows: items
-                        .iter()
-                        .map(|o| {
-                            self.row(o, include_object, now)
-                                .map(|r| Bytes::from(serde_json::to_vec(&r).unwrap_or_default()))
-                        })
-                        .collect::<Result<_, _>>()?,
-                })
-            }
-        }
+            .map_err(|e| ApiError::Internal(format!("{} as JSON: {e}", self.kind)))
     }
 }
 
@@ -238,9 +63,9 @@ pub(crate) fn check_type_meta(body: &Value, api_version: &str, kind: &str) -> Re
     Ok(())
 }
 
-/// Unknown fields as `fieldValidation` says: refused (Strict), warned about (Warn), dropped.
-/// A refusal names the kind as upstream's decoder does (`transformDecodeError`): `Pod in
-/// version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.x"`.
+/// Unknown fields as `fieldValidation` says: refused (Strict: upstream's
+/// `{Kind} in version "v1" cannot be handled as a {Kind}: strict decoding error: ...`), warned
+/// about (Warn), dropped (Ignore).
 pub(crate) fn unknown_fields(
     unknown: Vec<String>,
     validation: FieldValidation,
@@ -264,265 +89,67 @@ pub(crate) fn unknown_fields(
     }
 }
 
-/// A watch stream's error as the client's.
-pub(crate) fn watch_error(status: &tonic::Status) -> ApiError {
-    ApiError::from_storage(status, "", "", "")
-}
-
-#[tonic::async_trait]
-impl<R: Resource> Endpoint for BuiltinEndpoint<R> {
-    fn info(&self) -> &ResourceInfo {
-        &self.info
-    }
-
-    async fn get(
+impl<R: Resource> Shape<R> for BuiltinShape<R> {
+    fn take_in(
         &self,
-        ctx: Ctx,
-        namespace: &str,
-        name: &str,
-        _part: Part,
-        output: Output,
-    ) -> Result<Json, ApiError> {
-        let obj = self
-            .store
-            .request(
-                Verb::Get,
-                namespace,
-                false,
-                self.store.get(ctx, namespace, name),
-            )
-            .await?;
-        self.answer(&obj, output)
-    }
-
-    async fn list(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        options: ListOptions,
-        output: Output,
-    ) -> Result<Page, ApiError> {
-        let (meta, items) = self
-            .store
-            .request(
-                Verb::List,
-                namespace,
-                false,
-                self.store.list_encoded(ctx, namespace, Some(options)),
-            )
-            .await?;
-        match output {
-            Output::Object => Ok(Page::Objects {
-                meta,
-                items: items
-                    .iter()
-                    .map(|b| self.encoded_to_json(&self.served(b)?))
-                    .collect::<Result<_, _>>()?,
-            }),
-            Output::Metadata => Ok(Page::Objects {
-                meta,
-                items: items
-                    .iter()
-                    .map(|b| self.metadata_json(b))
-                    .collect::<Result<_, _>>()?,
-            }),
-            Output::Table { .. } => {
-                let mut objects = Vec::with_capacity(items.len());
-                for b in &items {
-                    let mut o = self.store.decode(b)?;
-                    self.store.strategy.decorate(&mut o);
-                    objects.push(o);
-                }
-                self.page(meta, &objects, output)
-            }
-        }
-    }
-
-    async fn watch(
-        &self,
-        namespace: &str,
-        options: ListOptions,
-        output: Output,
-        stop: tokio::sync::watch::Receiver<bool>,
-    ) -> Result<EventStream, ApiError> {
-        let events = self
-            .store
-            .request(
-                Verb::Watch,
-                namespace,
-                false,
-                self.store.watch_encoded(namespace, Some(options), stop),
-            )
-            .await?;
-        let open = self.store.watch_opened(namespace);
-        let this = BuiltinEndpoint {
-            store: self.store.clone(),
-            codec: self.codec.clone(),
-            info: self.info.clone(),
-            message: self.message.clone(),
-            api_version: self.api_version.clone(),
-        };
-        let mut first = true;
-        Ok(Box::pin(events.map(move |e| {
-            let _open = &open;
-            let (kind, bytes) = e.map_err(|s| watch_error(&s))?;
-            if kind == WatchEventType::Bookmark {
-                return Ok((kind, this.encoded_to_json(&bytes)?));
-            }
-            let object = match output {
-                Output::Object => this.encoded_to_json(&this.served(&bytes)?)?,
-                Output::Metadata => this.metadata_json(&bytes)?,
-                Output::Table { include_object, .. } => {
-                    let mut o = this.store.decode(&bytes)?;
-                    this.store.strategy.decorate(&mut o);
-                    let json = this.answer(
-                        &o,
-                        Output::Table {
-                            include_object,
-                            no_headers: !first,
-                        },
-                    )?;
-                    first = false;
-                    json
-                }
-            };
-            Ok((kind, object))
-        })))
-    }
-
-    async fn create(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
         body: Value,
-        options: &WriteOptions,
-    ) -> Result<Written, ApiError> {
-        let dry_run = options.dry_run;
-        let store = &self.store;
-        store
-            .request(Verb::Create, namespace, dry_run, async {
-                let (obj, warnings) = self.decode_value(&body, options.field_validation)?;
-                let created = store.create(ctx, namespace, obj, dry_run).await?;
-                self.written(&created, warnings, true)
-            })
-            .await
-    }
-
-    async fn update(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        name: &str,
-        body: Value,
-        part: Part,
-        options: &WriteOptions,
-    ) -> Result<Written, ApiError> {
-        let dry_run = options.dry_run;
-        let store = &self.store;
-        let verb = Verb::update(part);
-        store
-            .request(verb, namespace, dry_run, async {
-                let (obj, warnings) = self.decode_value(&body, options.field_validation)?;
-                if obj.meta().map_or("", |m| m.name.as_str()) != name {
-                    return Err(ApiError::BadRequest(format!(
-                        "the name of the object ({}) does not match the name on the URL ({name})",
-                        obj.meta().map_or("", |m| m.name.as_str())
-                    )));
-                }
-                let updated = store.update_in(ctx, namespace, obj, dry_run, part).await?;
-                self.written(&updated, warnings, false)
-            })
-            .await
-    }
-
-    async fn patch(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        name: &str,
-        patch: Patch,
-        part: Part,
-        options: &WriteOptions,
-    ) -> Result<Written, ApiError> {
-        let dry_run = options.dry_run;
-        let store = &self.store;
-        let verb = Verb::patch(part);
-        if patch.patch_type == PatchType::Apply {
-            return Err(ApiError::UnsupportedMediaType(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (server-side apply is not supported)".into(),
-            ));
+        validation: FieldValidation,
+    ) -> Result<(R, Vec<String>), ApiError> {
+        let kind = &self.kind;
+        if !body.is_object() {
+            return Err(ApiError::BadRequest(format!(
+                "{kind} in version \"{}\" cannot be handled as a {kind}: the object must be a JSON object",
+                self.version
+            )));
         }
-        let warnings = Mutex::new(Vec::new());
-        let apply = |current: &R| -> Result<R, ApiError> {
-            let original = self.to_value(current)?;
-            let descriptors = self.codec.descriptors();
-            let patched = patch
-                .apply(&original, Some((descriptors, &self.message)))
-                .map_err(ApiError::from_patch)?;
-            let (obj, w) = self.decode_value(&patched, options.field_validation)?;
-            *warnings.lock().unwrap_or_else(|p| p.into_inner()) = w;
-            Ok(obj)
-        };
-        store
-            .request(verb, namespace, dry_run, async {
-                let patched = store
-                    .patch(ctx, namespace, name, &apply, dry_run, part)
-                    .await?;
-                let w = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
-                self.written(&patched, w, false)
-            })
-            .await
+        check_type_meta(&body, &self.api_version, kind)?;
+        let mut unknown = Vec::new();
+        let bytes = self
+            .codec
+            .decode(&self.message, &body, &["apiVersion", "kind"], &mut unknown)
+            .map_err(|e| {
+                ApiError::BadRequest(format!(
+                    "{kind} in version \"{}\" cannot be handled as a {kind}: {}",
+                    self.version, e.message
+                ))
+            })?;
+        let warnings = unknown_fields(unknown, validation, kind, &self.version)?;
+        let obj = R::decode(bytes.as_slice())
+            .map_err(|e| ApiError::Internal(format!("{kind} from JSON does not decode: {e}")))?;
+        Ok((obj, warnings))
     }
 
-    async fn delete(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        name: &str,
-        options: DeleteOptions,
-    ) -> Result<Deleted, ApiError> {
-        let dry_run = options.dry_run;
-        let (obj, deleted) = self
-            .store
-            .request(
-                Verb::Delete,
-                namespace,
-                dry_run,
-                self.store.delete(ctx, namespace, name, Some(options)),
-            )
-            .await?;
-        Ok(Deleted {
-            uid: obj.meta().map(|m| m.uid.clone()).unwrap_or_default(),
-            object: self.to_json(&obj)?,
-            deleted,
-        })
+    fn give_out(&self, obj: &R) -> Result<Json, ApiError> {
+        self.encoded_to_json(&obj.encode_to_vec())
     }
 
-    async fn delete_collection(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        list: ListOptions,
-        options: DeleteOptions,
-    ) -> Result<Page, ApiError> {
-        let dry_run = options.dry_run;
-        let (meta, items) = self
-            .store
-            .request(
-                Verb::DeleteCollection,
-                namespace,
-                dry_run,
-                self.store
-                    .delete_collection(ctx, namespace, Some(list), Some(options)),
-            )
-            .await?;
-        self.page(meta, &items, Output::Object)
+    /// Storage's bytes written as JSON as they are, unless the kind has read defaults (then
+    /// re-encoded only when defaulting changed something) or decorates what it serves.
+    fn served(&self, store: &Store<R>, bytes: &Bytes) -> Result<Json, ApiError> {
+        if self.strategy.has_decorator() {
+            let mut obj = store.decode(bytes)?;
+            self.strategy.decorate(&mut obj);
+            return self.give_out(&obj);
+        }
+        self.encoded_to_json(&store.defaulted(bytes.clone())?)
+    }
+
+    fn columns(&self) -> Vec<Column> {
+        self.strategy.columns()
+    }
+
+    fn cells(&self, obj: &R, _json: &Value, now: i64) -> Vec<Value> {
+        self.strategy.cells(obj, now)
+    }
+
+    fn strategic(&self) -> Option<(&Descriptors, &str)> {
+        Some((self.codec.descriptors(), &self.message))
     }
 }
 
 /// Registers the endpoint of a built-in kind's Store: what discovery says of it comes from the
 /// kind's [`Resource`] constants and its strategy.
-pub fn register<R: Resource>(catalog: &super::Catalog, codec: &Arc<Codec>, store: &Store<R>) {
+pub fn register<R: Resource>(catalog: &Catalog, codec: &Arc<Codec>, store: &Store<R>) {
     let s = &store.strategy;
     let verbs = super::ALL_VERBS
         .iter()
@@ -547,8 +174,18 @@ pub fn register<R: Resource>(catalog: &super::Catalog, codec: &Arc<Codec>, store
         message: Some(R::message_name()),
         return_deleted_object: s.return_deleted_object(),
     };
-    catalog.add(Arc::new(BuiltinEndpoint::new(
+    let shape = BuiltinShape {
+        codec: codec.clone(),
+        message: R::message_name(),
+        api_version: info.api_version(),
+        kind: info.kind.clone(),
+        version: info.version.clone(),
+        strategy: store.strategy.clone(),
+        _kind: PhantomData,
+    };
+    catalog.add(Arc::new(StoreEndpoint::new(
         store.clone(),
+        shape,
         codec.clone(),
         info,
     )));

@@ -1,28 +1,29 @@
-//! The endpoint of one served version of a custom kind (upstream's `crdHandler` serving a
-//! version through the same handlers as every built-in kind).
+//! Custom kinds in the catalog: the [`Shape`] of one served version of a custom kind
+//! (upstream's `crdHandler` serving a version through the same handlers as every built-in
+//! kind), and [`CustomProvider`], which hands the catalog the endpoint of every served version
+//! of every served kind as definitions come and go.
 //!
 //! An object is taken in as upstream's handler does: its `apiVersion` and `kind` checked against
-//! the request's version and the served kind, pruned and defaulted by the version's schema, and
-//! stored in the storage version (conversion `None`: only `apiVersion` changes). Objects go out
-//! in the requested version. Strategic merge patches are refused (415), as upstream refuses them
-//! for custom resources: there are no Go struct tags to merge lists by.
+//! the request's version and the served kind, pruned (what pruning drops being the unknown
+//! fields `fieldValidation` judges) and defaulted by the version's schema, and stored in the
+//! storage version (conversion `None`: only `apiVersion` changes). Objects go out in the
+//! requested version, pruned and defaulted by its schema. Strategic merge patches are refused
+//! (415), as upstream refuses them for custom resources: there are no Go struct tags to merge
+//! lists by.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use kubestore_apimachinery::{
     jsonpath,
-    patch::{Patch, PatchType},
-    table::{self, Column, IncludeObject},
+    table::{self, Column},
 };
-use kubestore_proto::meta::v1::{DeleteOptions, ListMeta, ListOptions};
 use serde_json::{Map, Value};
-use tokio_stream::StreamExt;
 
 use super::{
-    Deleted, Endpoint, EventStream, FieldValidation, Json, Output, Page, Part, ResourceInfo,
-    WriteOptions, Written,
-    builtin::{check_type_meta, unknown_fields, watch_error},
+    Endpoint, FieldValidation, Json, ResourceInfo,
+    builtin::{check_type_meta, unknown_fields},
+    endpoint::{Shape, StoreEndpoint},
 };
 use crate::{
     custom::{
@@ -30,12 +31,11 @@ use crate::{
         object::CustomObject,
     },
     error::ApiError,
-    metrics::Verb,
-    store::{Ctx, Store},
+    store::Ctx,
 };
 
-/// A served version of a custom kind.
-pub struct CustomEndpoint {
+/// One served version of a custom kind.
+pub struct CustomShape {
     kind: Arc<ServedKind>,
     version: String,
     info: ResourceInfo,
@@ -44,33 +44,13 @@ pub struct CustomEndpoint {
     schema: Option<Value>,
 }
 
-impl CustomEndpoint {
-    /// The endpoint of `kind`'s `version` (which must be one of its served versions).
-    pub fn new(kind: Arc<ServedKind>, version: &str, info: ResourceInfo) -> Self {
-        let columns = kind
-            .versions
-            .get(version)
-            .map(printer_columns)
-            .unwrap_or_default();
-        Self {
-            kind,
-            version: version.to_string(),
-            info,
-            columns,
-            schema: None,
-        }
-    }
-
+impl CustomShape {
     fn served(&self) -> Result<&ServedVersion, ApiError> {
         self.kind.version(&self.version)
     }
 
-    fn store(&self) -> Result<&Store<CustomObject>, ApiError> {
-        Ok(&self.served()?.store)
-    }
-
     /// A client's object taken in: checked, pruned, defaulted, in the storage version.
-    pub fn take_in(
+    fn take_in_object(
         &self,
         body: Value,
         validation: FieldValidation,
@@ -113,7 +93,7 @@ impl CustomEndpoint {
     /// An object as it goes out, in this version: pruned and defaulted by the version's
     /// schema, as upstream's decoder does to what it reads (a field since removed from the
     /// schema is not served; one added with a default is), unless it was written under it.
-    pub fn give_out(&self, obj: &CustomObject) -> Result<Map<String, Value>, ApiError> {
+    pub fn give_out_map(&self, obj: &CustomObject) -> Result<Map<String, Value>, ApiError> {
         let mut json = obj.content()?;
         if let Ok(v) = self.served() {
             v.schema.read(obj.schema, &mut json);
@@ -127,26 +107,27 @@ impl CustomEndpoint {
     }
 
     fn to_json(&self, obj: &CustomObject) -> Result<Json, ApiError> {
-        let json = self.give_out(obj)?;
+        let json = self.give_out_map(obj)?;
         serde_json::to_vec(&json)
             .map(Bytes::from)
             .map_err(|e| ApiError::Internal(format!("custom object as JSON: {e}")))
     }
+}
 
-    fn row(&self, obj: &CustomObject, include: IncludeObject, now: i64) -> Result<Value, ApiError> {
-        let json = Value::Object(self.give_out(obj)?);
-        let name = json
-            .pointer("/metadata/name")
-            .cloned()
-            .unwrap_or(Value::Null);
-        let mut cells = vec![name];
-        for (column, path) in &self.columns {
-            cells.push(cell(jsonpath::first(path, &json), &column.ty, now));
-        }
-        Ok(table::row(cells, include, &json))
+impl Shape<CustomObject> for CustomShape {
+    fn take_in(
+        &self,
+        body: Value,
+        validation: FieldValidation,
+    ) -> Result<(CustomObject, Vec<String>), ApiError> {
+        self.take_in_object(body, validation)
     }
 
-    fn table_columns(&self) -> Vec<Column> {
+    fn give_out(&self, obj: &CustomObject) -> Result<Json, ApiError> {
+        self.to_json(obj)
+    }
+
+    fn columns(&self) -> Vec<Column> {
         let mut columns = vec![Column::new(
             "Name",
             "string",
@@ -158,80 +139,30 @@ impl CustomEndpoint {
         columns
     }
 
-    fn answer(&self, obj: &CustomObject, output: Output) -> Result<Json, ApiError> {
-        match output {
-            Output::Object => self.to_json(obj),
-            Output::Metadata => {
-                let json = self.give_out(obj)?;
-                let meta = json
-                    .get("metadata")
-                    .cloned()
-                    .unwrap_or_else(|| Value::Object(Map::new()));
-                Ok(super::partial_metadata(
-                    &serde_json::to_vec(&meta).unwrap_or_else(|_| b"{}".to_vec()),
-                ))
-            }
-            Output::Table {
-                include_object,
-                no_headers,
-            } => {
-                let row = self.row(obj, include_object, table::now())?;
-                let rv = obj
-                    .metadata
-                    .as_ref()
-                    .map_or("", |m| m.resource_version.as_str());
-                Ok(Bytes::from(table::table(
-                    &self.table_columns(),
-                    vec![row],
-                    rv,
-                    no_headers,
-                )))
-            }
+    fn cells(&self, _obj: &CustomObject, json: &Value, now: i64) -> Vec<Value> {
+        let mut cells = vec![
+            json.pointer("/metadata/name")
+                .cloned()
+                .unwrap_or(Value::Null),
+        ];
+        for (column, path) in &self.columns {
+            cells.push(cell(jsonpath::first(path, json), &column.ty, now));
         }
+        cells
     }
 
-    fn page(
-        &self,
-        meta: ListMeta,
-        items: &[CustomObject],
-        output: Output,
-    ) -> Result<Page, ApiError> {
-        match output {
-            Output::Object | Output::Metadata => Ok(Page::Objects {
-                meta,
-                items: items
-                    .iter()
-                    .map(|o| self.answer(o, output))
-                    .collect::<Result<_, _>>()?,
-            }),
-            Output::Table { include_object, .. } => {
-                let now = table::now();
-                Ok(Page::Table {
-                    meta,
-                    columns: Bytes::from(table::columns_json(&self.table_columns())),
-                    rows: items
-                        .iter()
-                        .map(|o| {
-                            self.row(o, include_object, now)
-                                .map(|r| Bytes::from(serde_json::to_vec(&r).unwrap_or_default()))
-                        })
-                        .collect::<Result<_, _>>()?,
-                })
-            }
+    fn admit_create(&self) -> Result<(), ApiError> {
+        if self.kind.terminating {
+            return Err(ApiError::Forbidden(format!(
+                "create not allowed while custom resource definition {}.{} is terminating",
+                self.kind.plural, self.kind.group
+            )));
         }
+        Ok(())
     }
 
-    fn written(
-        &self,
-        obj: &CustomObject,
-        warnings: Vec<String>,
-        created: bool,
-    ) -> Result<Written, ApiError> {
-        Ok(Written {
-            object: self.to_json(obj)?,
-            warnings,
-            created,
-        })
+    fn openapi_schema(&self) -> Option<Value> {
+        self.schema.clone()
     }
 }
 
@@ -296,240 +227,6 @@ fn cell(v: Option<&Value>, ty: &str, now: i64) -> Value {
     }
 }
 
-#[tonic::async_trait]
-impl Endpoint for CustomEndpoint {
-    fn info(&self) -> &ResourceInfo {
-        &self.info
-    }
-
-    fn openapi_schema(&self) -> Option<Value> {
-        self.schema.clone()
-    }
-
-    async fn get(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        name: &str,
-        part: Part,
-        output: Output,
-    ) -> Result<Json, ApiError> {
-        let store = self.store()?;
-        if part == Part::Status && !self.info.status {
-            return Err(ApiError::NotFound {
-                resource: self.info.qualified(),
-                name: name.into(),
-            });
-        }
-        let obj = store
-            .request(Verb::Get, namespace, false, store.get(ctx, namespace, name))
-            .await?;
-        self.answer(&obj, output)
-    }
-
-    async fn list(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        options: ListOptions,
-        output: Output,
-    ) -> Result<Page, ApiError> {
-        let store = self.store()?;
-        let (meta, items) = store
-            .request(
-                Verb::List,
-                namespace,
-                false,
-                store.list(ctx, namespace, Some(options)),
-            )
-            .await?;
-        self.page(meta, &items, output)
-    }
-
-    async fn watch(
-        &self,
-        namespace: &str,
-        options: ListOptions,
-        output: Output,
-        stop: tokio::sync::watch::Receiver<bool>,
-    ) -> Result<EventStream, ApiError> {
-        let store = self.store()?;
-        let events = store
-            .request(
-                Verb::Watch,
-                namespace,
-                false,
-                store.watch(namespace, Some(options), stop),
-            )
-            .await?;
-        let open = store.watch_opened(namespace);
-        let this = CustomEndpoint {
-            kind: self.kind.clone(),
-            version: self.version.clone(),
-            info: self.info.clone(),
-            columns: self.columns.clone(),
-            schema: None,
-        };
-        let mut first = true;
-        Ok(Box::pin(events.map(move |e| {
-            let _open = &open;
-            let (kind, obj) = e.map_err(|s| watch_error(&s))?;
-            let out = match output {
-                Output::Object | Output::Metadata => output,
-                Output::Table { include_object, .. } => {
-                    let o = Output::Table {
-                        include_object,
-                        no_headers: !first,
-                    };
-                    first = false;
-                    o
-                }
-            };
-            Ok((kind, this.answer(&obj, out)?))
-        })))
-    }
-
-    async fn create(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        body: Value,
-        options: &WriteOptions,
-    ) -> Result<Written, ApiError> {
-        if self.kind.terminating {
-            return Err(ApiError::Forbidden(format!(
-                "create not allowed while custom resource definition {}.{} is terminating",
-                self.kind.plural, self.kind.group
-            )));
-        }
-        let store = self.store()?;
-        let dry_run = options.dry_run;
-        store
-            .request(Verb::Create, namespace, dry_run, async {
-                let (obj, warnings) = self.take_in(body, options.field_validation)?;
-                let created = store.create(ctx, namespace, obj, dry_run).await?;
-                self.written(&created, warnings, true)
-            })
-            .await
-    }
-
-    async fn update(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        name: &str,
-        body: Value,
-        part: Part,
-        options: &WriteOptions,
-    ) -> Result<Written, ApiError> {
-        let store = self.store()?;
-        let dry_run = options.dry_run;
-        let verb = Verb::update(part);
-        store
-            .request(verb, namespace, dry_run, async {
-                let (obj, warnings) = self.take_in(body, options.field_validation)?;
-                let got = obj.metadata.as_ref().map_or("", |m| m.name.as_str());
-                if got != name {
-                    return Err(ApiError::BadRequest(format!(
-                        "the name of the object ({got}) does not match the name on the URL ({name})"
-                    )));
-                }
-                let updated = store.update_in(ctx, namespace, obj, dry_run, part).await?;
-                self.written(&updated, warnings, false)
-            })
-            .await
-    }
-
-    async fn patch(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        name: &str,
-        patch: Patch,
-        part: Part,
-        options: &WriteOptions,
-    ) -> Result<Written, ApiError> {
-        if matches!(patch.patch_type, PatchType::Strategic | PatchType::Apply) {
-            return Err(ApiError::UnsupportedMediaType(format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json{}",
-                if patch.patch_type == PatchType::Apply {
-                    " (server-side apply is not supported)"
-                } else {
-                    ""
-                }
-            )));
-        }
-        let store = self.store()?;
-        let dry_run = options.dry_run;
-        let verb = Verb::patch(part);
-        let warnings = std::sync::Mutex::new(Vec::new());
-        let apply = |current: &CustomObject| -> Result<CustomObject, ApiError> {
-            let original = Value::Object(self.give_out(current)?);
-            let patched = patch.apply(&original, None).map_err(ApiError::from_patch)?;
-            let (obj, w) = self.take_in(patched, options.field_validation)?;
-            *warnings.lock().unwrap_or_else(|p| p.into_inner()) = w;
-            Ok(obj)
-        };
-        store
-            .request(verb, namespace, dry_run, async {
-                let patched = store
-                    .patch(ctx, namespace, name, &apply, dry_run, part)
-                    .await?;
-                let w = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
-                self.written(&patched, w, false)
-            })
-            .await
-    }
-
-    async fn delete(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        name: &str,
-        options: DeleteOptions,
-    ) -> Result<Deleted, ApiError> {
-        let store = self.store()?;
-        let dry_run = options.dry_run;
-        let (obj, deleted) = store
-            .request(
-                Verb::Delete,
-                namespace,
-                dry_run,
-                store.delete(ctx, namespace, name, Some(options)),
-            )
-            .await?;
-        Ok(Deleted {
-            uid: obj
-                .metadata
-                .as_ref()
-                .map(|m| m.uid.clone())
-                .unwrap_or_default(),
-            object: self.to_json(&obj)?,
-            deleted,
-        })
-    }
-
-    async fn delete_collection(
-        &self,
-        ctx: Ctx,
-        namespace: &str,
-        list: ListOptions,
-        options: DeleteOptions,
-    ) -> Result<Page, ApiError> {
-        let store = self.store()?;
-        let dry_run = options.dry_run;
-        let (meta, items) = store
-            .request(
-                Verb::DeleteCollection,
-                namespace,
-                dry_run,
-                store.delete_collection(ctx, namespace, Some(list), Some(options)),
-            )
-            .await?;
-        self.page(meta, &items, Output::Object)
-    }
-}
-
 /// The custom kinds as a provider of the catalog: each served version of each served kind is
 /// an endpoint, looked up (and learnt from storage, for a definition another replica
 /// established a moment ago) at each request, as upstream's `crdHandler` does.
@@ -543,7 +240,11 @@ impl CustomProvider {
         Self { service }
     }
 
-    pub(crate) fn endpoint(&self, kind: Arc<ServedKind>, version: &str) -> Arc<dyn Endpoint> {
+    pub(crate) fn endpoint(
+        &self,
+        kind: Arc<ServedKind>,
+        version: &str,
+    ) -> Option<Arc<dyn Endpoint>> {
         let crd = self
             .service
             .kinds
@@ -615,9 +316,24 @@ impl CustomProvider {
             message: None,
             return_deleted_object: false,
         };
-        let mut e = CustomEndpoint::new(kind, version, info);
-        e.schema = schema;
-        Arc::new(e)
+        let served = kind.version(version).ok();
+        let store = served.map(|v| v.store.clone());
+        let columns = served.map(printer_columns).unwrap_or_default();
+        let shape = CustomShape {
+            kind,
+            version: version.to_string(),
+            info: info.clone(),
+            columns,
+            schema,
+        };
+        // None when not served (looked up as served: the definition changed meanwhile).
+        let store = store?;
+        Some(Arc::new(StoreEndpoint::new(
+            store,
+            shape,
+            super::codec(),
+            info,
+        )))
     }
 }
 
@@ -637,7 +353,7 @@ impl super::Provider for CustomProvider {
             namespace: "",
         };
         match self.service.resolve(ctx, &target, true).await {
-            Ok((kind, v)) => Ok(Some(self.endpoint(kind, &v))),
+            Ok((kind, v)) => Ok(self.endpoint(kind, &v)),
             Err(ApiError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
@@ -654,8 +370,10 @@ impl super::Provider for CustomProvider {
         let mut out = Vec::new();
         for kind in self.service.kinds.all() {
             for (name, v) in &kind.versions {
-                if v.served {
-                    out.push(self.endpoint(kind.clone(), name));
+                if v.served
+                    && let Some(e) = self.endpoint(kind.clone(), name)
+                {
+                    out.push(e);
                 }
             }
         }

@@ -5,9 +5,12 @@
 //! kinds): every transport (the generic gRPC API, the REST API) dispatches verbs through here
 //! once, never per kind.
 //!
-//! - [`builtin`]: the endpoint of a built-in kind, over its `Store<R>` and the descriptor-driven
-//!   JSON codec;
-//! - [`custom`]: the endpoint of one served version of a custom kind.
+//! - [`endpoint`]: the one implementation of [`Endpoint`], a kind's `Store<R>` and its shape
+//!   (what turns its objects into Kubernetes JSON and back);
+//! - [`builtin`]: built-in kinds' shape, through the descriptor-driven JSON codec, and their
+//!   registration;
+//! - [`custom`]: a served custom version's shape, through its schema, and the provider of
+//!   every served version.
 //!
 //! Tables (server-side printing) are built with `kubestore_apimachinery::table`, from the
 //! kind's strategy (built-in kinds) or printer columns (custom kinds).
@@ -18,6 +21,7 @@
 
 pub mod builtin;
 pub mod custom;
+pub mod endpoint;
 
 use std::{
     collections::BTreeMap,
@@ -463,4 +467,21 @@ pub fn partial_metadata(metadata: &[u8]) -> Json {
     out.extend_from_slice(metadata);
     out.push(b'}');
     Json::from(out)
+}
+
+/// The Kubernetes JSON codec over the registry's own descriptors (every built-in kind, and
+/// `ObjectMeta`), built once.
+pub fn codec() -> Arc<kubestore_apimachinery::json::Codec> {
+    static CODEC: std::sync::OnceLock<Arc<kubestore_apimachinery::json::Codec>> =
+        std::sync::OnceLock::new();
+    CODEC
+        .get_or_init(|| {
+            Arc::new(
+                kubestore_apimachinery::json::Codec::new(kubestore_proto::CORE_DESCRIPTOR_SET)
+                    .unwrap_or_else(|e| {
+                        panic!("the registry's own descriptors do not decode: {e}")
+                    }),
+            )
+        })
+        .clone()
 }

@@ -249,7 +249,9 @@ impl CustomService {
         collection: bool,
     ) -> Result<(Arc<dyn Endpoint>, Arc<ServedKind>, String), ApiError> {
         let (kind, v) = self.resolve(ctx, t, collection).await?;
-        let e = CustomProvider::new(self.clone()).endpoint(kind.clone(), &v);
+        let e = CustomProvider::new(self.clone())
+            .endpoint(kind.clone(), &v)
+            .ok_or_else(|| not_found(t.group, t.version, t.plural))?;
         Ok((e, kind, v))
     }
 }
