@@ -116,7 +116,11 @@ impl<R: Resource> BuiltinEndpoint<R> {
             IncludeObject::None => Value::Null,
             _ => self.to_value(obj)?,
         };
-        Ok(table::row(cells, include, &object))
+        let mut row = table::row(cells, include, &object);
+        if let (Some(c), Value::Object(r)) = (self.store.strategy.row_conditions(obj), &mut row) {
+            r.insert("conditions".into(), c);
+        }
+        Ok(row)
     }
 
     /// `obj` as `output` asks: itself, or a Table of one row.
