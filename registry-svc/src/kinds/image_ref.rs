@@ -72,7 +72,10 @@ pub fn default_pull_policy(image: &str) -> &'static str {
 
 /// A 64-hex-digit name alone is refused (it reads as an image ID).
 fn is_identifier(name: &str) -> bool {
-    name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    name.len() == 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 fn is_word(b: u8) -> bool {

@@ -141,7 +141,10 @@ fn default_container(c: &mut Container) -> bool {
 fn normalize_pod_ips(status: &mut PodStatus) -> bool {
     let before = (status.pod_ip.clone(), status.pod_ips.clone());
     if !status.pod_ip.is_empty()
-        && status.pod_ips.first().is_none_or(|ip| ip.ip != status.pod_ip)
+        && status
+            .pod_ips
+            .first()
+            .is_none_or(|ip| ip.ip != status.pod_ip)
     {
         status.pod_ips = vec![PodIp {
             ip: status.pod_ip.clone(),
@@ -359,11 +362,7 @@ mod tests {
     #[test]
     fn pod_ips_follow_pod_ip() {
         let ips = |v: &[&str]| -> Vec<PodIp> {
-            v.iter()
-                .map(|ip| PodIp {
-                    ip: ip.to_string(),
-                })
-                .collect()
+            v.iter().map(|ip| PodIp { ip: ip.to_string() }).collect()
         };
         for (pod_ip, pod_ips, want_ip, want_ips, changed) in [
             ("", vec![], "", vec![], false),

@@ -336,15 +336,7 @@ mod tests {
         assert_eq!(
             pod_cells(&p, NOW),
             [
-                "web",
-                "0/1",
-                "Pending",
-                "0",
-                "10m",
-                "<none>",
-                "node-1",
-                "<none>",
-                "<none>"
+                "web", "0/1", "Pending", "0", "10m", "<none>", "node-1", "<none>", "<none>"
             ]
         );
         assert_eq!(pod_row_conditions(&p), None);
@@ -408,13 +400,17 @@ mod tests {
         assert_eq!(row(&done), want("0/1", "Completed", "0"));
         assert_eq!(
             pod_row_conditions(&done),
-            Some(json!([{"type": "Completed", "status": "True", "reason": "Succeeded",
-                "message": "The pod has completed successfully."}]))
+            Some(
+                json!([{"type": "Completed", "status": "True", "reason": "Succeeded",
+                "message": "The pod has completed successfully."}])
+            )
         );
         assert_eq!(
             pod_row_conditions(&pod(1, 0, phase("Failed"))),
-            Some(json!([{"type": "Completed", "status": "True", "reason": "Failed",
-                "message": "The pod failed."}]))
+            Some(
+                json!([{"type": "Completed", "status": "True", "reason": "Failed",
+                "message": "The pod failed."}])
+            )
         );
     }
 
@@ -479,7 +475,10 @@ mod tests {
         };
         for (statuses, reason) in [
             (vec![waiting("PodInitializing")], "Init:0/2"),
-            (vec![terminated(0, 0, "Completed"), running(false)], "Init:1/2"),
+            (
+                vec![terminated(0, 0, "Completed"), running(false)],
+                "Init:1/2",
+            ),
             (vec![waiting("ImagePullBackOff")], "Init:ImagePullBackOff"),
             (vec![terminated(1, 0, "Error")], "Init:Error"),
             // Exit code 0 is done, whatever the signal: the app containers decide.

@@ -86,7 +86,13 @@ pub fn validate_status_update(new: &Pod, old: &Pod) -> Violations {
     );
     let pod_ips: Vec<&str> = status.pod_ips.iter().map(|p| p.ip.as_str()).collect();
     let old_pod_ips: Vec<&str> = old_status.pod_ips.iter().map(|p| p.ip.as_str()).collect();
-    ips(&pod_ips, &old_pod_ips, "status.podIPs", "core.PodIP", &mut v);
+    ips(
+        &pod_ips,
+        &old_pod_ips,
+        "status.podIPs",
+        "core.PodIP",
+        &mut v,
+    );
     if let Some(first) = status.host_ips.first()
         && first.ip != status.host_ip
     {
@@ -97,7 +103,13 @@ pub fn validate_status_update(new: &Pod, old: &Pod) -> Violations {
     }
     let host_ips: Vec<&str> = status.host_ips.iter().map(|p| p.ip.as_str()).collect();
     let old_host_ips: Vec<&str> = old_status.host_ips.iter().map(|p| p.ip.as_str()).collect();
-    ips(&host_ips, &old_host_ips, "status.hostIPs", "core.HostIP", &mut v);
+    ips(
+        &host_ips,
+        &old_host_ips,
+        "status.hostIPs",
+        "core.HostIP",
+        &mut v,
+    );
     v
 }
 
@@ -122,7 +134,11 @@ fn state_transitions(
             continue;
         }
         for n in new.iter().filter(|n| n.name == o.name) {
-            if n.state.as_ref().and_then(|s| s.terminated.as_ref()).is_none() {
+            if n.state
+                .as_ref()
+                .and_then(|s| s.terminated.as_ref())
+                .is_none()
+            {
                 v.push((
                     format!("{list}[{i}].state"),
                     "Forbidden: may not be transitioned to non-terminated state".into(),
@@ -149,9 +165,8 @@ fn ips(new: &[&str], old: &[&str], path: &str, go_type: &str, v: &mut Violations
         }
     }
     if new.len() > 1 {
-        let dual = new.len() == 2
-            && parsed.len() == 2
-            && parsed[0].is_ipv4() != parsed[1].is_ipv4();
+        let dual =
+            new.len() == 2 && parsed.len() == 2 && parsed[0].is_ipv4() != parsed[1].is_ipv4();
         if !dual {
             // Go's `%#v` of the list, as upstream prints the bad value.
             let items: Vec<String> = new

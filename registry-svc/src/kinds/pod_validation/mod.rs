@@ -52,7 +52,11 @@ fn one_of(path: String, value: &str, supported: &[&str], v: &mut Violations) {
 /// The rules of a pod spec (upstream's `ValidatePodSpec` and the pod-only container rules);
 /// `allow_indivisible_hugepages` relaxes one for an update of a pod stored with such
 /// quantities (`hugepages`: upstream's validation ratcheting).
-pub fn validate_spec(spec: Option<&PodSpec>, allow_indivisible_hugepages: bool, v: &mut Violations) {
+pub fn validate_spec(
+    spec: Option<&PodSpec>,
+    allow_indivisible_hugepages: bool,
+    v: &mut Violations,
+) {
     let Some(spec) = spec else {
         v.push(("spec".into(), "Required value".into()));
         return;
@@ -75,7 +79,10 @@ pub fn validate_spec(spec: Option<&PodSpec>, allow_indivisible_hugepages: bool, 
             // Unique among app containers (an empty name too, as upstream); init containers
             // are checked against these below.
             if !names.insert(c.name.as_str()) {
-                v.push((format!("{path}.name"), format!("Duplicate value: {:?}", c.name)));
+                v.push((
+                    format!("{path}.name"),
+                    format!("Duplicate value: {:?}", c.name),
+                ));
             }
         }
         host_port_conflicts(&spec.containers, "spec.containers", v);
@@ -86,7 +93,10 @@ pub fn validate_spec(spec: Option<&PodSpec>, allow_indivisible_hugepages: bool, 
         let path = format!("spec.initContainers[{i}]");
         container_common(c, &path, hugepages_ok, v);
         if names.contains(c.name.as_str()) {
-            v.push((format!("{path}.name"), format!("Duplicate value: {:?}", c.name)));
+            v.push((
+                format!("{path}.name"),
+                format!("Duplicate value: {:?}", c.name),
+            ));
         } else if !c.name.is_empty() {
             names.insert(c.name.as_str());
         }
@@ -124,10 +134,16 @@ pub fn validate_spec(spec: Option<&PodSpec>, allow_indivisible_hugepages: bool, 
     );
     for (k, val) in &spec.node_selector {
         if let Some(e) = qualified_name(k) {
-            v.push(("spec.nodeSelector".into(), format!("Invalid value: {k:?}: {e}")));
+            v.push((
+                "spec.nodeSelector".into(),
+                format!("Invalid value: {k:?}: {e}"),
+            ));
         }
         if let Some(e) = label_value(val) {
-            v.push(("spec.nodeSelector".into(), format!("Invalid value: {val:?}: {e}")));
+            v.push((
+                "spec.nodeSelector".into(),
+                format!("Invalid value: {val:?}: {e}"),
+            ));
         }
     }
     // validatePodDNSConfig: None needs a dnsConfig, which our Pod cannot carry.
@@ -436,7 +452,12 @@ fn container_updates(new: &[Container], old: &[Container], list: &str, v: &mut V
 /// `activeDeadlineSeconds` (set, or lowered) may change.
 pub fn validate_spec_update(new: &PodSpec, old: &PodSpec, v: &mut Violations) {
     if !container_updates(&new.containers, &old.containers, "containers", v)
-        || !container_updates(&new.init_containers, &old.init_containers, "initContainers", v)
+        || !container_updates(
+            &new.init_containers,
+            &old.init_containers,
+            "initContainers",
+            v,
+        )
     {
         return;
     }

@@ -228,7 +228,10 @@ fn env_var_names() {
     assert_eq!(
         problems(&s),
         vec![
-            ("spec.containers[0].env[0].name".into(), "Required value".into()),
+            (
+                "spec.containers[0].env[0].name".into(),
+                "Required value".into()
+            ),
             (
                 "spec.containers[0].env[1].name".into(),
                 format!("Invalid value: \"a=b\": {msg}")
@@ -255,7 +258,8 @@ fn volume_mounts() {
         read_only: false,
     };
     let ok = spec_with(|s| {
-        s.containers[0].volume_mounts = vec![mount("abc", "/foo", ""), mount("123", "/bar", "baz/x")]
+        s.containers[0].volume_mounts =
+            vec![mount("abc", "/foo", ""), mount("123", "/bar", "baz/x")]
     });
     assert_eq!(problems(&ok), []);
     let at = |i: usize, f: &str| format!("spec.containers[0].volumeMounts[{i}].{f}");
@@ -273,7 +277,10 @@ fn volume_mounts() {
         vec![
             (at(0, "name"), "Required value".into()),
             (at(1, "mountPath"), "Required value".into()),
-            (at(2, "mountPath"), "Invalid value: \"/a\": must be unique".into()),
+            (
+                at(2, "mountPath"),
+                "Invalid value: \"/a\": must be unique".into()
+            ),
             (
                 "spec.containers[0].volumeMounts.subPath".into(),
                 "Invalid value: \"/abs\": must be a relative path".into()
