@@ -312,6 +312,9 @@ spec:
     image: nginx:1.27
     ports:
     - containerPort: 80
+    livenessProbe:
+      httpGet:
+        path: /
     resources:
       requests:
         cpu: 1
@@ -339,7 +342,8 @@ data:
         let c = &spec.containers[0];
         assert_eq!(c.resources.clone().expect("resources").requests["cpu"], "1");
         assert_eq!(pod.meta().labels["tier"], "1");
-        assert_eq!(docs[0].ignored, ["spec.containers[0].ports"]);
+        assert_eq!(c.ports[0].container_port, 80);
+        assert_eq!(docs[0].ignored, ["spec.containers[0].livenessProbe"]);
         let Object::ConfigMap(cm) = &docs[1].object else {
             panic!("a configmap")
         };

@@ -188,6 +188,10 @@ async fn the_agent_starts_pods_and_finishes_their_graceful_deletion() {
         .expect("terminated");
     assert_eq!((done.exit_code, done.reason.as_str()), (0, "Completed"));
     assert!(done.finished_at.is_some() && done.started_at.is_some());
+    assert_eq!(
+        status.phase, "Succeeded",
+        "a terminal phase before the final delete"
+    );
     assert_eq!(done.container_id, c.container_id);
     assert!(!c.ready);
     assert!(

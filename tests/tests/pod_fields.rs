@@ -323,6 +323,29 @@ async fn the_typed_api_stores_the_new_fields_with_upstreams_defaults() {
             ip: "10.244.3.10".into()
         }]
     );
+    // Upstream's selectable pod fields among the new ones.
+    for (selector, want) in [
+        ("status.podIP=10.244.3.10", 1),
+        ("status.podIP=10.244.3.9", 0),
+        (
+            "spec.schedulerName=default-scheduler,spec.serviceAccountName=web",
+            1,
+        ),
+        ("status.nominatedNodeName=node-2", 0),
+    ] {
+        let listed = pods
+            .list(kubestore_proto::core::v1::ListPodsRequest {
+                namespace: NS.into(),
+                options: Some(kubestore_proto::meta::v1::ListOptions {
+                    field_selector: selector.into(),
+                    ..Default::default()
+                }),
+            })
+            .await
+            .expect("list")
+            .into_inner();
+        assert_eq!(listed.items.len(), want, "{selector}");
+    }
     // The QoS class is not the status writer's to change.
     let mut forged = get_pod(&mut pods, "web").await.expect("get");
     if let Some(s) = forged.status.as_mut() {
@@ -618,6 +641,27 @@ async fn the_rest_api_serves_the_new_fields_as_kubernetes_writes_them() {
         .http("GET", &format!("{base}/web"), &table, None)
         .await;
     assert_eq!(t["rows"][0]["cells"][2], "Terminating");
+    assert_eq!(t["rows"][0].get("conditions"), None);
+    // Finished (a kubelet's terminal phase before its final delete): the row says so in its
+    // conditions (upstream's podSuccessConditions), and a finished pod is not Terminating.
+    let (_, current) = stack.http("GET", &format!("{base}/web"), &[], None).await;
+    let mut done = current.clone();
+    done["status"]["phase"] = json!("Succeeded");
+    done["status"]["containerStatuses"][0]["state"] =
+        json!({"terminated": {"exitCode": 0, "reason": "Completed"}});
+    let (code, written) = stack
+        .http("PUT", &format!("{base}/web/status"), &[], Some(done))
+        .await;
+    assert_eq!(code, 200, "{written}");
+    let (_, t) = stack
+        .http("GET", &format!("{base}/web"), &table, None)
+        .await;
+    assert_eq!(t["rows"][0]["cells"][2], "Completed");
+    assert_eq!(
+        t["rows"][0]["conditions"],
+        json!([{"type": "Completed", "status": "True", "reason": "Succeeded",
+                "message": "The pod has completed successfully."}])
+    );
 
     // Upstream's refusal: 422 with a cause per field.
     let (code, refused) = stack

@@ -181,14 +181,16 @@ pub fn running(pod: &Pod, node: &str, now: i64) -> PodStatus {
 }
 
 /// The status of `pod` once its containers stopped at `now`: each running container
-/// terminated (exit code 0, Completed), no longer ready, and the pod's Ready and
-/// ContainersReady conditions False (`PodCompleted`). `None` when no container was running
-/// (nothing to report).
+/// terminated (exit code 0, Completed), no longer ready, the pod's Ready and ContainersReady
+/// conditions False (`PodCompleted`), and the phase Succeeded: since Kubernetes 1.27
+/// (kubernetes#115331) the kubelet gives a deleted pod whose containers stopped a terminal
+/// phase before its final delete, Succeeded when every container exited 0. `None` when no
+/// container was running (nothing to report).
 pub fn stopped(pod: &Pod, now: i64) -> Option<PodStatus> {
     let mut status = pod.status.clone()?;
     let mut any = false;
     for c in &mut status.container_statuses {
-        let Some(running) = c.state.as_ref().and_then(|s| s.running.clone()) else {
+        let Some(running) = c.state.as_ref().and_then(|s| s.running) else {
             continue;
         };
         any = true;
@@ -209,6 +211,7 @@ pub fn stopped(pod: &Pod, now: i64) -> Option<PodStatus> {
     if !any {
         return None;
     }
+    status.phase = "Succeeded".into();
     for cond in &mut status.conditions {
         if matches!(cond.r#type.as_str(), "Ready" | "ContainersReady") && cond.status != "False" {
             *cond = condition(&cond.r#type, "False", "PodCompleted", now);
@@ -323,7 +326,7 @@ mod tests {
             .expect("runtime");
         assert_eq!(id.len(), 64);
         assert_eq!(
-            c.state.as_ref().and_then(|s| s.running.clone()),
+            c.state.as_ref().and_then(|s| s.running),
             Some(ContainerStateRunning {
                 started_at: at(1000)
             })
@@ -373,9 +376,6 @@ mod tests {
                 ("PodScheduled", "True", "")
             ]
         );
-        assert_eq!(
-            s.phase, "Running",
-            "the phase is the pod's until it is deleted"
-        );
+        assert_eq!(s.phase, "Succeeded", "every container exited 0");
     }
 }

@@ -28,7 +28,7 @@ pub(super) fn secs(t: &Option<Timestamp>) -> Option<i64> {
     t.as_ref().map(|t| t.seconds).filter(|s| *s != 0)
 }
 
-pub(super) fn meta_name<'a>(m: &'a Option<kubestore_proto::meta::v1::ObjectMeta>) -> &'a str {
+pub(super) fn meta_name(m: &Option<kubestore_proto::meta::v1::ObjectMeta>) -> &str {
     m.as_ref().map_or("", |m| m.name.as_str())
 }
 
