@@ -1,16 +1,18 @@
 //! The Pod strategy (upstream's `pkg/registry/core/pod/strategy.go`): status owned by the
 //! server (Pending + QoS class on create, never writable through Update), a spec that is
-//! immutable except container images, graceful deletion, and the status subresource (upstream's
-//! `podStatusStrategy`: only status is written, a terminal phase is final).
+//! immutable except container images and a lowered `activeDeadlineSeconds`, graceful
+//! deletion, and the status subresource (upstream's `podStatusStrategy`: only status is
+//! written, a terminal phase is final, the QoS class never changes).
 //!
 //! Deliberate differences: a client-supplied `status.qos_class` is ignored on create (upstream
 //! keeps it, a quirk of evaluating QoS before resetting status; a client could then forge its
 //! QoS).
 //!
-//! v1 defaulting (`pod_defaults`: `restartPolicy`, `terminationGracePeriodSeconds`, requests
-//! from limits) is the strategy's `default_object`, which the Store applies to every pod sent
-//! and every pod read, before any other hook: `prepare_for_*` and validation see defaulted
-//! pods only. The hugepages rules of container resources are in `hugepages`.
+//! v1 defaulting (`pod_defaults`) is the strategy's `default_object`, which the Store applies
+//! to every pod sent and every pod read, before any other hook: `prepare_for_*` and validation
+//! see defaulted pods only. The spec's rules are in `pod_validation` (the hugepages rules of
+//! container resources in `hugepages`), the status subresource's in `pod_status`, the Table's
+//! in `pod_printer`.
 
 use kubestore_proto::{
     core::v1::{Pod, PodSpec, PodStatus},

@@ -504,3 +504,5 @@ pub fn validate_spec_update(new: &PodSpec, old: &PodSpec, v: &mut Violations) {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod update_tests;
