@@ -103,6 +103,17 @@ const RULES: &[(&str, FieldRule)] = &[
     (".core.v1.ContainerStatus.restart_count", ALWAYS),
     (".core.v1.ContainerStatus.image", ALWAYS),
     (".core.v1.ContainerStatus.image_id", ALWAYS),
+    // `state` and `lastState` are struct values (`ContainerState`), which Go's omitempty never
+    // omits: `"lastState": {}`. Likewise every `metav1.Time` value below is written as `null`.
+    (".core.v1.ContainerStatus.state", ALWAYS),
+    (".core.v1.ContainerStatus.last_state", ALWAYS),
+    (".core.v1.ContainerStateRunning.started_at", ALWAYS),
+    (".core.v1.ContainerStateTerminated.exit_code", ALWAYS),
+    (".core.v1.ContainerStateTerminated.started_at", ALWAYS),
+    (".core.v1.ContainerStateTerminated.finished_at", ALWAYS),
+    (".core.v1.PodIP.ip", ALWAYS),
+    (".core.v1.HostIP.ip", ALWAYS),
+    (".core.v1.PodReadinessGate.condition_type", ALWAYS),
     // core/v1 Event: involvedObject, reportingComponent, reportingInstance, eventTime have no
     // omitempty; eventTime is written as null when unset (a MicroTime).
     (".core.v1.Event.involved_object", ALWAYS),

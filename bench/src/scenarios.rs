@@ -411,6 +411,7 @@ impl Pods {
                     name: "app".into(),
                     image: "nginx:1".into(),
                     resources: None,
+                    ..Default::default()
                 }],
                 node_name: "node-1".into(),
                 ..Default::default()

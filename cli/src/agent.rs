@@ -3,9 +3,13 @@
 //! It lists and watches the pods bound to its node (`spec.nodeName=NAME`, every namespace),
 //! resuming from the last resourceVersion it saw when the stream drops (and listing again when
 //! that version was compacted). A new pod is "started": UpdateStatus sets phase Running. A pod
-//! that gets a deletionTimestamp is "stopped": the agent waits `min(grace, --stop-delay)`, then
-//! sends the final Delete with grace 0 and the pod's UID as a precondition, exactly as the
+//! that gets a deletionTimestamp is "stopped": the agent waits `min(grace, --stop-delay)`,
+//! reports its containers terminated (UpdateStatus), then sends the final Delete with grace 0 and the pod's UID as a precondition, exactly as the
 //! kubelet does, so that a pod recreated under the same name is never deleted by mistake.
+//!
+//! What it writes is shaped as a kubelet's status (`status`): the node's and the pod's
+//! addresses, the conditions, and a status per container (running, ready; terminated before
+//! the final delete).
 //!
 //! Each pod has its own worker task (the kubelet's pod workers), so a pod whose writes are
 //! refused never holds up another. A refused write is tried again until it is taken, as the
@@ -22,7 +26,6 @@ use std::{
 };
 
 use kubestore_proto::{
-    Timestamp,
     core::v1::{DeletePodRequest, GetPodRequest, Pod, UpdatePodRequest, pods_client::PodsClient},
     meta::v1::{DeleteOptions, ListOptions, Preconditions},
 };
@@ -38,6 +41,8 @@ use crate::{
     kinds::{Kind, Listing},
     table::now,
 };
+
+pub mod status;
 
 /// Longest the agent waits for one call (sent as `grpc-timeout`, and enforced by the client):
 /// a call that hangs must not stall its pod's retries.
@@ -316,13 +321,7 @@ impl Agent {
             if token.cancelled() {
                 return;
             }
-            let mut status = pod.status.clone().unwrap_or_default();
-            status.phase = "Running".into();
-            status.start_time = Some(Timestamp {
-                seconds: now(),
-                nanos: 0,
-            });
-            pod.status = Some(status);
+            pod.status = Some(status::running(&pod, &self.config.node, now()));
             let r = PodsClient::new(self.ch.clone())
                 .update_status(request(UpdatePodRequest {
                     namespace: m.namespace.clone(),
@@ -380,6 +379,62 @@ impl Agent {
         }
     }
 
+    /// Writes the stopped containers' terminated state, as the kubelet reports it before its
+    /// final delete, trying until it is written, the pod is gone or had nothing running (true:
+    /// go on to the delete), or the worker is cancelled or another pod has the name (false).
+    async fn report_stopped(&self, mut pod: Pod, token: &mut Token) -> bool {
+        let m = pod.meta();
+        let k = key(&pod);
+        let mut backoff = Backoff::default();
+        loop {
+            if token.cancelled() {
+                return false;
+            }
+            let Some(stopped) = status::stopped(&pod, now()) else {
+                return true;
+            };
+            pod.status = Some(stopped);
+            let r = PodsClient::new(self.ch.clone())
+                .update_status(request(UpdatePodRequest {
+                    namespace: m.namespace.clone(),
+                    pod: Some(pod.clone()),
+                    dry_run: false,
+                }))
+                .await;
+            let e = match r {
+                Ok(_) => return true,
+                // Gone: the final delete finds it so.
+                Err(e) if e.code() == Code::NotFound => return true,
+                Err(e) => e,
+            };
+            if e.code() == Code::Aborted {
+                // Conflict: report on what the pod is now.
+                match self.reread(&m.namespace, &m.name, &m.uid).await {
+                    Reread::Same(fresh) => {
+                        pod = *fresh;
+                        continue;
+                    }
+                    Reread::Gone => {
+                        tracing::info!(pod = %k, "stopped: a new pod has the name");
+                        self.finish(&m.uid, token, Some(Work::Stopped));
+                        return false;
+                    }
+                    Reread::Failed(e) => {
+                        if !token.sleep(backoff.delay(&e)).await {
+                            return false;
+                        }
+                        continue;
+                    }
+                }
+            }
+            let wait = backoff.delay(&e);
+            tracing::warn!(pod = %k, code = ?e.code(), error = %e.message(), ?wait, "could not report the stopped containers; retrying");
+            if !token.sleep(wait).await {
+                return false;
+            }
+        }
+    }
+
     /// Stops the pod, then sends the kubelet's final delete until it is done or the pod is gone.
     async fn stop(self: Arc<Self>, pod: Pod, mut token: Token) {
         let m = pod.meta();
@@ -394,6 +449,9 @@ impl Agent {
             format!("Stopping container {}", containers(&pod)),
         );
         if !token.sleep(wait).await {
+            return;
+        }
+        if !self.report_stopped(pod.clone(), &mut token).await {
             return;
         }
         let options = DeleteOptions {

@@ -102,6 +102,7 @@ async fn run_inner(ch: &Ch, ns: &str) -> Result<(), Status> {
             ]
             .into(),
         }),
+        ..Default::default()
     };
     let pod = Pod {
         metadata: Some(ObjectMeta {

@@ -213,6 +213,11 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
     fn cells(&self, obj: &R, _now: i64) -> Vec<Value> {
         table::default_cells(obj.name(), created(obj))
     }
+    /// The conditions of the object's Table row (upstream's `TableRow.conditions`: a finished
+    /// pod's `Completed`), if any.
+    fn row_conditions(&self, _obj: &R) -> Option<Value> {
+        None
+    }
     /// Whether `decorate` changes objects. A kind that overrides `decorate` must say so: List
     /// and Watch otherwise pass storage's encoded objects through without decoding them
     /// (`passthrough`).

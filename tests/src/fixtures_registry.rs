@@ -30,6 +30,7 @@ pub fn container(image: &str, requests: &[(&str, &str)], limits: &[(&str, &str)]
             requests: m(requests),
             limits: m(limits),
         }),
+        ..Default::default()
     }
 }
 

@@ -80,12 +80,71 @@ async fn the_agent_starts_pods_and_finishes_their_graceful_deletion() {
         .expect("create");
     assert_eq!(next(&mut watch).await.1, "elsewhere");
     assert_eq!(next(&mut watch).await.1, "web");
-    // The agent starts its pod.
+    // The agent starts its pod, and reports it as a kubelet does: addresses, conditions, a
+    // running, ready container.
     let (kind, name, p) = next(&mut watch).await;
     assert_eq!((kind, name.as_str()), (WatchEventType::Modified, "web"));
+    let uid = meta(&p).uid;
     let status = p.status.expect("status");
     assert_eq!(status.phase, "Running");
     assert!(status.start_time.is_some());
+    assert_eq!(status.qos_class, "BestEffort", "kept");
+    assert_eq!(status.host_ip, agent::status::host_ip("node-1"));
+    assert_eq!(status.host_ips[0].ip, status.host_ip);
+    assert_eq!(status.pod_ip, agent::status::pod_ip(&uid));
+    assert!(status.pod_ip.starts_with("10.244."), "{}", status.pod_ip);
+    assert_eq!(status.pod_ips[0].ip, status.pod_ip);
+    let conditions: Vec<(&str, &str)> = status
+        .conditions
+        .iter()
+        .map(|c| (c.r#type.as_str(), c.status.as_str()))
+        .collect();
+    assert_eq!(
+        conditions,
+        [
+            ("Initialized", "True"),
+            ("Ready", "True"),
+            ("ContainersReady", "True"),
+            ("PodScheduled", "True")
+        ]
+    );
+    assert!(
+        status
+            .conditions
+            .iter()
+            .all(|c| c.last_transition_time.is_some())
+    );
+    let c = &status.container_statuses[0];
+    assert_eq!(
+        (
+            c.name.as_str(),
+            c.image.as_str(),
+            c.ready,
+            c.started,
+            c.restart_count
+        ),
+        ("app", "nginx:1", true, Some(true), 0)
+    );
+    assert!(
+        c.image_id.starts_with("docker-pullable://nginx@sha256:"),
+        "{}",
+        c.image_id
+    );
+    assert!(
+        c.container_id.starts_with("containerd://"),
+        "{}",
+        c.container_id
+    );
+    assert!(
+        c.state
+            .as_ref()
+            .and_then(|s| s.running.as_ref())
+            .is_some_and(|r| r.started_at.is_some())
+    );
+    // kubectl's row of it: 1/1 Running, its address (the server's printPod over this status).
+    let row = registry_svc::kinds::pod_printer::pod_cells(&p_with(&status, &name), 0);
+    assert_eq!(row[1..4], ["1/1", "Running", "0"]);
+    assert_eq!(row[5], status.pod_ip.as_str());
     // A default delete marks the pod; the agent stops it and sends the final delete.
     // describe: the object, then what happened to it (the Started event is written just
     // after the status: wait for it).
@@ -117,6 +176,31 @@ async fn the_agent_starts_pods_and_finishes_their_graceful_deletion() {
     assert_eq!(meta(&marked).deletion_grace_period_seconds, Some(30));
     let (kind, _, _) = next(&mut watch).await;
     assert_eq!(kind, WatchEventType::Modified, "the mark");
+    // Before its final delete, the agent reports the container terminated, as a kubelet does.
+    let (kind, _, stopped) = next(&mut watch).await;
+    assert_eq!(kind, WatchEventType::Modified, "the stopped containers");
+    let status = stopped.status.clone().expect("status");
+    let c = &status.container_statuses[0];
+    let done = c
+        .state
+        .as_ref()
+        .and_then(|s| s.terminated.clone())
+        .expect("terminated");
+    assert_eq!((done.exit_code, done.reason.as_str()), (0, "Completed"));
+    assert!(done.finished_at.is_some() && done.started_at.is_some());
+    assert_eq!(
+        status.phase, "Succeeded",
+        "a terminal phase before the final delete"
+    );
+    assert_eq!(done.container_id, c.container_id);
+    assert!(!c.ready);
+    assert!(
+        status
+            .conditions
+            .iter()
+            .any(|c| c.r#type == "Ready" && c.status == "False")
+    );
+    assert_eq!(meta(&stopped).deletion_grace_period_seconds, Some(30));
     let (kind, _, _) = next(&mut watch).await;
     assert_eq!(
         kind,
@@ -180,6 +264,16 @@ async fn the_agent_starts_pods_and_finishes_their_graceful_deletion() {
     );
     let _ = stop.send(());
     running.await.expect("agent stopped");
+}
+
+/// A pod named `name` with `status`, for the printer.
+fn p_with(
+    status: &kubestore_proto::core::v1::PodStatus,
+    name: &str,
+) -> kubestore_proto::core::v1::Pod {
+    let mut p = pod(name, "node-1");
+    p.status = Some(status.clone());
+    p
 }
 
 /// The agent's watch drops when registry-svc restarts; the agent resumes on its own (from its

@@ -25,6 +25,7 @@ async fn both_services_export_rpc_etcd_update_and_lease_metrics() {
                 name: "c".into(),
                 image: "nginx".into(),
                 resources: None,
+                ..Default::default()
             }],
             ..Default::default()
         }),

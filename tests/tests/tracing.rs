@@ -279,6 +279,7 @@ async fn one_trace_from_client_to_etcd() {
                 name: "c".into(),
                 image: "nginx".into(),
                 resources: None,
+                ..Default::default()
             }],
             ..Default::default()
         }),

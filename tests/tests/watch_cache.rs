@@ -129,8 +129,10 @@ async fn a_thousand_watches_share_one_etcd_watch() {
         "/configmaps/w/first",
     )
     .await;
-    // etcd's watchers before: the cache's for configmaps, and registry-svc's own watch of the
-    // custom kinds' definitions (through storage-svc).
+    // etcd's watchers before: the caches' for configmaps, definitions and namespaces, and
+    // registry-svc's own watches of the custom kinds' definitions and of the terminating
+    // namespaces, which go to etcd when they open before their resource's cache serves.
+    // A handful, whatever the number of clients.
     let before = sample(
         &reqwest_metrics(&cluster.etcd.endpoint()).await,
         "etcd_debugging_mvcc_watcher_total",
@@ -192,7 +194,7 @@ async fn a_thousand_watches_share_one_etcd_watch() {
     let watchers = sample(&text, "etcd_debugging_mvcc_watcher_total").expect("etcd metric");
     assert_eq!(watchers, before, "no etcd watch for 1000 client watches");
     assert!(
-        before <= 3.0,
+        before <= 5.0,
         "{before} etcd watchers before the client watches"
     );
 }

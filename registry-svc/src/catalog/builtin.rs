@@ -142,6 +142,10 @@ impl<R: Resource> Shape<R> for BuiltinShape<R> {
         self.strategy.cells(obj, now)
     }
 
+    fn row_conditions(&self, obj: &R) -> Option<Value> {
+        self.strategy.row_conditions(obj)
+    }
+
     fn strategic(&self) -> Option<(&Descriptors, &str)> {
         Some((self.codec.descriptors(), &self.message))
     }

@@ -56,6 +56,12 @@ pub trait Shape<R: Resource>: Send + Sync + 'static {
     /// One object's cells (`json`: the object as clients get it).
     fn cells(&self, obj: &R, json: &Value, now: i64) -> Vec<Value>;
 
+    /// The conditions of the object's Table row (upstream's `TableRow.conditions`: a finished
+    /// pod's `Completed`), if any.
+    fn row_conditions(&self, _obj: &R) -> Option<Value> {
+        None
+    }
+
     /// The descriptors and message a strategic merge patch needs; None: the kind takes no
     /// strategic merge patch (415, as upstream for custom resources).
     fn strategic(&self) -> Option<(&Descriptors, &str)> {
@@ -147,7 +153,11 @@ impl<R: Resource, S: Shape<R>> StoreEndpoint<R, S> {
     fn row(&self, obj: &R, include: IncludeObject, now: i64) -> Result<Value, ApiError> {
         let json = self.value(obj)?;
         let cells = self.shape.cells(obj, &json, now);
-        Ok(table::row(cells, include, &json))
+        let mut row = table::row(cells, include, &json);
+        if let (Some(c), Value::Object(r)) = (self.shape.row_conditions(obj), &mut row) {
+            r.insert("conditions".into(), c);
+        }
+        Ok(row)
     }
 
     /// `obj` as `output` asks: itself, its metadata, or a Table of one row.

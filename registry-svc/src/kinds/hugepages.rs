@@ -252,6 +252,7 @@ mod tests {
             name: "c".into(),
             image: "i".into(),
             resources: Some(r),
+            ..Default::default()
         };
         let whole = res(&[("hugepages-2Mi", "4Mi")], &[("hugepages-2Mi", "4Mi")]);
         let odd_limit = res(&[], &[("hugepages-1Mi", "1.1Mi")]);

@@ -5,9 +5,13 @@
 pub mod configmap;
 pub mod event;
 pub mod hugepages;
+pub mod image_ref;
 pub mod lease;
 pub mod namespace;
 pub mod pod;
 pub mod pod_defaults;
+pub mod pod_printer;
+pub mod pod_status;
+pub mod pod_validation;
 pub mod printers;
 pub mod secret;

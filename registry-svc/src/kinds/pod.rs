@@ -1,28 +1,29 @@
 //! The Pod strategy (upstream's `pkg/registry/core/pod/strategy.go`): status owned by the
 //! server (Pending + QoS class on create, never writable through Update), a spec that is
-//! immutable except container images, graceful deletion, and the status subresource (upstream's
-//! `podStatusStrategy`: only status is written, a terminal phase is final).
+//! immutable except container images and a lowered `activeDeadlineSeconds`, graceful
+//! deletion, and the status subresource (upstream's `podStatusStrategy`: only status is
+//! written, a terminal phase is final, the QoS class never changes).
 //!
 //! Deliberate differences: a client-supplied `status.qos_class` is ignored on create (upstream
 //! keeps it, a quirk of evaluating QoS before resetting status; a client could then forge its
 //! QoS).
 //!
-//! v1 defaulting (`pod_defaults`: `restartPolicy`, `terminationGracePeriodSeconds`, requests
-//! from limits) is the strategy's `default_object`, which the Store applies to every pod sent
-//! and every pod read, before any other hook: `prepare_for_*` and validation see defaulted
-//! pods only. The hugepages rules of container resources are in `hugepages`.
+//! v1 defaulting (`pod_defaults`) is the strategy's `default_object`, which the Store applies
+//! to every pod sent and every pod read, before any other hook: `prepare_for_*` and validation
+//! see defaulted pods only. The spec's rules are in `pod_validation` (the hugepages rules of
+//! container resources in `hugepages`), the status subresource's in `pod_status`, the Table's
+//! in `pod_printer`.
 
 use kubestore_proto::{
     core::v1::{Pod, PodSpec, PodStatus},
     meta::v1::DeleteOptions,
 };
 
-use super::{hugepages, pod_defaults};
+use super::{hugepages, pod_defaults, pod_status, pod_validation::validate_spec};
 use crate::{
     quantity::Quantity,
     selectors::{METADATA_FIELDS, SelectableField},
     strategy::Strategy,
-    validation::{dns1123_label, dns1123_subdomain},
     violations::Violations,
 };
 
@@ -35,17 +36,18 @@ pub use pod_defaults::DEFAULT_TERMINATION_GRACE_SECONDS;
 pub struct PodStrategy;
 
 /// Pod fields a field selector may name (upstream's pod `ToSelectableFields`, for the fields
-/// our Pod carries).
+/// our Pod carries; `spec.hostNetwork`, a bool, is not among them).
 const FIELDS: &[SelectableField] = &[
     METADATA_FIELDS[0],
     METADATA_FIELDS[1],
     SelectableField::string("spec.nodeName", &[2, 2]),
     SelectableField::string("spec.restartPolicy", &[2, 4]),
+    SelectableField::string("spec.schedulerName", &[2, 9]),
+    SelectableField::string("spec.serviceAccountName", &[2, 7]),
     SelectableField::string("status.phase", &[3, 1]),
+    SelectableField::string("status.podIP", &[3, 9]),
+    SelectableField::string("status.nominatedNodeName", &[3, 11]),
 ];
-
-/// Phases a pod may report.
-const PHASES: &[&str] = &["Pending", "Running", "Succeeded", "Failed", "Unknown"];
 
 /// Whether a phase is final (upstream's `isPodPhaseTerminal`).
 pub fn terminal(phase: &str) -> bool {
@@ -62,14 +64,15 @@ pub mod qos {
     pub const BEST_EFFORT: &str = "BestEffort";
 }
 
-/// Upstream's `ComputePodQOS` over containers, for cpu and memory, counting quantities > 0.
-/// Unparsable quantities count as absent (validation rejects them before this matters).
+/// Upstream's `ComputePodQOS` over app and init containers, for cpu and memory, counting
+/// quantities > 0. Unparsable quantities count as absent (validation rejects them before this
+/// matters).
 pub fn compute_qos(spec: &PodSpec) -> &'static str {
     use std::collections::BTreeMap;
     let mut requests: BTreeMap<&str, Quantity> = BTreeMap::new();
     let mut limits: BTreeMap<&str, Quantity> = BTreeMap::new();
     let mut guaranteed = true;
-    for c in &spec.containers {
+    for c in spec.containers.iter().chain(&spec.init_containers) {
         let res = c.resources.clone().unwrap_or_default();
         for (name, map) in [("requests", &res.requests), ("limits", &res.limits)] {
             let mut found = Vec::new();
@@ -106,98 +109,17 @@ pub fn compute_qos(spec: &PodSpec) -> &'static str {
     qos::BURSTABLE
 }
 
-/// The rules of a pod spec; `allow_indivisible_hugepages` relaxes one for an update of a pod
-/// stored with such quantities (`hugepages`: upstream's validation ratcheting).
-fn validate_spec(spec: Option<&PodSpec>, allow_indivisible_hugepages: bool, v: &mut Violations) {
-    let Some(spec) = spec else {
-        v.push(("spec".into(), "Required value".into()));
-        return;
-    };
-    if spec.containers.is_empty() {
-        v.push(("spec.containers".into(), "Required value".into()));
-    }
-    let mut names = std::collections::BTreeSet::new();
-    for (i, c) in spec.containers.iter().enumerate() {
-        let f = |s: &str| format!("spec.containers[{i}].{s}");
-        if c.name.is_empty() {
-            v.push((f("name"), "Required value".into()));
-        } else if let Some(e) = dns1123_label(&c.name) {
-            v.push((f("name"), format!("Invalid value: {:?}: {e}", c.name)));
-        } else if !names.insert(c.name.as_str()) {
-            v.push((f("name"), format!("Duplicate value: {:?}", c.name)));
-        }
-        if c.image.trim().is_empty() {
-            v.push((f("image"), "Required value".into()));
-        }
-        let res = c.resources.clone().unwrap_or_default();
-        let mut parsed = std::collections::BTreeMap::new();
-        for (kind, map) in [("requests", &res.requests), ("limits", &res.limits)] {
-            for (r, q) in map {
-                match Quantity::parse(q) {
-                    Err(e) => v.push((
-                        f(&format!("resources.{kind}[{r}]")),
-                        format!("Invalid value: {q:?}: {e}"),
-                    )),
-                    Ok(n) if n < Quantity::ZERO => v.push((
-                        f(&format!("resources.{kind}[{r}]")),
-                        format!("Invalid value: {q:?}: must be greater than or equal to 0"),
-                    )),
-                    Ok(n) => {
-                        parsed.insert((kind, r.as_str()), n);
-                    }
-                }
-            }
-        }
-        // Hugepages requests must equal their limits: `hugepages` says so, in upstream's words.
-        for ((kind, r), req) in &parsed {
-            if *kind == "requests"
-                && !hugepages::is_hugepages(r)
-                && let Some(lim) = parsed.get(&("limits", r))
-                && req > lim
-            {
-                v.push((
-                    f(&format!("resources.requests[{r}]")),
-                    format!(
-                        "Invalid value: {:?}: must be less than or equal to {r} limit of {:?}",
-                        res.requests[*r], res.limits[*r]
-                    ),
-                ));
-            }
-        }
-        hugepages::validate(&res, &f("resources"), allow_indivisible_hugepages, v);
-    }
-    if !spec.node_name.is_empty()
-        && let Some(e) = dns1123_subdomain(&spec.node_name)
-    {
-        v.push((
-            "spec.nodeName".into(),
-            format!("Invalid value: {:?}: {e}", spec.node_name),
-        ));
-    }
-    if !["Always", "OnFailure", "Never"].contains(&spec.restart_policy.as_str()) {
-        v.push((
-            "spec.restartPolicy".into(),
-            format!(
-                "Unsupported value: {:?}: supported values: \"Always\", \"OnFailure\", \"Never\"",
-                spec.restart_policy
-            ),
-        ));
-    }
-    if let Some(problem) = spec
-        .termination_grace_period_seconds
-        .and_then(crate::graceful::grace_period_problem)
-    {
-        v.push(("spec.terminationGracePeriodSeconds".into(), problem));
-    }
-}
-
 impl Strategy<Pod> for PodStrategy {
     fn columns(&self) -> Vec<kubestore_apimachinery::table::Column> {
-        crate::kinds::printers::pod_columns()
+        crate::kinds::pod_printer::pod_columns()
     }
 
     fn cells(&self, obj: &Pod, now: i64) -> Vec<serde_json::Value> {
-        crate::kinds::printers::pod_cells(obj, now)
+        crate::kinds::pod_printer::pod_cells(obj, now)
+    }
+
+    fn row_conditions(&self, obj: &Pod) -> Option<serde_json::Value> {
+        crate::kinds::pod_printer::pod_row_conditions(obj)
     }
 
     fn return_deleted_object(&self) -> bool {
@@ -245,21 +167,8 @@ impl Strategy<Pod> for PodStrategy {
         // had such values: what is stored can be written back.
         let ratchet = old.spec.as_ref().is_some_and(hugepages::uses_indivisible);
         validate_spec(new.spec.as_ref(), ratchet, &mut v);
-        // Everything but container images is immutable: compare with the images put back.
-        let (Some(new_spec), Some(old_spec)) = (new.spec.as_ref(), old.spec.as_ref()) else {
-            return v;
-        };
-        let mut candidate = new_spec.clone();
-        if candidate.containers.len() == old_spec.containers.len() {
-            for (c, o) in candidate.containers.iter_mut().zip(&old_spec.containers) {
-                c.image = o.image.clone();
-            }
-        }
-        if candidate != *old_spec {
-            v.push((
-                "spec".into(),
-                "Forbidden: pod updates may not change fields other than `spec.containers[*].image`".into(),
-            ));
+        if let (Some(new_spec), Some(old_spec)) = (new.spec.as_ref(), old.spec.as_ref()) {
+            super::pod_validation::validate_spec_update(new_spec, old_spec, &mut v);
         }
         v
     }
@@ -294,34 +203,7 @@ impl Strategy<Pod> for PodStrategy {
     }
 
     fn validate_status_update(&self, new: &Pod, old: &Pod) -> Violations {
-        let mut v = Violations::new();
-        let new_phase = new.status.as_ref().map_or("", |s| s.phase.as_str());
-        let old_phase = old.status.as_ref().map_or("", |s| s.phase.as_str());
-        if !PHASES.contains(&new_phase) {
-            v.push((
-                "status.phase".into(),
-                format!(
-                    "Unsupported value: {new_phase:?}: supported values: \"Pending\", \"Running\", \"Succeeded\", \"Failed\", \"Unknown\""
-                ),
-            ));
-        }
-        if terminal(old_phase) && new_phase != old_phase {
-            v.push((
-                "status.phase".into(),
-                format!(
-                    "Forbidden: pod phase cannot transition from terminal phase {old_phase} to {new_phase}"
-                ),
-            ));
-        }
-        let old_qos = old.status.as_ref().map_or("", |s| s.qos_class.as_str());
-        let new_qos = new.status.as_ref().map_or("", |s| s.qos_class.as_str());
-        if new_qos != old_qos {
-            v.push((
-                "status.qosClass".into(),
-                "Invalid value: field is immutable".into(),
-            ));
-        }
-        v
+        pod_status::validate_status_update(new, old)
     }
 
     /// The request's grace period, else the pod's `termination_grace_period_seconds`, else 30;
@@ -362,6 +244,7 @@ mod tests {
                 requests: m(req),
                 limits: m(lim),
             }),
+            ..Default::default()
         }
     }
     fn spec(cs: Vec<Container>) -> PodSpec {

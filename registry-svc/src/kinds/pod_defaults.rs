@@ -1,16 +1,19 @@
-//! v1 defaulting of Pods, for the fields our Pod carries: upstream's `SetDefaults_Pod` and
-//! `SetDefaults_PodSpec` (`pkg/apis/core/v1/defaults.go`) and the grace-period coercion of its
-//! Pod conversion (`Convert_v1_Pod_To_core_Pod`, kubernetes#115606). Applied to every pod a
-//! client sends and every pod read from storage (`Strategy::default_object`), so a pod written
-//! before a default existed reads, compares and updates as if it had been written with it.
+//! v1 defaulting of Pods, for the fields our Pod carries: upstream's `SetObjectDefaults_Pod`
+//! (`pkg/apis/core/v1/zz_generated.defaults.go`: `SetDefaults_Pod`, `SetDefaults_PodSpec`, then
+//! `SetDefaults_Container` and each port's `protocol` for every init and app container), the
+//! grace-period coercion of its Pod conversion (`Convert_v1_Pod_To_core_Pod`,
+//! kubernetes#115606), and its `podIP`/`podIPs` conversion (`Convert_v1_PodStatus_To_core_PodStatus`
+//! and back: `podIPs[0]` is always `podIP`). Applied to every pod a client sends and every pod
+//! read from storage (`Strategy::default_object`), so a pod written before a default existed
+//! reads, compares and updates as if it had been written with it.
 //!
-//! Not modelled, because our Pod has no such field: `dnsPolicy`, `schedulerName`,
-//! `securityContext`, `enableServiceLinks`, host-network ports, init containers, pod-level
-//! resources, and the container defaults (`imagePullPolicy`, `terminationMessagePath`,
-//! `terminationMessagePolicy`). Nor `SetDefaults_ResourceList`, which rounds quantities up to
-//! milli-units: our quantities stay the strings the client wrote.
+//! Not modelled, because our Pod has no such field: `securityContext`, probes, lifecycle
+//! handlers, env `valueFrom`, volumes, pod-level resources. Nor `SetDefaults_ResourceList`,
+//! which rounds quantities up to milli-units: our quantities stay the strings the client wrote.
 
-use kubestore_proto::core::v1::{Pod, PodSpec};
+use kubestore_proto::core::v1::{Container, Pod, PodIp, PodSpec, PodStatus};
+
+use super::image_ref;
 
 /// Upstream's `DefaultTerminationGracePeriodSeconds`.
 pub const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
@@ -18,24 +21,78 @@ pub const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
 /// Upstream's default `restartPolicy`.
 pub const DEFAULT_RESTART_POLICY: &str = "Always";
 
+/// Upstream's default `dnsPolicy` (`DNSClusterFirst`).
+pub const DEFAULT_DNS_POLICY: &str = "ClusterFirst";
+
+/// Upstream's `DefaultSchedulerName`.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+
+/// Upstream's `TerminationMessagePathDefault`.
+pub const DEFAULT_TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
+
+/// Upstream's default `terminationMessagePolicy` (`TerminationMessageReadFile`).
+pub const DEFAULT_TERMINATION_MESSAGE_POLICY: &str = "File";
+
+/// Upstream's default port protocol.
+pub const DEFAULT_PROTOCOL: &str = "TCP";
+
 /// Applies the defaults to `pod`; returns whether anything changed. Upstream's `PodSpec` is a
 /// value, never absent: a pod sent without one is defaulted as a pod with an empty one (and
 /// then refused for its missing containers alone). Watch bookmarks, whose placeholder object
 /// must stay empty, are never defaulted (`passthrough`).
 pub fn default_pod(pod: &mut Pod) -> bool {
     let absent = pod.spec.is_none();
-    let changed = default_spec(pod.spec.get_or_insert_with(Default::default));
+    let mut changed = default_spec(pod.spec.get_or_insert_with(Default::default));
+    if let Some(status) = pod.status.as_mut() {
+        changed |= normalize_pod_ips(status);
+    }
     absent || changed
 }
 
-/// The defaults of a pod's spec; returns whether anything changed.
+/// Sets `*field` to `value` if it is empty; whether it did.
+fn fill(field: &mut String, value: &str) -> bool {
+    let empty = field.is_empty();
+    if empty {
+        *field = value.to_string();
+    }
+    empty
+}
+
+/// The defaults of a pod's spec (`SetDefaults_Pod`, `SetDefaults_PodSpec` and the container
+/// defaults, in upstream's order); returns whether anything changed.
 pub fn default_spec(spec: &mut PodSpec) -> bool {
     let mut changed = false;
-    // SetDefaults_PodSpec.
-    if spec.restart_policy.is_empty() {
-        spec.restart_policy = DEFAULT_RESTART_POLICY.into();
+    // SetDefaults_Pod: a container's limits are its requests where it gives none (done on Pods
+    // only upstream, not on pod templates, so that the QoS class follows the limits).
+    for c in spec.init_containers.iter_mut().chain(&mut spec.containers) {
+        let Some(res) = c.resources.as_mut() else {
+            continue;
+        };
+        for (name, limit) in &res.limits {
+            if !res.requests.contains_key(name) {
+                res.requests.insert(name.clone(), limit.clone());
+                changed = true;
+            }
+        }
+    }
+    if spec.enable_service_links.is_none() {
+        spec.enable_service_links = Some(true);
         changed = true;
     }
+    // defaultHostNetworkPorts: on the host's network a port is the host's port too.
+    if spec.host_network {
+        for c in spec.containers.iter_mut().chain(&mut spec.init_containers) {
+            for p in &mut c.ports {
+                if p.host_port == 0 && p.container_port != 0 {
+                    p.host_port = p.container_port;
+                    changed = true;
+                }
+            }
+        }
+    }
+    // SetDefaults_PodSpec.
+    changed |= fill(&mut spec.dns_policy, DEFAULT_DNS_POLICY);
+    changed |= fill(&mut spec.restart_policy, DEFAULT_RESTART_POLICY);
     match spec.termination_grace_period_seconds {
         None => {
             spec.termination_grace_period_seconds = Some(DEFAULT_TERMINATION_GRACE_SECONDS);
@@ -50,32 +107,130 @@ pub fn default_spec(spec: &mut PodSpec) -> bool {
         }
         Some(_) => {}
     }
-    // SetDefaults_Pod: a container's limits are its requests where it gives none (done on Pods
-    // only upstream, not on pod templates, so that the QoS class follows the limits).
-    for c in &mut spec.containers {
-        let Some(res) = c.resources.as_mut() else {
-            continue;
-        };
-        for (name, limit) in &res.limits {
-            if !res.requests.contains_key(name) {
-                res.requests.insert(name.clone(), limit.clone());
-                changed = true;
-            }
-        }
+    changed |= fill(&mut spec.scheduler_name, DEFAULT_SCHEDULER_NAME);
+    for c in spec.init_containers.iter_mut().chain(&mut spec.containers) {
+        changed |= default_container(c);
     }
     changed
+}
+
+/// `SetDefaults_Container` and the ports' `protocol` (`+default="TCP"`).
+fn default_container(c: &mut Container) -> bool {
+    let mut changed = false;
+    if c.image_pull_policy.is_empty() {
+        c.image_pull_policy = image_ref::default_pull_policy(&c.image).into();
+        changed = true;
+    }
+    changed |= fill(
+        &mut c.termination_message_path,
+        DEFAULT_TERMINATION_MESSAGE_PATH,
+    );
+    changed |= fill(
+        &mut c.termination_message_policy,
+        DEFAULT_TERMINATION_MESSAGE_POLICY,
+    );
+    for p in &mut c.ports {
+        changed |= fill(&mut p.protocol, DEFAULT_PROTOCOL);
+    }
+    changed
+}
+
+/// Upstream's v1 `PodStatus` conversion, there and back: `podIP` wins over a `podIPs` that
+/// disagrees with it (older kubelets wrote only `podIP`), `podIPs` gets `podIP` when it has
+/// none, and `podIP` is then always `podIPs[0]`.
+fn normalize_pod_ips(status: &mut PodStatus) -> bool {
+    let before = (status.pod_ip.clone(), status.pod_ips.clone());
+    if !status.pod_ip.is_empty()
+        && status
+            .pod_ips
+            .first()
+            .is_none_or(|ip| ip.ip != status.pod_ip)
+    {
+        status.pod_ips = vec![PodIp {
+            ip: status.pod_ip.clone(),
+        }];
+    }
+    if let Some(first) = status.pod_ips.first() {
+        status.pod_ip = first.ip.clone();
+    }
+    (status.pod_ip.as_str(), &status.pod_ips) != (before.0.as_str(), &before.1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kubestore_proto::core::v1::{Container, ResourceRequirements};
+    use kubestore_proto::core::v1::{ContainerPort, EnvVar, ResourceRequirements};
 
     fn pod(spec: PodSpec) -> Pod {
         Pod {
             spec: Some(spec),
             ..Default::default()
         }
+    }
+
+    fn limits(pairs: &[(&str, &str)]) -> Option<ResourceRequirements> {
+        Some(ResourceRequirements {
+            requests: Default::default(),
+            limits: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        })
+    }
+
+    /// Upstream's `TestPodDefaults`: every default a pod gets, and nothing else, for an init
+    /// and an app container each with a port, an env var and limits.
+    #[test]
+    fn a_pod_gets_upstreams_defaults_and_only_those() {
+        let bare = Container {
+            ports: vec![ContainerPort {
+                container_port: 80,
+                ..Default::default()
+            }],
+            env: vec![EnvVar {
+                name: "A".into(),
+                value: "1".into(),
+            }],
+            resources: limits(&[("cpu", "1")]),
+            ..Default::default()
+        };
+        let mut p = pod(PodSpec {
+            containers: vec![bare.clone()],
+            init_containers: vec![bare.clone()],
+            ..Default::default()
+        });
+        assert!(default_pod(&mut p));
+        let defaulted = Container {
+            ports: vec![ContainerPort {
+                container_port: 80,
+                protocol: "TCP".into(),
+                ..Default::default()
+            }],
+            resources: Some(ResourceRequirements {
+                requests: [("cpu".to_string(), "1".to_string())].into(),
+                limits: [("cpu".to_string(), "1".to_string())].into(),
+            }),
+            // No image: it does not parse, so it has no tag and is IfNotPresent.
+            image_pull_policy: "IfNotPresent".into(),
+            termination_message_path: "/dev/termination-log".into(),
+            termination_message_policy: "File".into(),
+            ..bare
+        };
+        let want = PodSpec {
+            containers: vec![defaulted.clone()],
+            init_containers: vec![defaulted],
+            dns_policy: "ClusterFirst".into(),
+            enable_service_links: Some(true),
+            restart_policy: "Always".into(),
+            scheduler_name: "default-scheduler".into(),
+            termination_grace_period_seconds: Some(30),
+            ..Default::default()
+        };
+        assert_eq!(p.spec, Some(want));
+        // Idempotent, and says so: the pass-through keeps storage's bytes then.
+        let before = p.clone();
+        assert!(!default_pod(&mut p));
+        assert_eq!(p, before);
     }
 
     #[test]
@@ -92,6 +247,7 @@ mod tests {
                     ]
                     .into(),
                 }),
+                ..Default::default()
             }],
             ..Default::default()
         });
@@ -105,10 +261,141 @@ mod tests {
             res.requests["memory"], "1Gi",
             "a missing request is the limit"
         );
-        // Idempotent, and says so: the pass-through keeps storage's bytes then.
         let before = p.clone();
         assert!(!default_pod(&mut p));
         assert_eq!(p, before);
+    }
+
+    /// Values a client set are kept (`TestSetDefaultSchedulerName`,
+    /// `TestSetDefaultEnableServiceLinks`, and the pull policy, protocol and DNS policy alike).
+    #[test]
+    fn values_given_are_kept() {
+        let given = PodSpec {
+            containers: vec![Container {
+                name: "c".into(),
+                image: "nginx".into(),
+                image_pull_policy: "Never".into(),
+                termination_message_path: "/tmp/t".into(),
+                termination_message_policy: "FallbackToLogsOnError".into(),
+                ports: vec![ContainerPort {
+                    container_port: 53,
+                    protocol: "UDP".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            dns_policy: "Default".into(),
+            scheduler_name: "mine".into(),
+            enable_service_links: Some(false),
+            restart_policy: "Never".into(),
+            termination_grace_period_seconds: Some(5),
+            ..Default::default()
+        };
+        let mut p = pod(given.clone());
+        assert!(!default_pod(&mut p), "nothing to fill");
+        assert_eq!(p.spec, Some(given));
+    }
+
+    /// Upstream's init-container case of `TestSetDefaultReplicationControllerInitContainers`
+    /// (`busybox`: no tag, so `latest`, so Always), and the tags around it.
+    #[test]
+    fn the_pull_policy_follows_the_image_tag() {
+        let mut p = pod(PodSpec {
+            init_containers: vec![Container {
+                name: "install".into(),
+                image: "busybox".into(),
+                ..Default::default()
+            }],
+            containers: vec![
+                Container {
+                    name: "a".into(),
+                    image: "nginx:1.27".into(),
+                    ..Default::default()
+                },
+                Container {
+                    name: "b".into(),
+                    image: "nginx:latest".into(),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        });
+        default_pod(&mut p);
+        let spec = p.spec.unwrap_or_default();
+        assert_eq!(spec.init_containers[0].image_pull_policy, "Always");
+        assert_eq!(spec.containers[0].image_pull_policy, "IfNotPresent");
+        assert_eq!(spec.containers[1].image_pull_policy, "Always");
+    }
+
+    /// Upstream's `TestSetDefaultHostNetworkPorts` cases: on the host's network an unset host
+    /// port is the container port; a set one stays; off the host's network nothing is set.
+    #[test]
+    fn host_network_ports_default_to_the_container_port() {
+        let ports = |host: i32| Container {
+            name: "c".into(),
+            image: "i".into(),
+            ports: vec![ContainerPort {
+                container_port: 8080,
+                host_port: host,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        for (host_network, host, want) in [(true, 0, 8080), (true, 9090, 9090), (false, 0, 0)] {
+            let mut p = pod(PodSpec {
+                host_network,
+                containers: vec![ports(host)],
+                init_containers: vec![Container {
+                    name: "i".into(),
+                    ..ports(host)
+                }],
+                ..Default::default()
+            });
+            default_pod(&mut p);
+            let spec = p.spec.unwrap_or_default();
+            assert_eq!(spec.containers[0].ports[0].host_port, want);
+            assert_eq!(spec.init_containers[0].ports[0].host_port, want);
+        }
+    }
+
+    /// Upstream's v1 PodStatus conversion, there and back.
+    #[test]
+    fn pod_ips_follow_pod_ip() {
+        let ips = |v: &[&str]| -> Vec<PodIp> {
+            v.iter().map(|ip| PodIp { ip: ip.to_string() }).collect()
+        };
+        for (pod_ip, pod_ips, want_ip, want_ips, changed) in [
+            ("", vec![], "", vec![], false),
+            ("10.0.0.1", vec![], "10.0.0.1", vec!["10.0.0.1"], true),
+            (
+                "10.0.0.1",
+                vec!["10.0.0.1", "fd00::1"],
+                "10.0.0.1",
+                vec!["10.0.0.1", "fd00::1"],
+                false,
+            ),
+            // They disagree: podIP wins (older kubelets wrote only it).
+            (
+                "10.0.0.2",
+                vec!["10.0.0.1", "fd00::1"],
+                "10.0.0.2",
+                vec!["10.0.0.2"],
+                true,
+            ),
+            ("", vec!["fd00::1"], "fd00::1", vec!["fd00::1"], true),
+        ] {
+            let mut p = pod(PodSpec::default());
+            default_pod(&mut p);
+            p.status = Some(PodStatus {
+                pod_ip: pod_ip.into(),
+                pod_ips: ips(&pod_ips),
+                ..Default::default()
+            });
+            assert_eq!(default_pod(&mut p), changed, "{pod_ip} {pod_ips:?}");
+            let status = p.status.unwrap_or_default();
+            assert_eq!(status.pod_ip, want_ip);
+            assert_eq!(status.pod_ips, ips(&want_ips));
+        }
     }
 
     #[test]
@@ -125,10 +412,13 @@ mod tests {
         for g in [0, 1, 30, 3600] {
             let mut p = pod(PodSpec {
                 termination_grace_period_seconds: Some(g),
-                restart_policy: "Always".into(),
                 ..Default::default()
             });
-            assert!(!default_pod(&mut p), "{g}");
+            default_pod(&mut p);
+            assert_eq!(
+                p.spec.unwrap_or_default().termination_grace_period_seconds,
+                Some(g)
+            );
         }
     }
 
@@ -138,6 +428,7 @@ mod tests {
         assert!(default_pod(&mut p));
         let spec = p.spec.clone().unwrap_or_default();
         assert_eq!(spec.restart_policy, "Always");
+        assert_eq!(spec.dns_policy, "ClusterFirst");
         assert_eq!(spec.termination_grace_period_seconds, Some(30));
         assert!(!default_pod(&mut p));
     }

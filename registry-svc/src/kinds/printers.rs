@@ -1,37 +1,38 @@
 //! The built-in kinds' Tables, as upstream's printers (`pkg/printers/internalversion`) write
 //! them: column definitions (names, types, `-o wide` priority, descriptions) and one row's
 //! cells. The server always sends every column; kubectl hides priority 1 unless `-o wide`.
-//! Each kind's strategy calls its printer (`Strategy::columns`, `Strategy::cells`).
+//! Each kind's strategy calls its printer (`Strategy::columns`, `Strategy::cells`); the Pod's,
+//! the longest, is `pod_printer`.
 
 use kubestore_apimachinery::table::{AGE_DESCRIPTION, Column, NAME_DESCRIPTION, age};
 use kubestore_proto::{
     Timestamp,
     coordination::v1::Lease,
-    core::v1::{ConfigMap, Event, Pod, Secret},
+    core::v1::{ConfigMap, Event, Secret},
 };
 use serde_json::{Value, json};
 
-fn col(name: &str, ty: &str, priority: i32, description: &str) -> Column {
+pub(super) fn col(name: &str, ty: &str, priority: i32, description: &str) -> Column {
     Column::new(name, ty, "", priority, description)
 }
 
-fn name_col(priority: i32) -> Column {
+pub(super) fn name_col(priority: i32) -> Column {
     Column::new("Name", "string", "name", priority, NAME_DESCRIPTION)
 }
 
-fn age_col() -> Column {
+pub(super) fn age_col() -> Column {
     col("Age", "string", 0, AGE_DESCRIPTION)
 }
 
-fn secs(t: &Option<Timestamp>) -> Option<i64> {
+pub(super) fn secs(t: &Option<Timestamp>) -> Option<i64> {
     t.as_ref().map(|t| t.seconds).filter(|s| *s != 0)
 }
 
-fn meta_name(m: &Option<kubestore_proto::meta::v1::ObjectMeta>) -> &str {
+pub(super) fn meta_name(m: &Option<kubestore_proto::meta::v1::ObjectMeta>) -> &str {
     m.as_ref().map_or("", |m| m.name.as_str())
 }
 
-fn created(m: &Option<kubestore_proto::meta::v1::ObjectMeta>) -> Option<i64> {
+pub(super) fn created(m: &Option<kubestore_proto::meta::v1::ObjectMeta>) -> Option<i64> {
     m.as_ref().and_then(|m| secs(&m.creation_timestamp))
 }
 
@@ -229,102 +230,5 @@ pub fn event_cells(e: &Event, now: i64) -> Vec<Value> {
         json!(first),
         json!(count),
         json!(meta_name(&e.metadata)),
-    ]
-}
-
-/// Pods: NAME READY STATUS RESTARTS AGE, and wide IP NODE NOMINATED NODE READINESS GATES.
-pub fn pod_columns() -> Vec<Column> {
-    vec![
-        name_col(0),
-        col(
-            "Ready",
-            "string",
-            0,
-            "The aggregate readiness state of this pod for accepting traffic.",
-        ),
-        col(
-            "Status",
-            "string",
-            0,
-            "The aggregate status of the containers in this pod.",
-        ),
-        col(
-            "Restarts",
-            "string",
-            0,
-            "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
-        ),
-        age_col(),
-        col(
-            "IP",
-            "string",
-            1,
-            "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
-        ),
-        col(
-            "Node",
-            "string",
-            1,
-            "NodeName indicates in which node this pod is scheduled. If empty, this pod is a candidate for scheduling by the scheduler defined in schedulerName. Once this field is set, the kubelet for this node becomes responsible for the lifecycle of this pod. This field should not be used to express a desire for the pod to be scheduled on a specific node. https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename",
-        ),
-        col(
-            "Nominated Node",
-            "string",
-            1,
-            "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods. This field does not guarantee that the pod will be scheduled on this node. Scheduler may decide to place the pod elsewhere if other nodes become available sooner. Scheduler may also decide to give the resources on this node to a higher priority pod that is created after preemption. As a result, this field may be different than PodSpec.nodeName when the pod is scheduled.",
-        ),
-        col(
-            "Readiness Gates",
-            "string",
-            1,
-            "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
-        ),
-    ]
-}
-
-/// A Pod's cells (upstream's `printPod`, for the fields kubestore models).
-pub fn pod_cells(pod: &Pod, now: i64) -> Vec<Value> {
-    let spec = pod.spec.clone().unwrap_or_default();
-    let status = pod.status.clone().unwrap_or_default();
-    let total = spec.containers.len();
-    let mut reason = if status.reason.is_empty() {
-        status.phase.clone()
-    } else {
-        status.reason.clone()
-    };
-    let terminal = matches!(status.phase.as_str(), "Succeeded" | "Failed");
-    if pod
-        .metadata
-        .as_ref()
-        .is_some_and(|m| m.deletion_timestamp.is_some())
-        && !terminal
-    {
-        reason = if status.reason == "NodeLost" {
-            "Unknown".into()
-        } else {
-            "Terminating".into()
-        };
-    }
-    // Containers are ready once the node agent runs the pod (kubestore models no per-container
-    // statuses).
-    let ready = if status.phase == "Running" && !reason.starts_with("Terminating") {
-        total
-    } else {
-        0
-    };
-    vec![
-        json!(meta_name(&pod.metadata)),
-        json!(format!("{ready}/{total}")),
-        json!(reason),
-        json!("0"),
-        json!(age(created(&pod.metadata), now)),
-        json!("<none>"),
-        json!(if spec.node_name.is_empty() {
-            "<none>".to_string()
-        } else {
-            spec.node_name.clone()
-        }),
-        json!("<none>"),
-        json!("<none>"),
     ]
 }

@@ -128,4 +128,68 @@ mod tests {
         );
         assert!(body.starts_with(MAGIC));
     }
+
+    /// A kubelet's pod status in upstream's protobuf (its field numbers: `proto/k8s/core.proto`)
+    /// reads as upstream's JSON names.
+    #[test]
+    fn a_pod_status_in_kubernetes_protobuf_reads_as_its_json() {
+        use prost::encoding::{bytes, int32, int64, string};
+        let msg = |fields: &[(u32, Vec<u8>)]| {
+            let mut out = Vec::new();
+            for (n, b) in fields {
+                bytes::encode(*n, b, &mut out);
+            }
+            out
+        };
+        let text = |n: u32, s: &str| {
+            let mut out = Vec::new();
+            string::encode(n, &s.to_string(), &mut out);
+            out
+        };
+        let ip = |s: &str| text(1, s);
+        let mut started_at = Vec::new();
+        int64::encode(1, &1_700_000_000, &mut started_at);
+        let running = msg(&[(2, msg(&[(1, started_at)]))]);
+        let mut terminated = Vec::new();
+        int32::encode(1, &2, &mut terminated);
+        terminated.extend(text(3, "Error"));
+        let mut app = text(1, "app");
+        app.extend(msg(&[(2, running), (3, msg(&[(3, terminated)]))]));
+        app.extend(text(7, "docker-pullable://nginx@sha256:abc"));
+        app.extend(text(8, "containerd://0123"));
+        int32::encode(5, &1, &mut app);
+        let mut status = text(1, "Running");
+        status.extend(text(5, "10.0.0.7"));
+        status.extend(msg(&[
+            (8, app),
+            (10, text(1, "setup")),
+            (12, ip("10.244.3.9")),
+            (16, ip("10.0.0.7")),
+        ]));
+        status.extend(text(6, "10.244.3.9"));
+        let pod = msg(&[(3, status)]);
+        let json = codec()
+            .expect("descriptors")
+            .encode_to_value(".k8s.io.api.core.v1.Pod", &pod, Some(("v1", "Pod")))
+            .expect("transcodes");
+        assert_eq!(
+            json["status"],
+            serde_json::json!({
+                "phase": "Running",
+                "hostIP": "10.0.0.7",
+                "podIP": "10.244.3.9",
+                "containerStatuses": [{
+                    "name": "app",
+                    "state": {"running": {"startedAt": "2023-11-14T22:13:20Z"}},
+                    "lastState": {"terminated": {"exitCode": 2, "reason": "Error"}},
+                    "restartCount": 1,
+                    "imageID": "docker-pullable://nginx@sha256:abc",
+                    "containerID": "containerd://0123"
+                }],
+                "initContainerStatuses": [{"name": "setup"}],
+                "podIPs": [{"ip": "10.244.3.9"}],
+                "hostIPs": [{"ip": "10.0.0.7"}]
+            })
+        );
+    }
 }
