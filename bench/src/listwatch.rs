@@ -50,7 +50,7 @@ fn object(ns: &str, name: &str) -> ConfigMap {
     }
 }
 
-fn prefix_end(prefix: &str) -> Vec<u8> {
+pub(crate) fn prefix_end(prefix: &str) -> Vec<u8> {
     let mut end = prefix.as_bytes().to_vec();
     if let Some(last) = end.last_mut() {
         *last += 1;
@@ -58,17 +58,17 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
     end
 }
 
-/// Writes `n` ConfigMaps under the registry's key prefix of `LIST_NS`, straight into etcd (as
-/// registry-svc stores them), 100 puts per txn.
-async fn seed(etcd: &etcd_client::Client, n: usize) -> Result<(), String> {
+/// Writes `n` ConfigMaps under the registry's key prefix of namespace `ns`, straight into etcd
+/// (as registry-svc stores them), 100 puts per txn.
+pub(crate) async fn seed(etcd: &etcd_client::Client, ns: &str, n: usize) -> Result<(), String> {
     let mut handles = Vec::new();
     for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
         let ops: Vec<etcd_client::TxnOp> = chunk
             .iter()
             .map(|i| {
                 let name = format!("cm-{i:05}");
-                let v = object(LIST_NS, &name).encode_to_vec();
-                etcd_client::TxnOp::put(format!("/registry/configmaps/{LIST_NS}/{name}"), v, None)
+                let v = object(ns, &name).encode_to_vec();
+                etcd_client::TxnOp::put(format!("/registry/configmaps/{ns}/{name}"), v, None)
             })
             .collect();
         let mut kv = etcd.kv_client();
@@ -92,7 +92,7 @@ async fn seed(etcd: &etcd_client::Client, n: usize) -> Result<(), String> {
 }
 
 /// Runs `reps` operations one after another, with the CPU each process spent per operation.
-async fn measured<F, Fut>(reps: usize, f: F) -> (Stats, PerOp)
+pub(crate) async fn measured<F, Fut>(reps: usize, f: F) -> (Stats, PerOp)
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<(), String>> + Send,
@@ -103,7 +103,7 @@ where
     (stats, per)
 }
 
-fn row(
+pub(crate) fn row(
     layer: &'static str,
     op: &'static str,
     baseline: &'static str,
@@ -139,7 +139,7 @@ pub(crate) async fn list_rows(
     reps: usize,
 ) -> Result<(Vec<Row>, Vec<(String, f64, f64)>), String> {
     println!("list of {objects} ConfigMaps");
-    seed(etcd, objects).await?;
+    seed(etcd, LIST_NS, objects).await?;
     let prefix = format!("/registry/configmaps/{LIST_NS}/");
     let channel = registry[0].clone();
     let client = move || ConfigMapsClient::new(channel.clone()).max_decoding_message_size(1 << 30);
@@ -313,7 +313,7 @@ fn check(got: usize, want: usize) -> Result<(), String> {
 }
 
 /// Lag statistics of a fan-out: events/s per watcher, lag percentiles.
-fn fanout_stats(acks: &[Instant], receipts: &[Vec<Instant>], start: Instant) -> Stats {
+pub(crate) fn fanout_stats(acks: &[Instant], receipts: &[Vec<Instant>], start: Instant) -> Stats {
     let mut lags: Vec<Duration> = Vec::new();
     let mut last = start;
     for r in receipts {

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p kubestore-bench              # full run, writes BENCHMARKS.md
+//! cargo run --release -p kubestore-bench -- --only rest  # REST against gRPC: its section only
 //! cargo run -p kubestore-bench -- --smoke             # a few ops, writes target/bench-smoke.md
 //! cargo run --release -p kubestore-bench -- --soak 600  # steady load, writes target/soak.md
 //! ```
@@ -17,6 +18,7 @@ mod gc;
 mod listwatch;
 mod procs;
 mod report;
+mod rest;
 mod runner;
 mod scenarios;
 mod soak;
@@ -75,12 +77,12 @@ struct Cli {
     /// gRPC connections per client.
     #[arg(long, default_value_t = 4)]
     channels: usize,
-    /// Parts to run: raw, storage, registry, tracing, list, watch, nocache (the report is
-    /// written only when all run).
+    /// Parts to run: raw, storage, registry, tracing, list, watch, nocache, rest (the report is
+    /// written only when all run; a partial run with `rest` rewrites the REST section).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "raw,storage,registry,tracing,list,watch,nocache"
+        default_value = "raw,storage,registry,tracing,list,watch,nocache,rest"
     )]
     only: Vec<String>,
     /// Objects listed by the list rows.
@@ -89,6 +91,9 @@ struct Cli {
     /// Watchers of the fan-out rows.
     #[arg(long, default_value_t = 100)]
     watchers: usize,
+    /// Watchers of the REST part's fan-out (HTTP/1.1 watches against gRPC watches).
+    #[arg(long, default_value_t = 1000)]
+    rest_watchers: usize,
     /// A few operations only (CI smoke test); writes target/bench-smoke.md.
     #[arg(long)]
     smoke: bool,
@@ -197,6 +202,7 @@ async fn bench(cli: Cli) -> Result<(), String> {
     if let Some(pid) = etcd.pid() {
         cpu::watch("etcd", pid);
     }
+    let wants = |part: &str| cli.only.iter().any(|p| p == part);
     let storage = ServiceProcess::start(
         "storage",
         &["--etcd-endpoints".into(), etcd.endpoint()],
@@ -218,7 +224,6 @@ async fn bench(cli: Cli) -> Result<(), String> {
     let registry_channels = channels(&registry.url(), cli.channels).await;
     let mut rows = Vec::new();
     let ops = cli.ops;
-    let wants = |part: &str| cli.only.iter().any(|p| p == part);
 
     // Per concurrency and operation, the layers run back to back (raw etcd first), so each
     // ratio compares runs minutes apart at most, on an etcd of the same size.
@@ -572,6 +577,24 @@ async fn bench(cli: Cli) -> Result<(), String> {
         );
     }
 
+    let rest_section = if wants("rest") {
+        let results = rest::run(rest::Setup {
+            etcd: &raw_clients,
+            storage: &storage,
+            channels: cli.channels,
+            concurrency: &cli.concurrency,
+            ops,
+            watchers: cli.rest_watchers,
+            watch_events: if cli.smoke { 20 } else { 500 },
+            list_objects: cli.list_objects,
+            list_reps: if cli.smoke { 2 } else { 20 },
+        })
+        .await?;
+        Some(rest::report::section(&results, ops))
+    } else {
+        None
+    };
+
     let mut tracing_rows = Vec::new();
     let mut spans = 0;
     if wants("tracing") {
@@ -634,12 +657,17 @@ async fn bench(cli: Cli) -> Result<(), String> {
         println!("  spans received by the OTLP receiver: {spans}");
     }
     if [
-        "raw", "storage", "registry", "tracing", "list", "watch", "nocache",
+        "raw", "storage", "registry", "tracing", "list", "watch", "nocache", "rest",
     ]
     .iter()
     .any(|p| !wants(p))
     {
-        println!("partial run: report not written");
+        if let Some(section) = &rest_section {
+            rest::report::splice(&cli.out, section)?;
+            println!("partial run: REST section written to {}", cli.out.display());
+        } else {
+            println!("partial run: report not written");
+        }
         return Ok(());
     }
 
@@ -660,7 +688,8 @@ async fn bench(cli: Cli) -> Result<(), String> {
         .ok()
         .and_then(|old| old.find(ANALYSIS_MARKER).map(|i| old[i..].to_string()))
         .unwrap_or_else(|| format!("{ANALYSIS_MARKER}\n"));
-    std::fs::write(&cli.out, format!("{report}\n{kept}"))
+    let rest_section = rest_section.unwrap_or_default();
+    std::fs::write(&cli.out, format!("{report}\n{rest_section}\n{kept}"))
         .map_err(|e| format!("writing {}: {e}", cli.out.display()))?;
     println!("wrote {}", cli.out.display());
     drop(registry);
@@ -733,6 +762,7 @@ fn main() -> ExitCode {
         cli.channels = 1;
         cli.list_objects = 200;
         cli.watchers = 5;
+        cli.rest_watchers = 5;
         if cli.out == std::path::Path::new("BENCHMARKS.md") {
             cli.out = PathBuf::from("target/bench-smoke.md");
         }

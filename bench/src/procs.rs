@@ -16,7 +16,8 @@ pub(crate) struct ServiceProcess {
     pub(crate) metrics: SocketAddr,
 }
 
-fn free_addr() -> SocketAddr {
+/// A free loopback port.
+pub(crate) fn free_addr() -> SocketAddr {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr")
 }

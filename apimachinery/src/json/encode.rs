@@ -36,35 +36,40 @@ fn varint(buf: &[u8], at: &mut usize) -> Option<u64> {
     None
 }
 
+/// The field at `at` of an encoded message (its number and value); `at` moves past it.
+fn next_field<'b>(buf: &'b [u8], at: &mut usize) -> Option<(u32, Wire<'b>)> {
+    let key = varint(buf, at)?;
+    let number = u32::try_from(key >> 3).ok().filter(|n| *n != 0)?;
+    let value = match key & 7 {
+        0 => Wire::Varint(varint(buf, at)?),
+        1 => {
+            let b: [u8; 8] = buf.get(*at..*at + 8)?.try_into().ok()?;
+            *at += 8;
+            Wire::Fixed64(u64::from_le_bytes(b))
+        }
+        5 => {
+            let b: [u8; 4] = buf.get(*at..*at + 4)?.try_into().ok()?;
+            *at += 4;
+            Wire::Fixed32(u32::from_le_bytes(b))
+        }
+        2 => {
+            let len = usize::try_from(varint(buf, at)?).ok()?;
+            let end = at.checked_add(len).filter(|e| *e <= buf.len())?;
+            let v = Wire::Len(&buf[*at..end]);
+            *at = end;
+            v
+        }
+        _ => return None,
+    };
+    Some((number, value))
+}
+
 /// The fields of an encoded message, in wire order.
 fn fields(buf: &[u8]) -> Option<Vec<(u32, Wire<'_>)>> {
     let mut at = 0;
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(8);
     while at < buf.len() {
-        let key = varint(buf, &mut at)?;
-        let number = u32::try_from(key >> 3).ok().filter(|n| *n != 0)?;
-        let value = match key & 7 {
-            0 => Wire::Varint(varint(buf, &mut at)?),
-            1 => {
-                let b: [u8; 8] = buf.get(at..at + 8)?.try_into().ok()?;
-                at += 8;
-                Wire::Fixed64(u64::from_le_bytes(b))
-            }
-            5 => {
-                let b: [u8; 4] = buf.get(at..at + 4)?.try_into().ok()?;
-                at += 4;
-                Wire::Fixed32(u32::from_le_bytes(b))
-            }
-            2 => {
-                let len = usize::try_from(varint(buf, &mut at)?).ok()?;
-                let end = at.checked_add(len).filter(|e| *e <= buf.len())?;
-                let v = Wire::Len(&buf[at..end]);
-                at = end;
-                v
-            }
-            _ => return None,
-        };
-        out.push((number, value));
+        out.push(next_field(buf, &mut at)?);
     }
     Some(out)
 }
@@ -79,10 +84,33 @@ pub(super) struct Writer<'a> {
     pub(super) out: &'a mut Vec<u8>,
 }
 
-impl Writer<'_> {
+/// Whether `s` can be written between quotes as it is: no control characters, quotes or
+/// backslashes (what JSON requires escaped; serde_json escapes nothing else either).
+fn plain(s: &str) -> bool {
+    // No early exit: the compiler vectorizes the whole scan.
+    !s.bytes().fold(false, |bad, b| {
+        bad | (b < 0x20) | (b == b'"') | (b == b'\\')
+    })
+}
+
+impl<'a> Writer<'a> {
     fn string(&mut self, s: &str) {
-        // serde_json's escaping: writing into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *self.out, s);
+        // Names, keys and most values need no escaping: copied at once. Otherwise serde_json's
+        // escaping (writing into a Vec cannot fail).
+        if plain(s) {
+            self.out.reserve(s.len() + 2);
+            self.out.push(b'"');
+            self.out.extend_from_slice(s.as_bytes());
+            self.out.push(b'"');
+        } else {
+            let _ = serde_json::to_writer(&mut *self.out, s);
+        }
+    }
+
+    /// The descriptor of message `name`, borrowed from the descriptors (not from `self`).
+    fn message(&self, name: &str) -> Option<&'a MessageDesc> {
+        let descriptors: &'a Descriptors = self.descriptors;
+        descriptors.message_desc(name).map(|d| &**d)
     }
 
     fn key(&mut self, first: &mut bool, name: &str) {
@@ -179,12 +207,12 @@ impl Writer<'_> {
         depth: usize,
     ) -> Result<(), EncodeError> {
         if field.repeated {
+            if values.is_empty() && !field.rule.always {
+                return Ok(());
+            }
+            // Looked up only for fields present: most repeated fields of an object are empty.
             let map_entry = match &field.ty {
-                FieldType::Message(m) => self
-                    .descriptors
-                    .message_desc(m)
-                    .filter(|d| d.map_entry)
-                    .cloned(),
+                FieldType::Message(m) => self.message(m).filter(|d| d.map_entry),
                 _ => None,
             };
             if values.is_empty() {
@@ -197,7 +225,7 @@ impl Writer<'_> {
             }
             self.key(first, &field.json_name);
             if let Some(entry) = map_entry {
-                return self.map(&entry, values, depth);
+                return self.map(entry, values, depth);
             }
             self.out.push(b'[');
             let mut first_item = true;
@@ -294,23 +322,37 @@ impl Writer<'_> {
             let Wire::Len(bytes) = v else {
                 return Err(malformed(entry, "map entry is not length-delimited"));
             };
-            let wire = fields(bytes).ok_or_else(|| malformed(entry, "invalid map entry"))?;
-            let key = wire.iter().rev().find(|(n, _)| *n == 1).map(|(_, v)| *v);
-            let value = wire.iter().rev().find(|(n, _)| *n == 2).map(|(_, v)| *v);
-            let key_text = match key {
-                Some(Wire::Len(k)) => std::str::from_utf8(k)
-                    .map_err(|_| malformed(entry, "map key is not UTF-8"))?
-                    .to_string(),
-                Some(Wire::Varint(k)) => match key_field.ty {
-                    FieldType::Bool => (k != 0).to_string(),
-                    FieldType::Sint32 | FieldType::Sint64 => zigzag(k).to_string(),
-                    FieldType::Uint32 | FieldType::Uint64 => k.to_string(),
-                    _ => (k as i64).to_string(),
-                },
+            // An entry's key and value, the last of each winning (as `fields` would give them,
+            // without collecting them).
+            let (mut key, mut value) = (None, None);
+            let mut at = 0;
+            while at < bytes.len() {
+                let (n, w) = next_field(bytes, &mut at)
+                    .ok_or_else(|| malformed(entry, "invalid map entry"))?;
+                match n {
+                    1 => key = Some(w),
+                    2 => value = Some(w),
+                    _ => {}
+                }
+            }
+            match key {
+                Some(Wire::Len(k)) => {
+                    let k = std::str::from_utf8(k)
+                        .map_err(|_| malformed(entry, "map key is not UTF-8"))?;
+                    self.key(&mut first, k);
+                }
+                Some(Wire::Varint(k)) => {
+                    let text = match key_field.ty {
+                        FieldType::Bool => (k != 0).to_string(),
+                        FieldType::Sint32 | FieldType::Sint64 => zigzag(k).to_string(),
+                        FieldType::Uint32 | FieldType::Uint64 => k.to_string(),
+                        _ => (k as i64).to_string(),
+                    };
+                    self.key(&mut first, &text);
+                }
                 Some(_) => return Err(malformed(entry, "unsupported map key")),
-                None => String::new(),
-            };
-            self.key(&mut first, &key_text);
+                None => self.key(&mut first, ""),
+            }
             match value {
                 Some(v) => self.scalar_or_message(value_field, v, depth)?,
                 None => self.zero(value_field),
@@ -363,11 +405,9 @@ impl Writer<'_> {
             }
             (FieldType::Message(m), Wire::Len(b)) => {
                 let desc = self
-                    .descriptors
-                    .message_desc(m)
-                    .cloned()
+                    .message(m)
                     .ok_or_else(|| EncodeError::UnknownType(m.clone()))?;
-                self.object(&desc, b, None, depth + 1)?;
+                self.object(desc, b, None, depth + 1)?;
             }
             _ => return Err(self.bad(field, "wire type")),
         }
@@ -402,12 +442,10 @@ impl Writer<'_> {
             return Err(malformed(desc, "Struct.fields is not a map"));
         };
         let entry = self
-            .descriptors
-            .message_desc(entry)
-            .cloned()
+            .message(entry)
             .ok_or_else(|| EncodeError::UnknownType(entry.clone()))?;
         let values: Vec<(u32, Wire<'_>)> = wire.iter().filter(|(n, _)| *n == 1).copied().collect();
-        self.map(&entry, &values, depth)
+        self.map(entry, &values, depth)
     }
 
     fn value(

@@ -228,3 +228,56 @@ fn structs_hold_any_json_and_integral_numbers_stay_integral() {
         schema["spec"]["versions"][0]["schema"]
     );
 }
+
+/// Strings are written as serde_json writes them: escaped where JSON requires it (quotes,
+/// backslashes, control characters), every other character as it is, in keys and values.
+#[test]
+fn strings_and_map_keys_are_escaped_as_serde_json_escapes_them() {
+    use kubestore_proto::{core::v1::ConfigMap, meta::v1::ObjectMeta};
+    let tricky = [
+        "plain",
+        "",
+        "quote \" and backslash \\",
+        "line\nbreak\ttab\r\u{1}\u{1f}",
+        "unicode: é 日本 🙂 \u{7f}",
+        "</script>&'",
+    ];
+    for t in tricky {
+        let cm = ConfigMap {
+            metadata: Some(ObjectMeta {
+                name: t.into(),
+                ..Default::default()
+            }),
+            data: [
+                (t.to_string(), t.to_string()),
+                ("k".to_string(), t.to_string()),
+            ]
+            .into(),
+            immutable: None,
+        };
+        let text = codec()
+            .encode_to_vec(
+                ".core.v1.ConfigMap",
+                &cm.encode_to_vec(),
+                Some(("v1", "ConfigMap")),
+            )
+            .expect("encodes");
+        let quoted = serde_json::to_string(t).expect("a string");
+        let written = String::from_utf8(text.clone()).expect("UTF-8");
+        let v: Value = serde_json::from_slice(&text).expect("valid JSON");
+        if !t.is_empty() {
+            // (an empty name is omitted)
+            assert!(
+                written.contains(&format!("\"name\":{quoted}")),
+                "{t:?}: {written}"
+            );
+            assert_eq!(v["metadata"]["name"], t);
+        }
+        assert!(
+            written.contains(&format!("{quoted}:{quoted}")),
+            "{t:?}: {written}"
+        );
+        assert_eq!(v["data"][t], t);
+        assert_eq!(v["data"]["k"], t);
+    }
+}

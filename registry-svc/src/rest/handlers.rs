@@ -310,7 +310,8 @@ fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> 
 }
 
 /// A List (or Table) response, written as it streams: the envelope, then each item as the
-/// endpoint encoded it, never a second copy of the whole list.
+/// endpoint encoded it, copied into frames of 64 KiB as they are sent (`reply::ListBody`),
+/// never a second copy of the whole list.
 pub(super) fn list_response(
     api_version: &str,
     list_kind: &str,
@@ -340,16 +341,10 @@ pub(super) fn list_response(
         }
     };
     let _ = meta;
-    let mut chunks: Vec<Bytes> = Vec::with_capacity(items.len() * 2 + 2);
-    chunks.push(Bytes::from(head));
-    for (i, item) in items.into_iter().enumerate() {
-        if i > 0 {
-            chunks.push(Bytes::from_static(b","));
-        }
-        chunks.push(item);
-    }
-    chunks.push(Bytes::from_static(b"]}"));
-    reply::chunks(StatusCode::OK, chunks)
+    reply::list(
+        StatusCode::OK,
+        reply::ListBody::new(Bytes::from(head), items, b"]}"),
+    )
 }
 
 /// `ListMeta` as upstream writes it.
@@ -374,6 +369,46 @@ pub(super) type Shared = Arc<dyn Endpoint>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A List of 10,000 objects goes out in frames of 64 KiB, not a frame per item and per
+    /// comma: each frame is a chunk (and, 16 at most per `writev`, system calls) of HTTP/1.1.
+    #[tokio::test]
+    async fn a_large_list_is_sent_in_few_frames() {
+        use http_body_util::BodyExt;
+        let items: Vec<Bytes> = (0..10_000)
+            .map(|i| {
+                Bytes::from(format!(
+                    "{{\"metadata\":{{\"name\":\"cm-{i:05}\"}},\"data\":{{\"payload\":\"{}\"}}}}",
+                    "x".repeat(200)
+                ))
+            })
+            .collect();
+        let size: usize = items.iter().map(|i| i.len() + 1).sum();
+        let page = Page::Objects {
+            meta: ListMeta {
+                resource_version: "7".into(),
+                ..Default::default()
+            },
+            items,
+        };
+        let mut body = list_response("v1", "ConfigMapList", page).into_body();
+        let (mut frames, mut text) = (0, Vec::new());
+        while let Some(f) = body.frame().await {
+            if let Ok(data) = f.expect("infallible").into_data() {
+                frames += 1;
+                text.extend_from_slice(&data);
+            }
+        }
+        let list: Value = serde_json::from_slice(&text).expect("a JSON list");
+        assert_eq!(list["kind"], "ConfigMapList");
+        assert_eq!(list["metadata"]["resourceVersion"], "7");
+        assert_eq!(list["items"].as_array().map(Vec::len), Some(10_000));
+        assert_eq!(list["items"][9_999]["metadata"]["name"], "cm-09999");
+        assert!(
+            frames <= size / reply::LIST_FRAME + 1,
+            "{frames} frames for {size} bytes"
+        );
+    }
 
     #[test]
     fn delete_options_read_body_and_query() {
