@@ -22,7 +22,7 @@ use serde_json::Value;
 #[derive(Clone)]
 pub(crate) enum Http {
     /// A pool of HTTP/1.1 connections, kept alive between requests.
-    Pool(Client<HttpConnector, Full<Bytes>>),
+    Pool(Box<Client<HttpConnector, Full<Bytes>>>),
     /// One h2 connection, every request a stream on it.
     H2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
 }
@@ -43,7 +43,7 @@ impl RestClient {
             .pool_idle_timeout(Duration::from_secs(90))
             .build(connector);
         Self {
-            http: Http::Pool(client),
+            http: Http::Pool(Box::new(client)),
             base: format!("http://{addr}"),
         }
     }
