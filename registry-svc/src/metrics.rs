@@ -168,7 +168,7 @@ impl ApiMetrics {
     /// The labels of a `verb` on `names` in `namespace` ("" = none or all).
     pub fn labels(
         verb: Verb,
-        names: &crate::store::Names,
+        names: &crate::resource::Names,
         namespace: &str,
         dry_run: bool,
     ) -> RequestLabels {

@@ -164,3 +164,36 @@ impl<R: Resource> MetaExt for R {
         self.meta().map_or("", |m| m.name.as_str())
     }
 }
+
+/// What a Store's kind is called, and where its objects live: a built-in kind's come from its
+/// [`Resource`] constants; a custom kind's from its definition, at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Names {
+    /// Kind, e.g. `Pod` (Invalid errors).
+    pub kind: String,
+    /// The resource as errors name it: `pods`, or `crontabs.stable.example.com`.
+    pub resource: String,
+    /// The storage key every object's key starts with: `/pods`, or
+    /// `/stable.example.com/crontabs`.
+    pub key_root: String,
+    /// API group ("" for core), version and plural: the request metrics' labels.
+    pub group: String,
+    /// See `group`.
+    pub version: String,
+    /// See `group`.
+    pub plural: String,
+}
+
+impl Names {
+    /// A built-in kind's names.
+    pub fn of<R: Resource>() -> Self {
+        Self {
+            kind: R::KIND.into(),
+            resource: R::RESOURCE.into(),
+            key_root: format!("/{}", R::RESOURCE),
+            group: R::GROUP.into(),
+            version: "v1".into(),
+            plural: R::RESOURCE.into(),
+        }
+    }
+}

@@ -21,9 +21,9 @@ use serde_json::Value;
 
 use crate::{
     error::ApiError,
-    finalizers::GcPolicy,
     resource::{MetaExt, Resource},
     selectors::{METADATA_FIELDS, SelectableField},
+    store::finalizers::GcPolicy,
     violations::Violations,
 };
 

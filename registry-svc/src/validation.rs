@@ -7,7 +7,7 @@
 
 use kubestore_proto::meta::v1::ObjectMeta;
 
-use crate::{finalizers, violations::Violations};
+use crate::{store::finalizers, violations::Violations};
 
 /// Longest DNS-1123 subdomain.
 pub const DNS1123_SUBDOMAIN_MAX: usize = 253;

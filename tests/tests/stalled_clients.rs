@@ -263,7 +263,7 @@ async fn uploads_that_never_finish_hold_inflight_slots_only_until_their_deadline
     })
     .await;
     // registry-svc's documented default deadline (a call without grpc-timeout).
-    let deadline = registry_svc::service::DEFAULT_REQUEST_TIMEOUT;
+    let deadline = registry_svc::store::DEFAULT_REQUEST_TIMEOUT;
 
     // registry-svc, a unary method: the body never comes, the handler never runs.
     let mut cms = cluster.config_maps().await;

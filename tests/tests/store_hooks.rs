@@ -15,9 +15,8 @@ use kubestore_telemetry::Deadline;
 use kubestore_tests::Cluster;
 use registry_svc::{
     error::ApiError,
+    grpc::{passthrough::PassThrough, service::ResourceService},
     kinds::configmap::ConfigMapStrategy,
-    passthrough::PassThrough,
-    service::ResourceService,
     storage::StorageClient,
     store::{Ctx, Store},
     strategy::Strategy,

@@ -4,8 +4,10 @@
 //! one HTTP/2 connection (h2 with prior knowledge) carrying every request, as client-go does
 //! over TLS, where ALPN picks h2: the counterpart of a client with one gRPC channel.
 //!
-//! Every answer is read whole and parsed into a `serde_json::Value`, as a client decodes it:
-//! the client's cost is part of the row (its CPU is the `bench` column).
+//! Every answer is read whole and decoded, as a client decodes it: lists into typed ConfigMaps
+//! ([`ConfigMapList`], as client-go and kube-rs decode into their structs, and the gRPC rows'
+//! client into prost's), single objects, which the update row edits, into a
+//! `serde_json::Value`. The client's cost is part of the row (its CPU is the `bench` column).
 
 use std::{net::SocketAddr, time::Duration};
 
@@ -100,6 +102,19 @@ impl RestClient {
         Ok((status, body))
     }
 
+    /// Sends a GET and decodes the answer, which must be 200, into `T` (a typed object, as
+    /// client-go and kube-rs decode: the gRPC rows' clients decode into prost's structs).
+    pub(crate) async fn typed<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+    ) -> Result<T, String> {
+        let (status, bytes) = self.send(Method::GET, path, None).await?;
+        if status != StatusCode::OK {
+            return Err(format!("GET {path}: {status}"));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| format!("GET {path}: {e}"))
+    }
+
     /// Sends a request and parses the answer, which must come with `want`.
     pub(crate) async fn json(
         &self,
@@ -121,4 +136,50 @@ impl RestClient {
         }
         serde_json::from_slice(&bytes).map_err(|e| format!("{method} {path}: {e}"))
     }
+}
+
+/// A ConfigMapList as a typed client decodes it (k8s-openapi's fields of it that the benchmark's
+/// objects carry; the rest of each object is read and skipped, as serde does).
+#[derive(serde::Deserialize)]
+pub(crate) struct ConfigMapList {
+    pub(crate) items: Vec<ConfigMap>,
+}
+
+/// A ConfigMap as a typed client decodes it.
+#[derive(serde::Deserialize)]
+#[allow(dead_code)] // decoded, as a client's would be; the benchmark reads only the count
+pub(crate) struct ConfigMap {
+    #[serde(default)]
+    pub(crate) metadata: ObjectMeta,
+    #[serde(default)]
+    pub(crate) data: std::collections::BTreeMap<String, String>,
+}
+
+/// A watch event as a typed client decodes it: its object a ConfigMap (an ERROR event's
+/// `Status` decodes into one too, its fields defaulted: only the type is read then).
+#[derive(serde::Deserialize)]
+#[allow(dead_code)] // decoded, as a client's would be
+pub(crate) struct WatchEvent {
+    #[serde(rename = "type")]
+    pub(crate) kind: String,
+    pub(crate) object: ConfigMap,
+}
+
+/// The ObjectMeta fields the benchmark's ConfigMaps carry.
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // decoded, as a client's would be
+pub(crate) struct ObjectMeta {
+    #[serde(default)]
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) namespace: String,
+    #[serde(default)]
+    pub(crate) uid: String,
+    #[serde(default)]
+    pub(crate) resource_version: String,
+    #[serde(default)]
+    pub(crate) creation_timestamp: Option<String>,
+    #[serde(default)]
+    pub(crate) labels: std::collections::BTreeMap<String, String>,
 }

@@ -49,8 +49,9 @@ async fn rest_list(client: &RestClient, want: usize) -> Result<usize, String> {
     if status != StatusCode::OK {
         return Err(format!("list answered {status}"));
     }
-    let list: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
-    check(list["items"].as_array().map_or(0, Vec::len), want)?;
+    let list: super::client::ConfigMapList =
+        serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+    check(list.items.len(), want)?;
     Ok(bytes.len())
 }
 
@@ -177,7 +178,7 @@ pub(crate) async fn list_rows(
         OP,
         OP,
         stats,
-        "the client parses the JSON into a serde_json::Value".into(),
+        "the client decodes the JSON into typed ConfigMaps".into(),
     ));
     Ok(rows)
 }

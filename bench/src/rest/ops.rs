@@ -95,12 +95,8 @@ impl RestConfigMaps {
 
     pub(crate) async fn list_page(&self, _i: usize) -> Result<(), String> {
         let path = format!("/api/v1/namespaces/{PAGE_NS}/configmaps?limit={PAGE}");
-        let list = self
-            .client
-            .json(Method::GET, &path, None, StatusCode::OK)
-            .await?;
-        let n = list["items"].as_array().map_or(0, Vec::len);
-        check(n, PAGE)
+        let list: super::client::ConfigMapList = self.client.typed(&path).await?;
+        check(list.items.len(), PAGE)
     }
 }
 

@@ -81,8 +81,10 @@ pub(crate) fn section(res: &Results, ops: usize) -> String {
          registry-svc serving both APIs (`--kube-api-addr`), {ops} operations per row, rows of an \
          operation back to back. Default client: gRPC on {} channel(s), REST on a pooled HTTP/1.1 \
          client with keep-alive (a connection per concurrent request). One connection: one gRPC \
-         channel, REST on one h2 connection (as client-go over TLS). The REST client parses every \
-         answer into a `serde_json::Value`; its CPU is the `bench` column. Files open: limit \
+         channel, REST on one h2 connection (as client-go over TLS). The REST client decodes \
+         lists into typed ConfigMaps (serde structs, as client-go and kube-rs decode; the gRPC \
+         client decodes into prost's) and single objects, which it edits, into a \
+         `serde_json::Value`; its CPU is the `bench` column. Files open: limit \
          {}.\n",
         res.channels, res.nofile
     );
@@ -117,7 +119,7 @@ pub(crate) fn section(res: &Results, ops: usize) -> String {
         "One writer creates ConfigMaps (typed gRPC) in a namespace all watchers watch from the same \
          resourceVersion; lag = write ack to each watcher's receipt. gRPC: Watch streams on the \
          default client's channels; HTTP/1.1: one connection per watch (`?watch=1`); h2: 200 \
-         watches per connection (as client-go over TLS); each HTTP line parsed as JSON. events/s \
+         watches per connection (as client-go over TLS); each HTTP line decoded into a typed event, as each gRPC message into prost's. events/s \
          is per watcher; CPU per delivered event. Required: HTTP p99 lag <= {WATCH_LAG}x gRPC's.\n"
     );
     let _ = writeln!(

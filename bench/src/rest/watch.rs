@@ -6,7 +6,7 @@
 //! - gRPC: each watcher a Watch stream on the client's channels (HTTP/2 streams, up to a few
 //!   hundred per connection);
 //! - HTTP/1.1: each watcher its own connection (`GET ...?watch=1&resourceVersion=RV`), a
-//!   chunked body of JSON lines, each line parsed into a `serde_json::Value` as a client decodes
+//!   chunked body of JSON lines, each line decoded into a typed event (`client::WatchEvent`) as a client decodes
 //!   it. A thousand watchers are a thousand sockets in this process and as many in
 //!   registry-svc: `raise_nofile` lifts the descriptor limit first.
 //! - h2: the same requests as streams of h2 connections, [`H2_STREAMS`] per connection (the
@@ -204,11 +204,11 @@ async fn http_watcher(
         while let Some(end) = buf.iter().position(|b| *b == b'\n') {
             let line = buf.split_to(end + 1);
             let now = Instant::now();
-            let event: serde_json::Value =
+            let event: super::client::WatchEvent =
                 serde_json::from_slice(&line[..end]).map_err(|e| e.to_string())?;
-            match event["type"].as_str() {
-                Some("ADDED") => got.push(now),
-                Some("ERROR") => break 'read,
+            match event.kind.as_str() {
+                "ADDED" => got.push(now),
+                "ERROR" => break 'read,
                 _ => {}
             }
         }

@@ -231,12 +231,12 @@ fn cell(v: Option<&Value>, ty: &str, now: i64) -> Value {
 /// an endpoint, looked up (and learnt from storage, for a definition another replica
 /// established a moment ago) at each request, as upstream's `crdHandler` does.
 pub struct CustomProvider {
-    service: crate::custom::service::CustomService,
+    service: crate::custom::resolve::Resolver,
 }
 
 impl CustomProvider {
     /// The provider over the custom kinds `service` serves.
-    pub fn new(service: crate::custom::service::CustomService) -> Self {
+    pub fn new(service: crate::custom::resolve::Resolver) -> Self {
         Self { service }
     }
 
@@ -346,7 +346,7 @@ impl super::Provider for CustomProvider {
         version: &str,
         plural: &str,
     ) -> Result<Option<Arc<dyn Endpoint>>, ApiError> {
-        let target = crate::custom::service::Target {
+        let target = crate::custom::resolve::Target {
             group,
             version,
             plural,

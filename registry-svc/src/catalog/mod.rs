@@ -109,7 +109,7 @@ pub const ALL_VERBS: &[&str] = &[
     "watch",
 ];
 
-pub use crate::update::Part;
+pub use crate::store::update::Part;
 
 /// What `fieldValidation` asks of fields the kind does not have (upstream's
 /// `metav1.FieldValidation*`).

@@ -25,9 +25,8 @@ use crate::{
         kinds::{CustomKinds, cleaning_up, name_of},
     },
     error::ApiError,
-    graceful::now,
-    service::ctx_within,
-    store::Store,
+    store::graceful::now,
+    store::{Ctx, Store},
 };
 
 /// How long the controller waits before looking again at a definition whose objects are not
@@ -71,11 +70,8 @@ enum Next {
     Later,
 }
 
-fn ctx() -> crate::store::Ctx {
-    ctx_within(
-        &tonic::metadata::MetadataMap::new(),
-        Duration::from_secs(30),
-    )
+fn ctx() -> Ctx {
+    Ctx::within(crate::store::DEFAULT_REQUEST_TIMEOUT)
 }
 
 async fn sync(
@@ -296,10 +292,7 @@ async fn clean_up(
     let name = name_of(&crd);
     match kinds.objects_of(&crd) {
         Some(store) => {
-            let ctx = ctx_within(
-                &tonic::metadata::MetadataMap::new(),
-                crate::service::DELETE_COLLECTION_TIMEOUT,
-            );
+            let ctx = Ctx::within(crate::store::DELETE_COLLECTION_TIMEOUT);
             store
                 .delete_collection(
                     ctx,

@@ -5,7 +5,7 @@
 //!
 //! Building a kind compiles every served version's schema (and its rules): seconds for a large
 //! definition. It happens once per change of a definition: a copy whose uid and
-//! resourceVersion equal the one held (a request's read, `service::catch_up`, and the watch
+//! resourceVersion equal the one held (a request's read, `resolve::Resolver::catch_up`, and the watch
 //! bringing the same state) is not built again, and builds take turns, so that concurrent
 //! callers with the same copy wait for the one building it instead of building it too, or
 //! finding it half-applied. `registry_custom_kind_builds_total` counts them.
@@ -31,9 +31,8 @@ use crate::{
         strategy::CustomStrategy,
     },
     error::ApiError,
-    service::ctx_within,
     storage::StorageClient,
-    store::{Names, Store},
+    store::{Ctx, Names, Store},
 };
 
 /// One version of a served kind.
@@ -405,10 +404,7 @@ impl CustomKinds {
                 return;
             }
             if rv.is_none() {
-                let ctx = ctx_within(
-                    &tonic::metadata::MetadataMap::new(),
-                    Duration::from_secs(30),
-                );
+                let ctx = Ctx::within(crate::store::DEFAULT_REQUEST_TIMEOUT);
                 match definitions.list(ctx, "", None).await {
                     Ok((meta, items)) => {
                         self.replace_all(&items);

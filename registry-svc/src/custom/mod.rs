@@ -12,7 +12,8 @@
 //! - [`kinds`]: the kinds this replica serves, learnt by watching the definitions;
 //! - [`controller`]: names accepted, `Established`, and the objects of a deleted definition
 //!   deleted first;
-//! - [`service`]: the `CustomResourceDefinitions` and `CustomObjects` gRPC services.
+//! - [`resolve`]: which served kind and version a request names (the catalog's custom
+//!   endpoints and the gRPC `CustomObjects` service resolve through it).
 //!
 //! A custom kind reuses the generic Store whole (`store::Names` gives it its names and keys at
 //! run time), so every Store rule (system fields, generateName, optimistic concurrency, dry
@@ -24,10 +25,9 @@ pub mod definition;
 pub mod kinds;
 pub mod object;
 pub mod openapi;
-pub mod passthrough;
 pub mod pattern;
+pub mod resolve;
 pub mod rules;
-pub mod service;
 pub mod strategy;
 pub mod wire;
 
@@ -45,7 +45,7 @@ const QUEUE: usize = 4096;
 pub fn start(
     storage: &StorageClient,
     stop: tokio::sync::watch::Receiver<bool>,
-) -> service::CustomService {
+) -> resolve::Resolver {
     let definitions: Store<CustomResourceDefinition> = Store::with_names(
         storage.clone(),
         Arc::new(definition::DefinitionStrategy),
@@ -65,7 +65,7 @@ pub fn start(
         tx,
         stop.clone(),
     ));
-    service::CustomService {
+    resolve::Resolver {
         definitions,
         kinds,
         stop,

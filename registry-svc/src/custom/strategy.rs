@@ -3,11 +3,11 @@
 //! status, with the status subresource), the status subresource splits writes as for Pods, no
 //! graceful deletion, and every write is validated against the version's schema.
 //!
-//! Pruning and defaulting of what a client sends happen before the Store (`custom::service`),
+//! Pruning and defaulting of what a client sends happen before the Store (`crate::grpc::custom`, `catalog::custom`),
 //! in upstream's order (decode, prune, default, then the Store's hooks and validation). What
 //! is read from storage is pruned and defaulted by the schema too (upstream's decoder does it
 //! to everything it reads: a field removed from the schema is no longer served, nor compared):
-//! where it goes out (`service::give_out`, the List pass-through), and here, on the stored
+//! where it goes out (`catalog::custom`'s `give_out`, the List pass-through), and here, on the stored
 //! object an update compares and validates against ([`CustomStrategy::read`]). It is not done
 //! in `default_object`, on every decode: the objects going out are parsed once, where they
 //! are written for the client.
@@ -116,7 +116,7 @@ impl Strategy<CustomObject> for CustomStrategy {
             let content = without_status(Self::content(obj), true);
             let _ = obj.set_content(content);
         }
-        // Taken in (`service::take_in`): pruned and defaulted by this version's schema.
+        // Taken in (`catalog::custom`'s `take_in`): pruned and defaulted by this version's schema.
         obj.schema = self.schema.fingerprint();
         obj.metadata.get_or_insert_with(Default::default).generation = 1;
     }

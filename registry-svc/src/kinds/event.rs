@@ -9,8 +9,8 @@ use std::time::Duration;
 use kubestore_proto::core::v1::Event;
 
 use crate::{
-    finalizers::GcPolicy,
     selectors::{METADATA_FIELDS, SelectableField},
+    store::finalizers::GcPolicy,
     strategy::Strategy,
     violations::Violations,
 };

@@ -9,9 +9,11 @@
 //! - [`discovery`], [`openapi`]: what clients learn the API from;
 //! - [`status`]: errors as `Status` bodies; [`reply`]: responses;
 //! - [`tls`]: HTTPS with the service's certificate, client certificates as identities;
+//! - [`conn`]: one connection (HTTP/1.1 or h2, a bound on how long its client takes to start);
 //! - this module: the server (HTTP/1.1, and h2 by ALPN), health, and the request pipeline.
 
 pub mod body;
+pub mod conn;
 pub mod discovery;
 pub mod handlers;
 pub mod openapi;
@@ -33,7 +35,6 @@ use std::{
 use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode, header};
 use http_body_util::combinators::UnsyncBoxBody;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use kubestore_telemetry::{Deadline, inflight::InflightLimitLayer};
 use tokio::net::TcpListener;
 use tracing::{Instrument, field::Empty};
@@ -45,8 +46,6 @@ use route::Route;
 /// Response bodies.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
-/// How long a client may take to send a request's headers (slow-loris bound).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a TLS handshake may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -103,21 +102,8 @@ pub async fn serve(
         let acceptor = acceptor.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            builder
-                .http1()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT);
-            builder
-                .http2()
-                .timer(TokioTimer::new())
-                .max_concurrent_streams(250);
             match acceptor {
-                None => {
-                    let service = service(rest, peer, None);
-                    let conn = builder.serve_connection(TokioIo::new(stream), service);
-                    let _ = watcher.watch(conn.into_owned()).await;
-                }
+                None => conn::serve(stream, service(rest, peer, None), watcher).await,
                 Some(acceptor) => {
                     let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
                         .await
@@ -135,9 +121,7 @@ pub async fn serve(
                         .peer_certificates()
                         .and_then(|c| c.first())
                         .and_then(|c| tls::identity(c));
-                    let service = service(rest, peer, identity);
-                    let conn = builder.serve_connection(TokioIo::new(tls), service);
-                    let _ = watcher.watch(conn.into_owned()).await;
+                    conn::serve(tls, service(rest, peer, identity), watcher).await;
                 }
             }
         });
@@ -222,7 +206,8 @@ impl Rest {
         .instrument(span.clone())
         .await;
         let code = response.status().as_u16();
-        span.record("http.response.status_code", code);
+        // An i64: tracing-opentelemetry exports a u16 (record_u64) as a string.
+        span.record("http.response.status_code", i64::from(code));
         if code >= 500 {
             span.record("otel.status_code", "ERROR");
         }
@@ -412,9 +397,9 @@ impl Rest {
 /// DeleteCollection's longer one).
 fn timeout(query: &params::Query, method: &Method, collection: bool) -> Duration {
     let cap = if method == Method::DELETE && collection {
-        crate::service::DELETE_COLLECTION_TIMEOUT
+        crate::store::DELETE_COLLECTION_TIMEOUT
     } else {
-        crate::service::DEFAULT_REQUEST_TIMEOUT
+        crate::store::DEFAULT_REQUEST_TIMEOUT
     };
     query
         .get("timeout")

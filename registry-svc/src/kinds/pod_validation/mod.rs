@@ -63,7 +63,7 @@ pub fn validate_spec(
     };
     if let Some(problem) = spec
         .termination_grace_period_seconds
-        .and_then(crate::graceful::grace_period_problem)
+        .and_then(crate::store::graceful::grace_period_problem)
     {
         v.push(("spec.terminationGracePeriodSeconds".into(), problem));
     }

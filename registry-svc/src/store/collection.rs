@@ -14,8 +14,8 @@ use kubestore_proto::meta::v1::{DeleteOptions, ListMeta, ListOptions};
 
 use crate::{
     error::ApiError,
-    graceful::validate_options,
     resource::Resource,
+    store::graceful::validate_options,
     store::{Ctx, Store},
 };
 

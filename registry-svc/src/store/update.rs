@@ -8,10 +8,10 @@ use kubestore_proto::{meta::v1::Preconditions, storage::v1::UpdateStart};
 
 use crate::{
     error::ApiError,
-    finalizers::should_delete_during_update,
-    graceful::now,
     resource::{MetaExt, Resource},
     storage::{StorageState, UpdateEnd},
+    store::finalizers::should_delete_during_update,
+    store::graceful::now,
     store::{Ctx, Store},
     validation,
     violations::Violations,

@@ -53,9 +53,8 @@ use crate::{
     error::ApiError,
     metrics::Verb,
     resource::Resource,
-    service,
     store::Store,
-    watch::{EncodedEvent, EncodedEventStream},
+    store::watch::{EncodedEvent, EncodedEventStream},
 };
 
 impl<R: Resource> Store<R> {
@@ -189,7 +188,7 @@ impl<R: Resource> tower::Service<tonic::Request<R::ListRequest>> for ListCall<R>
     fn call(&mut self, request: tonic::Request<R::ListRequest>) -> Self::Future {
         let store = self.store.clone();
         Box::pin(async move {
-            let ctx = service::ctx(request.metadata());
+            let ctx = crate::grpc::service::ctx(request.metadata());
             let (namespace, options) = R::list_parts(request.into_inner());
             let list = async {
                 let (meta, items) = store.list_encoded(ctx, &namespace, options).await?;

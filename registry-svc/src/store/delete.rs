@@ -23,10 +23,10 @@ use tracing::{Instrument, field::Empty};
 
 use crate::{
     error::ApiError,
-    finalizers::{gc_finalizers, mark_as_deleting},
-    graceful::{before_delete, now, validate_options},
     resource::Resource,
     storage::UpdateEnd,
+    store::finalizers::{gc_finalizers, mark_as_deleting},
+    store::graceful::{before_delete, now, validate_options},
     store::{Ctx, Store},
 };
 

@@ -9,15 +9,8 @@ use std::time::Duration;
 use crate::{
     error::ApiError,
     resource::Resource,
-    store::{Ctx, Store},
+    store::{Ctx, DEFAULT_REQUEST_TIMEOUT, DELETE_COLLECTION_TIMEOUT, Store},
 };
-
-/// Longest a request may take when the caller sets no deadline.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Longest a DeleteCollection may take when the caller sets no deadline: it deletes one object
-/// after another (upstream lifted its timeout for this verb, kubernetes#115341).
-pub const DELETE_COLLECTION_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How long a call may hold an in-flight slot (`--max-requests-inflight`): the defaults
 /// above, which its handler uses too.
@@ -48,7 +41,7 @@ pub enum Write {
     /// Create.
     Create,
     /// Update (the object, its status, or its finalizers).
-    Update(crate::update::Part),
+    Update(crate::store::update::Part),
 }
 
 impl<R: Resource> ResourceService<R> {
@@ -225,13 +218,13 @@ macro_rules! grpc_service {
         $(, finalize = $finalize:ident)?
     ) => {
         #[tonic::async_trait]
-        impl $svc for $crate::service::ResourceService<$res> {
+        impl $svc for $crate::grpc::service::ResourceService<$res> {
             async fn create(
                 &self,
                 request: tonic::Request<$create>,
             ) -> Result<tonic::Response<$res>, tonic::Status> {
                 let (metadata, _, r) = request.into_parts();
-                let write = $crate::service::Write::Create;
+                let write = $crate::grpc::service::Write::Create;
                 self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
                     .await
             }
@@ -248,7 +241,7 @@ macro_rules! grpc_service {
                 request: tonic::Request<$update>,
             ) -> Result<tonic::Response<$res>, tonic::Status> {
                 let (metadata, _, r) = request.into_parts();
-                let write = $crate::service::Write::Update($crate::update::Part::Main);
+                let write = $crate::grpc::service::Write::Update($crate::store::update::Part::Main);
                 self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
                     .await
             }
@@ -313,7 +306,7 @@ macro_rules! grpc_service {
                     request: tonic::Request<$update>,
                 ) -> Result<tonic::Response<$res>, tonic::Status> {
                     let (metadata, _, r) = request.into_parts();
-                    let write = $crate::service::Write::Update($crate::update::Part::Status);
+                    let write = $crate::grpc::service::Write::Update($crate::store::update::Part::Status);
                     self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
                         .await
                 }
@@ -325,7 +318,7 @@ macro_rules! grpc_service {
                     request: tonic::Request<$update>,
                 ) -> Result<tonic::Response<$res>, tonic::Status> {
                     let (metadata, _, r) = request.into_parts();
-                    let write = $crate::service::Write::Update($crate::update::Part::Finalize);
+                    let write = $crate::grpc::service::Write::Update($crate::store::update::Part::Finalize);
                     self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
                         .await
                 }

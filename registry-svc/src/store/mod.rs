@@ -1,12 +1,27 @@
 //! The generic Store (upstream's `genericregistry.Store`) for any [`Resource`] with its
 //! [`Strategy`], on storage-svc: what every verb shares (keys, namespaces, decoding, storage
-//! errors). Each verb has its own module: `get`, `create`, `update`, `delete`.
+//! errors). Each verb has its own module:
+//!
+//! - [`get`], [`create`], [`update`] (Update, UpdateStatus, and Patch inside the same retried
+//!   read-modify-write), [`delete`], [`list`], [`watch`], [`collection`] (DeleteCollection);
+//! - [`graceful`]: BeforeDelete (grace periods); [`finalizers`]: the collector's finalizers,
+//!   markAsDeleting, deletion during update.
 //!
 //! Every object decoded from storage goes through [`Store::decode`], which applies the kind's
 //! read defaults (upstream defaults on decode); every object a client sends is defaulted by the
 //! verb before its strategy sees it.
 //!
 //! Keys are `/<resource>/<namespace>/<name>`.
+
+pub mod collection;
+pub mod create;
+pub mod delete;
+pub mod finalizers;
+pub mod get;
+pub mod graceful;
+pub mod list;
+pub mod update;
+pub mod watch;
 
 use std::sync::Arc;
 
@@ -52,38 +67,23 @@ pub struct Ctx {
     pub deadline: Deadline,
 }
 
-/// What a Store's kind is called, and where its objects live: a built-in kind's come from its
-/// [`Resource`] constants; a custom kind's from its definition, at run time.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Names {
-    /// Kind, e.g. `Pod` (Invalid errors).
-    pub kind: String,
-    /// The resource as errors name it: `pods`, or `crontabs.stable.example.com`.
-    pub resource: String,
-    /// The storage key every object's key starts with: `/pods`, or
-    /// `/stable.example.com/crontabs`.
-    pub key_root: String,
-    /// API group ("" for core), version and plural: the request metrics' labels.
-    pub group: String,
-    /// See `group`.
-    pub version: String,
-    /// See `group`.
-    pub plural: String,
-}
-
-impl Names {
-    /// A built-in kind's names.
-    pub fn of<R: Resource>() -> Self {
+impl Ctx {
+    /// A context that ends `timeout` from now (the controllers' own calls).
+    pub fn within(timeout: std::time::Duration) -> Self {
         Self {
-            kind: R::KIND.into(),
-            resource: R::RESOURCE.into(),
-            key_root: format!("/{}", R::RESOURCE),
-            group: R::GROUP.into(),
-            version: "v1".into(),
-            plural: R::RESOURCE.into(),
+            deadline: Deadline::after(timeout),
         }
     }
 }
+
+/// Longest a request may take when the caller sets no deadline.
+pub const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Longest a DeleteCollection may take when the caller sets no deadline: it deletes one object
+/// after another (upstream lifted its timeout for this verb, kubernetes#115341).
+pub const DELETE_COLLECTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+pub use crate::resource::Names;
 
 /// The Store of one kind.
 pub struct Store<R: Resource> {

@@ -23,8 +23,8 @@ use crate::{
         Catalog, Endpoint, FieldValidation, IncludeObject, Output, Page, Part, WriteOptions,
     },
     error::ApiError,
-    service::{DELETE_COLLECTION_TIMEOUT, ctx, ctx_within},
-    store::Ctx,
+    grpc::service::{ctx, ctx_within},
+    store::{Ctx, DELETE_COLLECTION_TIMEOUT},
 };
 
 /// The generic service over the catalog.

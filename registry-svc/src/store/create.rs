@@ -4,9 +4,9 @@
 
 use crate::{
     error::ApiError,
-    graceful::now,
     names::GENERATE_NAME_ATTEMPTS,
     resource::{MetaExt, Resource},
+    store::graceful::now,
     store::{Ctx, Store},
     validation,
 };

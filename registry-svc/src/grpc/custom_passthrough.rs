@@ -1,5 +1,5 @@
 //! Lists of custom objects written straight to the wire: the built-in kinds' pass-through
-//! (`crate::passthrough`) for `apiextensions.v1.CustomObjects/List`.
+//! (`crate::grpc::passthrough`) for `apiextensions.v1.CustomObjects/List`.
 //!
 //! A custom object changes form on its way out (stored: ObjectMeta and JSON bytes; sent: one
 //! `google.protobuf.Struct`), so unlike a ConfigMap's its bytes cannot be framed as they are.
@@ -23,17 +23,19 @@ use tonic::{Status, body::Body, server::NamedService};
 
 use crate::{
     custom::{
-        service::{CustomService, Target},
+        resolve::{Resolver, Target},
         wire,
     },
+    grpc::{
+        passthrough::{EncodedCodec, EncodedList, EncodedListEncoder},
+        service,
+    },
     metrics::Verb,
-    passthrough::{EncodedCodec, EncodedList, EncodedListEncoder},
-    service,
 };
 
 /// The List call itself.
 struct ListCall {
-    service: CustomService,
+    service: Resolver,
 }
 
 impl tower::Service<tonic::Request<ListCustomObjectsRequest>> for ListCall {
@@ -65,7 +67,7 @@ impl tower::Service<tonic::Request<ListCustomObjectsRequest>> for ListCall {
                     .list_encoded(ctx, &r.namespace, r.options.clone())
                     .await?;
                 // Each item pruned and defaulted by the version's schema as the typed path
-                // does (`service::give_out`), on the JSON parsed once for writing it.
+                // does (`catalog::custom`'s `give_out`), on the JSON parsed once for writing it.
                 let items = items
                     .into_iter()
                     .map(|bytes| wire::encode_object(&bytes, &api_version, Some(&version.schema)))
@@ -82,13 +84,13 @@ impl tower::Service<tonic::Request<ListCustomObjectsRequest>> for ListCall {
 #[derive(Clone)]
 pub struct ObjectsPassThrough<S> {
     inner: S,
-    service: CustomService,
+    service: Resolver,
     list_path: String,
 }
 
 impl<S: NamedService> ObjectsPassThrough<S> {
     /// Wraps `inner`, the generated server of `service`.
-    pub fn new(inner: S, service: CustomService) -> Self {
+    pub fn new(inner: S, service: Resolver) -> Self {
         Self {
             inner,
             service,

@@ -1,0 +1,756 @@
+//! registry-svc's Kubernetes REST API (`--kube-api-addr`) where real clients cannot take it:
+//! kubectl and client-go always send whole, well-formed requests, read what they are sent and
+//! pick their own TLS settings, so these tests speak HTTP by hand (HTTP/1.1 over a raw TCP
+//! stream, TLS by rustls, h2 by hyper's client) against a real etcd, storage-svc and
+//! registry-svc:
+//!
+//! - TLS with a client CA: no client certificate is upstream's `401` Status (not a handshake
+//!   failure), a certificate of another CA fails the handshake, one of the CA (CN=alice,
+//!   O=devs) is served and is the request's user (the REST span's `user.name`); ALPN picks h2
+//!   when offered and HTTP/1.1 when only that is, and requests work over both.
+//! - Bodies: past 3 MiB by `Content-Length` is `413` at once (the body is never waited for),
+//!   malformed JSON is `400`, an unknown `Content-Type` is `415`, each a `Status`.
+//! - Slow clients: a connection that stops half-way through its headers, or that never sends a
+//!   byte, is closed (the 10 s header bound, with a margin) and cannot hold a connection forever.
+//! - Tracing: a `traceparent` header continues its trace through registry-svc's REST span and
+//!   storage-svc's server span (exported over OTLP to a real receiver), with OpenTelemetry's
+//!   HTTP attributes (`http.response.status_code` an integer, as the conventions say).
+//! - Metrics: REST calls are counted in `apiserver_request_total` under upstream's labels, and
+//!   a REST watch in `apiserver_longrunning_requests` until its client hangs up.
+//! - A REST watcher that never reads is cut off (`registry_watchers_cut_off_total`, then its
+//!   stream ends with a `429` ERROR event) while others are still answered.
+
+use std::{
+    net::SocketAddr,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use kubestore_telemetry::{
+    LogFormat, TelemetryConfig, TelemetryGuard, tls::ServerTlsArgs, tracing_setup,
+};
+use kubestore_tests::{
+    Cluster, ClusterOptions,
+    kube::KubeCluster,
+    otlp::{OtlpReceiver, ReceivedSpan},
+    services::{sample, scrape, spawn_registry_with_kube_api, wait_system_namespaces},
+};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use serde_json::Value;
+use tokio::{
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
+    net::TcpStream,
+};
+use tokio_rustls::{
+    TlsConnector,
+    rustls::{
+        self,
+        pki_types::{CertificateDer, PrivateKeyDer, ServerName, pem::PemObject},
+    },
+};
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+/// A response read off the wire (a chunked body is de-chunked).
+struct Reply {
+    code: u16,
+    head: String,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {self}"))
+    }
+    /// Asserts the status code.
+    #[track_caller]
+    fn is(self, code: u16) -> Self {
+        assert_eq!(self.code, code, "{self}");
+        self
+    }
+}
+
+impl std::fmt::Display for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let body = String::from_utf8_lossy(&self.body[..self.body.len().min(2000)]);
+        write!(f, "\n{}\n\n{body}", self.head)
+    }
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().skip(1).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The data of a chunked body received so far, and whether its last chunk came.
+fn dechunk(mut raw: &[u8]) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    while let Some(eol) = find(raw, b"\r\n") {
+        let line = String::from_utf8_lossy(&raw[..eol]);
+        let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
+            .unwrap_or_else(|_| panic!("bad chunk size line {line:?}"));
+        if size == 0 {
+            return (out, true);
+        }
+        if raw.len() < eol + 2 + size + 2 {
+            break;
+        }
+        out.extend_from_slice(&raw[eol + 2..eol + 2 + size]);
+        raw = &raw[eol + 2 + size + 2..];
+    }
+    (out, false)
+}
+
+/// The response in `buf` once it is whole (`eof`: the connection has ended).
+fn complete(buf: &[u8], eof: bool) -> Option<Reply> {
+    let end = find(buf, b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let code = head.split(' ').nth(1)?.parse().ok()?;
+    let raw = &buf[end + 4..];
+    let body = if header(&head, "transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        let (body, done) = dechunk(raw);
+        done.then_some(body)?
+    } else if let Some(len) = header(&head, "content-length").and_then(|v| v.parse().ok()) {
+        (raw.len() >= len).then(|| raw[..len].to_vec())?
+    } else {
+        eof.then(|| raw.to_vec())?
+    };
+    Some(Reply { code, head, body })
+}
+
+/// Reads one whole response.
+async fn read_reply<S: AsyncRead + Unpin>(s: &mut S) -> std::io::Result<Reply> {
+    let (mut buf, mut chunk) = (Vec::new(), vec![0u8; 64 << 10]);
+    loop {
+        if let Some(r) = complete(&buf, false) {
+            return Ok(r);
+        }
+        let n = s.read(&mut chunk).await?;
+        if n == 0 {
+            return complete(&buf, true).ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("connection ended after {} bytes", buf.len()),
+                )
+            });
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// An HTTP/1.1 request (`Connection: close`; a `Content-Length` when it has a body).
+fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut r = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        r.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if !body.is_empty() {
+        r.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    r.push_str("\r\n");
+    let mut bytes = r.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// Sends `req` on `s` and reads the response (at most 20 s).
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    req: &[u8],
+) -> std::io::Result<Reply> {
+    s.write_all(req).await?;
+    s.flush().await?;
+    tokio::time::timeout(Duration::from_secs(20), read_reply(s))
+        .await
+        .map_err(|_| std::io::Error::other("no response within 20 s"))?
+}
+
+/// One request on a connection of its own.
+async fn call(
+    api: SocketAddr,
+    method: &str,
+    path: &str,
+    hdrs: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
+    let mut s = TcpStream::connect(api)
+        .await
+        .expect("connect to the REST API");
+    exchange(&mut s, &request(method, path, hdrs, body))
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+fn config_map(name: &str, blob: usize) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name}, "data": {"blob": "x".repeat(blob)},
+    }))
+    .expect("JSON")
+}
+
+async fn post(api: SocketAddr, name: &str, blob: usize) -> Reply {
+    call(api, "POST", CMS, &[JSON], &config_map(name, blob)).await
+}
+
+async fn get(api: SocketAddr, path: &str) -> Reply {
+    call(api, "GET", path, &[], b"").await
+}
+
+/// Polls `check` every 50 ms until it holds; panics with `what` after `within`.
+async fn wait_until<F: Future<Output = bool>>(within: Duration, what: &str, check: impl Fn() -> F) {
+    let until = Instant::now() + within;
+    while !check().await {
+        assert!(Instant::now() < until, "not within {within:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Opens a watch of the ConfigMaps of `default` on `s`: its response head, and what came after.
+async fn open_watch(s: &mut TcpStream) -> (String, Vec<u8>) {
+    let req = request("GET", &format!("{CMS}?watch=1"), &[], b"");
+    s.write_all(&req).await.expect("write");
+    let (mut got, mut buf) = (Vec::new(), vec![0u8; 4096]);
+    while find(&got, b"\r\n\r\n").is_none() {
+        let read = tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf)).await;
+        let n = read.expect("the watch answers").expect("read");
+        assert!(n > 0, "the watch ended at once");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let rest = got.split_off(find(&got, b"\r\n\r\n").expect("head") + 4);
+    let head = String::from_utf8_lossy(&got).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    (head, rest)
+}
+
+fn metrics_addr(kube: &KubeCluster) -> SocketAddr {
+    kube.cluster
+        .registry
+        .as_ref()
+        .expect("registry")
+        .metrics_addr
+}
+
+/// `reply` is a `Status` of `code` and `reason`; returns it.
+#[track_caller]
+fn assert_status(reply: &Reply, code: u16, reason: &str) -> Value {
+    assert_eq!(reply.code, code, "{reply}");
+    let json = header(&reply.head, "content-type").is_some_and(|c| c.contains("json"));
+    assert!(json, "{reply}");
+    let s = reply.json();
+    assert_eq!(s["kind"], "Status", "{reply}");
+    assert_eq!(s["apiVersion"], "v1", "{reply}");
+    assert_eq!(s["status"], "Failure", "{reply}");
+    assert_eq!(s["code"], code, "{reply}");
+    assert_eq!(s["reason"], reason, "{reply}");
+    s
+}
+
+/// Reads `s` until the peer closes it (EOF or reset) or `within` passes: when it closed, and
+/// what came before.
+async fn wait_closed(s: &mut TcpStream, within: Duration) -> (Option<Duration>, Vec<u8>) {
+    let (start, mut got, mut buf) = (Instant::now(), Vec::new(), vec![0u8; 16 << 10]);
+    loop {
+        match tokio::time::timeout_at((start + within).into(), s.read(&mut buf)).await {
+            Err(_) => return (None, got),
+            Ok(Ok(0) | Err(_)) => return (Some(start.elapsed()), got),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn telemetry(name: &str, endpoint: &str) -> (tracing::Dispatch, TelemetryGuard) {
+    tracing_setup::build(&TelemetryConfig {
+        service_name: name.into(),
+        otlp_endpoint: Some(endpoint.into()),
+        log_format: LogFormat::Text,
+        log_filter: "warn".into(),
+    })
+    .expect("telemetry")
+}
+
+/// Flushes the exporters (the services have stopped) and returns every span received once
+/// `done` holds (at most 10 s).
+async fn flushed(
+    receiver: &OtlpReceiver,
+    guards: Vec<TelemetryGuard>,
+    done: impl Fn(&[ReceivedSpan]) -> bool,
+) -> Vec<ReceivedSpan> {
+    tokio::task::spawn_blocking(move || guards.into_iter().for_each(|g| g.shutdown()))
+        .await
+        .expect("flush");
+    receiver.wait_for(Duration::from_secs(10), done).await
+}
+
+/// A CA made here (rcgen): the test's [`kubestore_tests::pki::Pki`] cannot put an O in a
+/// subject, and the REST API reads groups from it.
+struct Ca {
+    params: CertificateParams,
+    key: KeyPair,
+    pem: String,
+}
+
+impl Ca {
+    fn new(name: &str) -> Self {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let key = KeyPair::generate().expect("CA key");
+        let pem = params.self_signed(&key).expect("CA certificate").pem();
+        Self { params, key, pem }
+    }
+
+    /// A certificate (PEM) and key (PEM) for `cn` in organization `org`, valid for localhost.
+    fn issue(&self, cn: &str, org: Option<&str>) -> (String, String) {
+        let mut params = CertificateParams::new(vec!["localhost".to_string()]).expect("params");
+        params.distinguished_name.push(DnType::CommonName, cn);
+        if let Some(org) = org {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, org);
+        }
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        let key = KeyPair::generate().expect("key");
+        let issuer = Issuer::from_params(&self.params, &self.key);
+        let cert = params.signed_by(&key, &issuer).expect("sign");
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
+/// A client trusting `ca`, presenting `id` (certificate and key PEM) if given, offering `alpn`.
+fn tls_client(ca: &str, id: Option<&(String, String)>, alpn: &[&[u8]]) -> TlsConnector {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(ca.as_bytes()).expect("CA PEM"))
+        .expect("trust the CA");
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots);
+    let mut config = match id {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                vec![CertificateDer::from_pem_slice(cert.as_bytes()).expect("cert PEM")],
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("key PEM"),
+            )
+            .expect("client certificate"),
+    };
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    TlsConnector::from(Arc::new(config))
+}
+
+async fn tls_connect(
+    api: SocketAddr,
+    client: &TlsConnector,
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let tcp = TcpStream::connect(api).await?;
+    client
+        .connect(ServerName::try_from("localhost").expect("name"), tcp)
+        .await
+}
+
+/// GET `path` over HTTP/1.1 on a TLS connection of its own: the protocol ALPN picked, and the
+/// response.
+async fn tls_get(
+    api: SocketAddr,
+    client: &TlsConnector,
+    path: &str,
+) -> std::io::Result<(Option<Vec<u8>>, Reply)> {
+    let mut s = tls_connect(api, client).await?;
+    let alpn = s.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+    Ok((
+        alpn,
+        exchange(&mut s, &request("GET", path, &[], b"")).await?,
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_client_certificates_are_identities_and_alpn_picks_h2_or_http1() {
+    let ca = Ca::new("kubestore");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = |name: &str, pem: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, pem).expect("write PEM");
+        p
+    };
+    let (server_cert, server_key) = ca.issue("registry-svc", None);
+    let tls = ServerTlsArgs {
+        tls_cert_file: Some(file("server.crt", &server_cert)),
+        tls_private_key_file: Some(file("server.key", &server_key)),
+        client_ca_file: Some(file("ca.crt", &ca.pem)),
+    };
+    let receiver = OtlpReceiver::start().await;
+    let (dispatch, guard) = telemetry("registry-svc", &receiver.endpoint);
+    let cluster = Cluster::storage_only().await;
+    let config = registry_svc::Config {
+        tls,
+        ..Default::default()
+    };
+    let (mut registry, api) =
+        spawn_registry_with_kube_api(config, cluster.storage.url(), Some(dispatch));
+    let alice = ca.issue("alice", Some("devs"));
+    let http1 = tls_client(&ca.pem, Some(&alice), &[b"http/1.1"]);
+    wait_until(
+        Duration::from_secs(20),
+        "the REST API serves over TLS",
+        || async {
+            let ready = tls_get(api, &http1, "/readyz").await;
+            ready.is_ok_and(|(_, r)| r.code == 200)
+        },
+    )
+    .await;
+
+    // No client certificate: the handshake succeeds, the request is upstream's 401.
+    let anonymous = tls_client(&ca.pem, None, &[b"http/1.1"]);
+    let (_, r) = tls_get(api, &anonymous, CMS).await.expect("served");
+    let status = assert_status(&r, 401, "Unauthorized");
+    assert_eq!(status["message"], "Unauthorized", "{r}");
+
+    // A certificate another CA signed does not verify: no response at all.
+    let mallory = Ca::new("other").issue("mallory", Some("devs"));
+    let foreign = tls_client(&ca.pem, Some(&mallory), &[b"http/1.1"]);
+    if let Ok((_, r)) = tls_get(api, &foreign, CMS).await {
+        panic!("a certificate of another CA was served: {r}");
+    }
+
+    // alice over HTTP/1.1 (the only protocol offered).
+    let (alpn, r) = tls_get(api, &http1, CMS).await.expect("served");
+    assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
+    assert_eq!(r.is(200).json()["kind"], "ConfigMapList");
+
+    // alice offering h2 first: h2 it is, and a request over it works.
+    let both = tls_client(&ca.pem, Some(&alice), &[b"h2", b"http/1.1"]);
+    let s = tls_connect(api, &both).await.expect("handshake");
+    assert_eq!(s.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(s))
+            .await
+            .expect("h2 handshake");
+    let driver = tokio::spawn(conn);
+    let req = http::Request::get(format!("https://localhost:{}{CMS}", api.port()))
+        .body(http_body_util::Empty::<Bytes>::new())
+        .expect("request");
+    let resp = sender.send_request(req).await.expect("h2 request");
+    assert_eq!(resp.version(), http::Version::HTTP_2);
+    assert_eq!(resp.status(), 200);
+    let body = resp.into_body().collect().await.expect("h2 body");
+    let list: Value = serde_json::from_slice(&body.to_bytes()).expect("JSON");
+    assert_eq!(list["kind"], "ConfigMapList", "{list}");
+    drop(sender);
+    driver.abort();
+
+    // Who each request was: the REST span's user.name (the certificate's CN).
+    registry.stop();
+    let route = "GET /api/v1/namespaces/{namespace}/{resource}";
+    let spans = flushed(&receiver, vec![guard], |s| {
+        s.iter().filter(|x| x.span.name == route).count() >= 3
+    })
+    .await;
+    let mut users: Vec<(Option<i64>, String)> = spans
+        .iter()
+        .filter(|x| x.service == "registry-svc" && x.span.name == route)
+        .map(|x| {
+            (
+                x.int("http.response.status_code"),
+                x.attr("user.name").unwrap_or_default(),
+            )
+        })
+        .collect();
+    users.sort();
+    let alice = (Some(200), "alice".to_string());
+    assert_eq!(users, [alice.clone(), alice, (Some(401), String::new())]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bodies_too_large_malformed_or_of_unknown_type_are_refused_with_a_status() {
+    let kube = KubeCluster::start().await;
+    wait_system_namespaces(&kube.registry_url()).await;
+    let api = kube.api;
+
+    // 4 MiB announced, 1 KiB sent: refused without waiting for the rest.
+    let mut s = TcpStream::connect(api).await.expect("connect");
+    let mut head = request("POST", CMS, &[JSON, ("Content-Length", "4194304")], b"");
+    head.extend_from_slice(&vec![b' '; 1024]);
+    s.write_all(&head).await.expect("write");
+    let r = tokio::time::timeout(Duration::from_secs(10), read_reply(&mut s))
+        .await
+        .expect("413 before the body: the server waited for it")
+        .expect("a response");
+    let status = assert_status(&r, 413, "RequestEntityTooLarge");
+    assert_eq!(
+        status["message"], "Request entity too large: limit is 3145728",
+        "{r}"
+    );
+
+    let malformed = br#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"#;
+    let r = call(api, "POST", CMS, &[JSON], malformed).await;
+    let status = assert_status(&r, 400, "BadRequest");
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot be handled as a ConfigMap")),
+        "{r}"
+    );
+    let text = [("Content-Type", "text/plain")];
+    let r = call(api, "POST", CMS, &text, &config_map("plain", 1)).await;
+    assert_status(&r, 415, "UnsupportedMediaType");
+
+    // The same body as JSON is fine, and only it was stored.
+    post(api, "plain", 1).await.is(201);
+    let list = get(api, CMS).await.is(200).json();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["plain"], "{list}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_stalled_half_way_through_its_headers_is_closed() {
+    let kube = KubeCluster::start().await;
+    let api = kube.api;
+    let mut partial = TcpStream::connect(api).await.expect("connect");
+    partial
+        .write_all(format!("GET {CMS} HTTP/1.1\r\nHost: localhost\r\nX-Slow: ").as_bytes())
+        .await
+        .expect("write");
+    get(api, CMS).await.is(200); // meanwhile others are served
+    let (closed, got) = wait_closed(&mut partial, Duration::from_secs(30)).await;
+    let closed =
+        closed.expect("half a request still holds its connection after 30 s (bound: 10 s)");
+    assert!(
+        closed >= Duration::from_secs(5),
+        "closed after {closed:?}: not by the header bound"
+    );
+    let got = String::from_utf8_lossy(&got);
+    assert!(got.is_empty() || got.starts_with("HTTP/1.1 408"), "{got}");
+}
+
+/// The same bound for a connection that never sends its first byte (upstream's
+/// `ReadHeaderTimeout` runs from the start of the connection, too).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_that_never_sends_a_byte_is_closed() {
+    let kube = KubeCluster::start().await;
+    let mut silent = TcpStream::connect(kube.api).await.expect("connect");
+    let (closed, got) = wait_closed(&mut silent, Duration::from_secs(30)).await;
+    assert!(
+        closed.is_some(),
+        "a connection that never sent a byte is still held after 30 s (header bound: 10 s); got {got:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_traceparent_continues_through_registry_and_storage() {
+    const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const PARENT: &str = "00f067aa0ba902b7";
+    let receiver = OtlpReceiver::start().await;
+    let (storage_d, storage_g) = telemetry("storage-svc", &receiver.endpoint);
+    let (registry_d, registry_g) = telemetry("registry-svc", &receiver.endpoint);
+    let kube = KubeCluster::start_with(ClusterOptions {
+        storage_dispatch: Some(storage_d),
+        registry_dispatch: Some(registry_d),
+        ..Default::default()
+    })
+    .await;
+    wait_system_namespaces(&kube.registry_url()).await;
+    post(kube.api, "traced", 1).await.is(201);
+    let path = format!("{CMS}/traced");
+    let traceparent = [("traceparent", &*format!("00-{TRACE}-{PARENT}-01"))];
+    call(kube.api, "GET", &path, &traceparent, b"")
+        .await
+        .is(200);
+    drop(kube);
+
+    let all = flushed(&receiver, vec![registry_g, storage_g], |s| {
+        s.iter()
+            .any(|x| x.trace_id() == TRACE && x.service == "storage-svc")
+    })
+    .await;
+    let trace: Vec<&ReceivedSpan> = all.iter().filter(|s| s.trace_id() == TRACE).collect();
+    let summary: Vec<String> = trace
+        .iter()
+        .map(|s| format!("{}:{}", s.service, s.span.name))
+        .collect();
+    let template = "/api/v1/namespaces/{namespace}/{resource}/{name}";
+    let rest = trace
+        .iter()
+        .find(|s| s.service == "registry-svc" && s.span.name == format!("GET {template}"))
+        .unwrap_or_else(|| panic!("no REST span in the trace: {summary:?}"));
+    assert_eq!(rest.parent_id(), PARENT, "the caller's span is the parent");
+    assert_eq!(rest.span.kind, 2, "a server span");
+    assert_eq!(rest.attr("http.request.method").as_deref(), Some("GET"));
+    assert_eq!(rest.int("http.response.status_code"), Some(200));
+    assert_eq!(rest.attr("http.route").as_deref(), Some(template));
+    assert_eq!(rest.attr("url.path").as_deref(), Some(path.as_str()));
+    let storage = trace
+        .iter()
+        .find(|s| s.service == "storage-svc" && s.span.name == "storage.v1.Storage/Get")
+        .unwrap_or_else(|| panic!("no storage Get span in the trace: {summary:?}"));
+    // Up from storage's server span, through registry's client span, to the REST span.
+    let parent = |s: &ReceivedSpan| trace.iter().find(|p| p.span_id() == s.parent_id()).copied();
+    let mut up = parent(storage);
+    while let Some(p) = up.filter(|p| p.span_id() != rest.span_id()) {
+        up = parent(p);
+    }
+    assert!(
+        up.is_some(),
+        "storage's span does not descend from the REST span: {summary:?}"
+    );
+    for s in &trace {
+        assert!(
+            s.parent_id() == PARENT || parent(s).is_some(),
+            "{}:{} has a parent outside the trace",
+            s.service,
+            s.span.name
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rest_calls_are_counted_under_upstreams_labels() {
+    let kube = KubeCluster::start().await;
+    wait_system_namespaces(&kube.registry_url()).await;
+    let (metrics, api) = (metrics_addr(&kube), kube.api);
+    post(api, "counted", 1).await.is(201);
+    get(api, &format!("{CMS}/counted")).await.is(200);
+    get(api, &format!("{CMS}/missing")).await.is(404);
+    get(api, CMS).await.is(200);
+    let mut watch = TcpStream::connect(api).await.expect("connect");
+    open_watch(&mut watch).await;
+
+    let text = scrape(metrics).await;
+    let labels = |verb: &str, scope: &str| {
+        format!(
+            r#"verb="{verb}",dry_run="",group="",version="v1",resource="configmaps",subresource="",scope="{scope}",component="apiserver""#
+        )
+    };
+    for (verb, scope, code) in [
+        ("POST", "resource", "201"),
+        ("GET", "resource", "200"),
+        ("GET", "resource", "404"),
+        ("LIST", "namespace", "200"),
+        ("WATCH", "namespace", "200"),
+    ] {
+        let series = format!(
+            r#"apiserver_request_total{{{},code="{code}"}}"#,
+            labels(verb, scope)
+        );
+        assert_eq!(sample(&text, &series), Some(1.0), "{series} in\n{text}");
+    }
+    let open = format!(
+        "apiserver_longrunning_requests{{{}}}",
+        labels("WATCH", "namespace")
+    );
+    assert_eq!(sample(&text, &open), Some(1.0), "{open} in\n{text}");
+    // The client hangs up: the watch is no longer open.
+    drop(watch);
+    let closed = || async { sample(&scrape(metrics).await, &open) == Some(0.0) };
+    wait_until(
+        Duration::from_secs(10),
+        "the watch ends with its client",
+        closed,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watcher_that_stops_reading_is_cut_off_and_others_are_served() {
+    let kube = KubeCluster::start().await;
+    wait_system_namespaces(&kube.registry_url()).await;
+    let (metrics, api) = (metrics_addr(&kube), kube.api);
+    post(api, "probe", 1).await.is(201);
+    // A small receive buffer, so that the server's side holds what the watcher does not read.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(64 << 10).expect("SO_RCVBUF");
+    let mut watch = socket.connect(api).await.expect("connect");
+    let (head, mut raw) = open_watch(&mut watch).await;
+    let chunked = header(&head, "transfer-encoding").is_some_and(|v| v.contains("chunked"));
+    assert!(chunked, "{head}");
+
+    // 20 MiB of changes, far more than every buffer on the way holds; the watcher reads none.
+    // Someone else is served all along.
+    const WRITES: usize = 80;
+    let cut_off = || async { sample(&scrape(metrics).await, "registry_watchers_cut_off_total") };
+    assert_eq!(cut_off().await, Some(0.0));
+    for i in 0..WRITES {
+        post(api, &format!("big-{i}"), 256 << 10).await.is(201);
+        if i % 10 == 0 {
+            get(api, &format!("{CMS}/probe")).await.is(200);
+        }
+    }
+    let cut = || async { cut_off().await == Some(1.0) };
+    wait_until(
+        Duration::from_secs(30),
+        "the stalled watcher is cut off",
+        cut,
+    )
+    .await;
+    get(api, &format!("{CMS}/probe")).await.is(200);
+
+    // Reading now: what was on its way, then the cut-off as an ERROR event, then the end.
+    let mut buf = vec![0u8; 256 << 10];
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        while !dechunk(&raw).1 {
+            match watch.read(&mut buf).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => raw.extend_from_slice(&buf[..n]),
+            }
+        }
+        true
+    })
+    .await
+    .expect("the cut-off watch never ended");
+    assert!(ended, "the connection ended before the stream did");
+    let (body, _) = dechunk(&raw);
+    let events: Vec<Value> = body
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).expect("an event per line"))
+        .collect();
+    let added = events.iter().filter(|e| e["type"] == "ADDED").count();
+    assert!(
+        added < WRITES,
+        "{added} of {WRITES} writes delivered: not cut off"
+    );
+    let last = events.last().expect("events");
+    assert_eq!(last["type"], "ERROR", "the stream ends with the cut-off");
+    assert_eq!(last["object"]["kind"], "Status");
+    assert_eq!(last["object"]["code"], 429);
+    assert_eq!(last["object"]["reason"], "TooManyRequests");
+    assert!(
+        last["object"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("did not read its events")),
+        "{last}"
+    );
+}
