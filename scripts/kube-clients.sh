@@ -65,6 +65,12 @@ have_node_client() {
 }
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  # A machine without Node.js: Debian's (as scripts/buf.sh installs npm).
+  if command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null || true
+  fi
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "kube-clients: node and npm (Node.js >= 20) are required to install @kubernetes/client-node $CLIENT_NODE_VERSION" >&2
   exit 1
 fi
