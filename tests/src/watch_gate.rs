@@ -42,6 +42,8 @@ struct Gate {
     held: Arc<AtomicBool>,
     /// Frames of Watch responses that arrived while held.
     delayed: Arc<AtomicUsize>,
+    /// Watch calls storage-svc has answered (their streams are open).
+    watches: Arc<AtomicUsize>,
 }
 
 impl WatchGate {
@@ -93,6 +95,12 @@ impl WatchGate {
         self.gate.held.store(false, Ordering::SeqCst);
     }
 
+    /// Watch streams opened through the gate so far (storage-svc answered their call), so a
+    /// test can wait for a service's watches to be open before it holds them.
+    pub fn watches(&self) -> usize {
+        self.gate.watches.load(Ordering::SeqCst)
+    }
+
     /// Frames of Watch streams that arrived while held (so a test knows it held something).
     pub fn delayed(&self) -> usize {
         self.gate.delayed.load(Ordering::SeqCst)
@@ -130,6 +138,7 @@ impl tower::Service<http::Request<Body>> for Forward {
         Box::pin(async move {
             match channel.oneshot(request).await {
                 Ok(response) if watch => Ok(response.map(|inner| {
+                    gate.watches.fetch_add(1, Ordering::SeqCst);
                     Body::new(Held {
                         inner,
                         gate,

@@ -343,6 +343,18 @@ async fn a_second_registry_serves_a_new_definition_before_its_watch_brings_it() 
     let gate = WatchGate::start(&cluster.storage.url()).await;
     let second = spawn_registry(registry_svc::Config::default(), gate.url(), None);
     wait_serving(&second.url()).await;
+    // Serving is not watching yet: the replica's definitions and namespaces watches (the two it
+    // opens at start) must be open before they are held, or the definitions watch could start
+    // after the write and learn the definition by its list, which would prove nothing.
+    let opened = tokio::time::Instant::now() + Duration::from_secs(10);
+    while gate.watches() < 2 {
+        assert!(
+            tokio::time::Instant::now() < opened,
+            "the second replica opened {} watches",
+            gate.watches()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let url = cluster.registry.as_ref().expect("registry").url();
     let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
     gate.hold();

@@ -19,6 +19,8 @@
 //!   a REST watch in `apiserver_longrunning_requests` until its client hangs up.
 //! - A REST watcher that never reads is cut off (`registry_watchers_cut_off_total`, then its
 //!   stream ends with a `429` ERROR event) while others are still answered.
+//! - `/healthz`, `/livez`, `/readyz` as upstream answers them, and `405` for a verb a path
+//!   does not take.
 
 use std::{
     net::SocketAddr,
@@ -753,4 +755,56 @@ async fn a_watcher_that_stops_reading_is_cut_off_and_others_are_served() {
             .is_some_and(|m| m.contains("did not read its events")),
         "{last}"
     );
+}
+
+/// Upstream's health endpoints (`ok`, a line per check with `?verbose`, one check by its path,
+/// `exclude=`), and `405` with a `Status` for a verb a path does not take.
+#[tokio::test(flavor = "multi_thread")]
+async fn health_endpoints_and_unsupported_verbs_answer_as_upstream() {
+    let kube = KubeCluster::start().await;
+    wait_system_namespaces(&kube.registry_url()).await;
+    let api = kube.api;
+    let text = |r: &Reply| String::from_utf8_lossy(&r.body).into_owned();
+
+    for path in ["/healthz", "/livez", "/readyz"] {
+        assert_eq!(text(&get(api, path).await.is(200)), "ok", "{path}");
+    }
+    let ready = text(&get(api, "/readyz?verbose").await.is(200));
+    for line in [
+        "[+]ping ok",
+        "[+]etcd ok",
+        "[+]shutdown ok",
+        "readyz check passed",
+    ] {
+        assert!(ready.lines().any(|l| l == line), "no {line:?} in:\n{ready}");
+    }
+    let live = text(&get(api, "/livez?verbose").await.is(200));
+    assert!(live.lines().any(|l| l == "livez check passed"), "{live}");
+    assert!(
+        !live.contains("etcd"),
+        "livez does not depend on etcd:\n{live}"
+    );
+    assert_eq!(text(&get(api, "/readyz/etcd").await.is(200)), "ok");
+    let excluded = text(&get(api, "/readyz?verbose&exclude=etcd").await.is(200));
+    assert!(
+        excluded.lines().any(|l| l == "[+]etcd excluded: ok"),
+        "{excluded}"
+    );
+    assert_status(&get(api, "/readyz/nosuchcheck").await, 404, "NotFound");
+
+    // POST names no object, PUT needs one: 405, as upstream's routes answer.
+    post(api, "named", 1).await.is(201);
+    let r = call(
+        api,
+        "POST",
+        &format!("{CMS}/named"),
+        &[JSON],
+        &config_map("named", 1),
+    )
+    .await;
+    assert_status(&r, 405, "MethodNotAllowed");
+    let r = call(api, "PUT", CMS, &[JSON], &config_map("named", 1)).await;
+    assert_status(&r, 405, "MethodNotAllowed");
+    let r = call(api, "POST", "/version", &[JSON], b"{}").await;
+    assert_status(&r, 405, "MethodNotAllowed");
 }
