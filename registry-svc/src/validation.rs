@@ -7,7 +7,14 @@
 
 use kubestore_proto::meta::v1::ObjectMeta;
 
-use crate::{store::finalizers, violations::Violations};
+use crate::violations::Violations;
+
+/// Finalizer asking the garbage collector to orphan dependents (metav1's
+/// `FinalizerOrphanDependents`).
+pub const ORPHAN: &str = "orphan";
+/// Finalizer asking the garbage collector to delete dependents first (metav1's
+/// `FinalizerDeleteDependents`).
+pub const FOREGROUND: &str = "foregroundDeletion";
 
 /// Longest DNS-1123 subdomain.
 pub const DNS1123_SUBDOMAIN_MAX: usize = 253;
@@ -201,8 +208,8 @@ pub fn object_meta(meta: &ObjectMeta, namespaced: bool, v: &mut Violations) {
             }
         }
     }
-    if meta.finalizers.iter().any(|f| f == finalizers::ORPHAN)
-        && meta.finalizers.iter().any(|f| f == finalizers::FOREGROUND)
+    if meta.finalizers.iter().any(|f| f == ORPHAN)
+        && meta.finalizers.iter().any(|f| f == FOREGROUND)
     {
         add(
             "metadata.finalizers",

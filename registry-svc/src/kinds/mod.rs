@@ -15,3 +15,6 @@ pub mod pod_status;
 pub mod pod_validation;
 pub mod printers;
 pub mod secret;
+
+#[cfg(test)]
+mod graceful_tests;

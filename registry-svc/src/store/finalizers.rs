@@ -22,10 +22,9 @@ pub enum GcPolicy {
     Unsupported,
 }
 
-/// Finalizer asking the garbage collector to orphan dependents.
-pub const ORPHAN: &str = "orphan";
-/// Finalizer asking the garbage collector to delete dependents first.
-pub const FOREGROUND: &str = "foregroundDeletion";
+/// The garbage collector's finalizers (metav1's names), defined beside the ObjectMeta rules that
+/// check them.
+pub use crate::validation::{FOREGROUND, ORPHAN};
 
 fn policy(options: &DeleteOptions) -> PropagationPolicy {
     PropagationPolicy::try_from(options.propagation_policy)
