@@ -33,7 +33,8 @@ use crate::{
 /// Namespace of the listed objects.
 const LIST_NS: &str = "bench-list";
 
-fn object(ns: &str, name: &str) -> ConfigMap {
+/// The benchmark's ConfigMap `name` in `ns` (a 64-byte payload).
+pub(crate) fn object(ns: &str, name: &str) -> ConfigMap {
     ConfigMap {
         metadata: Some(ObjectMeta {
             name: name.into(),
@@ -313,6 +314,27 @@ fn check(got: usize, want: usize) -> Result<(), String> {
 }
 
 /// Lag statistics of a fan-out: events/s per watcher, lag percentiles.
+/// Creates ConfigMaps `w00000`, `w00001`, ... in `ns`, `events` of them one after another, for
+/// watchers to receive: the instant each create was acknowledged.
+pub(crate) async fn write_events(
+    cms: &mut ConfigMapsClient<Channel>,
+    ns: &str,
+    events: usize,
+) -> Result<Vec<Instant>, String> {
+    let mut acks = Vec::with_capacity(events);
+    for i in 0..events {
+        cms.create(CreateConfigMapRequest {
+            namespace: ns.into(),
+            config_map: Some(object(ns, &format!("w{i:05}"))),
+            dry_run: false,
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        acks.push(Instant::now());
+    }
+    Ok(acks)
+}
+
 pub(crate) fn fanout_stats(acks: &[Instant], receipts: &[Vec<Instant>], start: Instant) -> Stats {
     let mut lags: Vec<Duration> = Vec::new();
     let mut last = start;
@@ -394,17 +416,7 @@ async fn registry_fanout(
     // Let the watches start before the first write (they resume from `start` anyway).
     tokio::time::sleep(Duration::from_millis(200)).await;
     let begin = Instant::now();
-    let mut acks = Vec::with_capacity(events);
-    for i in 0..events {
-        cms.create(CreateConfigMapRequest {
-            namespace: ns.into(),
-            config_map: Some(object(ns, &format!("w{i:05}"))),
-            dry_run: false,
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-        acks.push(Instant::now());
-    }
+    let acks = write_events(&mut cms, ns, events).await?;
     for t in tasks {
         t.await.map_err(|e| e.to_string())??;
     }

@@ -127,26 +127,7 @@ async fn a_watch_from_a_listed_version_and_from_a_compacted_one() {
 
     // A version etcd has compacted away: a list at it and a watch from it are 410 Expired (the
     // watch as kube-apiserver answers it: 200, then one ERROR event with the Status).
-    let rv = |name: &str| {
-        c.k(&[
-            "create",
-            "configmap",
-            name,
-            "-o",
-            "jsonpath={.metadata.resourceVersion}",
-        ])
-        .run()
-        .ok()
-        .out()
-        .to_string()
-    };
-    let old = rv("a");
-    rv("b");
-    let latest = rv("c");
-    let mut etcd = c.cluster.etcd.client().await;
-    etcd.compact(latest.parse::<i64>().expect("rv"), None)
-        .await
-        .expect("compact");
+    let old = c.compacted_version().await;
     let (r, lines) = scenario(&c, "expired", &[&old]);
     assert_eq!(
         lines,

@@ -176,26 +176,7 @@ for kw in [{"timeout_seconds": 10}, {}]:
 #[tokio::test(flavor = "multi_thread")]
 async fn an_expired_resource_version_is_410() {
     let c = KubeCluster::start().await;
-    let rv = |name: &str| {
-        c.k(&[
-            "create",
-            "configmap",
-            name,
-            "-o",
-            "jsonpath={.metadata.resourceVersion}",
-        ])
-        .run()
-        .ok()
-        .out()
-        .to_string()
-    };
-    let old = rv("a");
-    rv("b");
-    let latest = rv("c");
-    let mut etcd = c.cluster.etcd.client().await;
-    etcd.compact(latest.parse::<i64>().expect("rv"), None)
-        .await
-        .expect("compact");
+    let old = c.compacted_version().await;
     let r = c.python(EXPIRED, &[&old]).run().ok();
     let lines: Vec<&str> = r.out().lines().collect();
     assert_eq!(

@@ -27,10 +27,9 @@ use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::TokioIo;
 use kubestore_proto::{
     core::v1::{
-        ConfigMap, CreateConfigMapRequest, WatchConfigMapsRequest,
-        config_maps_client::ConfigMapsClient,
+        CreateConfigMapRequest, WatchConfigMapsRequest, config_maps_client::ConfigMapsClient,
     },
-    meta::v1::{ListOptions, ObjectMeta},
+    meta::v1::ListOptions,
 };
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
@@ -60,22 +59,6 @@ enum Conn {
     Grpc(Channel),
     Http1(SocketAddr),
     H2(SocketAddr, SendRequest<Empty<Bytes>>),
-}
-
-fn object(ns: &str, name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: Some(ObjectMeta {
-            name: name.into(),
-            namespace: ns.into(),
-            ..Default::default()
-        }),
-        data: [
-            ("n".to_string(), name.to_string()),
-            ("payload".to_string(), "x".repeat(64)),
-        ]
-        .into(),
-        immutable: None,
-    }
 }
 
 /// Raises this process's soft limit on open files to `want` (at most the hard limit), so that
@@ -233,7 +216,7 @@ pub(crate) async fn fanout(
     let start = cms
         .create(CreateConfigMapRequest {
             namespace: ns.into(),
-            config_map: Some(object(ns, "start")),
+            config_map: Some(crate::listwatch::object(ns, "start")),
             dry_run: false,
         })
         .await
@@ -293,17 +276,7 @@ pub(crate) async fn fanout(
         return Err(format!("only {opened} of {n} watches opened"));
     }
     let begin = Instant::now();
-    let mut acks = Vec::with_capacity(events);
-    for i in 0..events {
-        cms.create(CreateConfigMapRequest {
-            namespace: ns.into(),
-            config_map: Some(object(ns, &format!("w{i:05}"))),
-            dry_run: false,
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-        acks.push(Instant::now());
-    }
+    let acks = crate::listwatch::write_events(&mut cms, ns, events).await?;
     for t in tasks {
         t.await.map_err(|e| e.to_string())??;
     }

@@ -42,6 +42,25 @@ type WatchStream<T> = std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<T
 
 const CRD: &str = "custom_resource_definition";
 
+/// Update or UpdateStatus of a definition (the same request, another part).
+async fn update_definition(
+    service: &ResourceService<CustomResourceDefinition>,
+    request: Request<UpdateCustomResourceDefinitionRequest>,
+    part: UpdatePart,
+) -> Result<Response<CustomResourceDefinition>, Status> {
+    let (metadata, _, r) = request.into_parts();
+    service
+        .write(
+            &metadata,
+            Write::Update(part),
+            String::new(),
+            r.custom_resource_definition,
+            CRD,
+            r.dry_run,
+        )
+        .await
+}
+
 #[tonic::async_trait]
 impl CustomResourceDefinitions for ResourceService<CustomResourceDefinition> {
     async fn create(
@@ -72,34 +91,14 @@ impl CustomResourceDefinitions for ResourceService<CustomResourceDefinition> {
         &self,
         request: Request<UpdateCustomResourceDefinitionRequest>,
     ) -> Result<Response<CustomResourceDefinition>, Status> {
-        let (metadata, _, r) = request.into_parts();
-        let write = Write::Update(UpdatePart::Main);
-        self.write(
-            &metadata,
-            write,
-            String::new(),
-            r.custom_resource_definition,
-            CRD,
-            r.dry_run,
-        )
-        .await
+        update_definition(self, request, UpdatePart::Main).await
     }
 
     async fn update_status(
         &self,
         request: Request<UpdateCustomResourceDefinitionRequest>,
     ) -> Result<Response<CustomResourceDefinition>, Status> {
-        let (metadata, _, r) = request.into_parts();
-        let write = Write::Update(UpdatePart::Status);
-        self.write(
-            &metadata,
-            write,
-            String::new(),
-            r.custom_resource_definition,
-            CRD,
-            r.dry_run,
-        )
-        .await
+        update_definition(self, request, UpdatePart::Status).await
     }
 
     /// The first Delete marks the definition with its cleanup finalizer (the definitions'

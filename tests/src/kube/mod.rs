@@ -273,6 +273,32 @@ impl KubeCluster {
         }
     }
 
+    /// A resourceVersion etcd has compacted away: kubectl creates ConfigMaps `a`, `b` and `c`
+    /// in `default`, and etcd is compacted at `c`'s revision; `a`'s is returned.
+    pub async fn compacted_version(&self) -> String {
+        let rv = |name: &str| {
+            self.k(&[
+                "create",
+                "configmap",
+                name,
+                "-o",
+                "jsonpath={.metadata.resourceVersion}",
+            ])
+            .run()
+            .ok()
+            .out()
+            .to_string()
+        };
+        let old = rv("a");
+        rv("b");
+        let latest = rv("c");
+        let mut etcd = self.cluster.etcd.client().await;
+        etcd.compact(latest.parse::<i64>().expect("rv"), None)
+            .await
+            .expect("compact");
+        old
+    }
+
     /// kubectl 1.37 (the newest client).
     pub fn k(&self, args: &[&str]) -> Cmd {
         self.kubectl(Kubectl::V1_37, args)
