@@ -92,6 +92,11 @@ pub(crate) async fn seed(etcd: &etcd_client::Client, ns: &str, n: usize) -> Resu
     Ok(())
 }
 
+/// Seeds the `n` objects of the list rows.
+pub(crate) async fn seed_list(etcd: &etcd_client::Client, n: usize) -> Result<(), String> {
+    seed(etcd, LIST_NS, n).await
+}
+
 /// Runs `reps` operations one after another, with the CPU each process spent per operation.
 pub(crate) async fn measured<F, Fut>(reps: usize, f: F) -> (Stats, PerOp)
 where
@@ -130,26 +135,16 @@ pub(crate) fn row(
     }
 }
 
-/// The list rows and, per service, RSS growth during the one-page list against its size.
-pub(crate) async fn list_rows(
+/// `reps` etcd ranges, one after another, over the `want` objects [`seed`]ed in the list
+/// namespace: one call each.
+pub(crate) async fn raw_one_page(
     etcd: &etcd_client::Client,
-    registry: &[Channel],
-    registry_off: Option<&[Channel]>,
-    services: &[&ServiceProcess],
-    objects: usize,
     reps: usize,
-) -> Result<(Vec<Row>, Vec<(String, f64, f64)>), String> {
-    println!("list of {objects} ConfigMaps");
-    seed(etcd, LIST_NS, objects).await?;
-    let prefix = format!("/registry/configmaps/{LIST_NS}/");
-    let channel = registry[0].clone();
-    let client = move || ConfigMapsClient::new(channel.clone()).max_decoding_message_size(1 << 30);
-    let mut rows = Vec::new();
-    let want = objects;
-
+    want: usize,
+) -> (Stats, PerOp) {
     let raw = etcd.clone();
-    let p = prefix.clone();
-    let stats = measured(reps, move |_| {
+    let p = format!("/registry/configmaps/{LIST_NS}/");
+    measured(reps, move |_| {
         let (mut kv, p) = (raw.kv_client(), p.clone());
         async move {
             let r = kv
@@ -162,12 +157,50 @@ pub(crate) async fn list_rows(
             check(r.kvs().len(), want)
         }
     })
-    .await;
+    .await
+}
+
+/// `reps` registry-svc Lists of the list namespace's `want` objects, one after another, each
+/// in one page.
+pub(crate) async fn registry_one_page(ch: Channel, reps: usize, want: usize) -> (Stats, PerOp) {
+    measured(reps, move |_| {
+        let mut c = ConfigMapsClient::new(ch.clone()).max_decoding_message_size(1 << 30);
+        async move {
+            let r = c
+                .list(ListConfigMapsRequest {
+                    namespace: LIST_NS.into(),
+                    options: None,
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            check(r.into_inner().items.len(), want)
+        }
+    })
+    .await
+}
+
+/// The list rows and, per service, RSS growth during the one-page list against its size.
+pub(crate) async fn list_rows(
+    etcd: &etcd_client::Client,
+    registry: &[Channel],
+    registry_off: Option<&[Channel]>,
+    services: &[&ServiceProcess],
+    objects: usize,
+    reps: usize,
+) -> Result<(Vec<Row>, Vec<(String, f64, f64)>), String> {
+    println!("list of {objects} ConfigMaps");
+    seed_list(etcd, objects).await?;
+    let prefix = format!("/registry/configmaps/{LIST_NS}/");
+    let channel = registry[0].clone();
+    let client = move || ConfigMapsClient::new(channel.clone()).max_decoding_message_size(1 << 30);
+    let mut rows = Vec::new();
+    let want = objects;
+
     rows.push(row(
         "raw etcd",
         "list 10000 (one page)",
         "list 10000 (one page)",
-        stats,
+        raw_one_page(etcd, reps, want).await,
         String::new(),
     ));
     for (layer, ch) in [
@@ -178,25 +211,11 @@ pub(crate) async fn list_rows(
         ),
     ] {
         let Some(ch) = ch else { continue };
-        let stats = measured(reps, move |_| {
-            let mut c = ConfigMapsClient::new(ch.clone()).max_decoding_message_size(1 << 30);
-            async move {
-                let r = c
-                    .list(ListConfigMapsRequest {
-                        namespace: LIST_NS.into(),
-                        options: None,
-                    })
-                    .await
-                    .map_err(|e| e.to_string())?;
-                check(r.into_inner().items.len(), want)
-            }
-        })
-        .await;
         rows.push(row(
             layer,
             "list 10000 (one page)",
             "list 10000 (one page)",
-            stats,
+            registry_one_page(ch, reps, want).await,
             String::new(),
         ));
     }
@@ -362,8 +381,25 @@ pub(crate) fn fanout_stats(acks: &[Instant], receipts: &[Vec<Instant>], start: I
     }
 }
 
+/// The fan-out's statistics once every watcher's task has ended.
+async fn finish_fanout(
+    tasks: Vec<tokio::task::JoinHandle<Result<(), String>>>,
+    acks: &[Instant],
+    receipts: &Mutex<Vec<Vec<Instant>>>,
+    begin: Instant,
+) -> Result<Stats, String> {
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    Ok(fanout_stats(
+        acks,
+        &receipts.lock().map_err(|e| e.to_string())?,
+        begin,
+    ))
+}
+
 /// `watchers` registry-svc watchers of `ns` while one writer creates `events` ConfigMaps there.
-async fn registry_fanout(
+pub(crate) async fn registry_fanout(
     registry: &[Channel],
     ns: &'static str,
     watchers: usize,
@@ -417,32 +453,16 @@ async fn registry_fanout(
     tokio::time::sleep(Duration::from_millis(200)).await;
     let begin = Instant::now();
     let acks = write_events(&mut cms, ns, events).await?;
-    for t in tasks {
-        t.await.map_err(|e| e.to_string())??;
-    }
-    Ok(fanout_stats(
-        &acks,
-        &receipts.lock().map_err(|e| e.to_string())?,
-        begin,
-    ))
+    finish_fanout(tasks, &acks, &receipts, begin).await
 }
 
-/// Watch fan-out through registry-svc (cache on: 100, 1,000 and 10,000 watchers; off: 100)
-/// and on raw etcd (100 watchers), with the CPU each process spent per delivered event and
-/// the services' peak RSS. `services` are the cache-on pair (storage, registry), then the
-/// cache-off pair when there is one.
-pub(crate) async fn watch_rows(
+/// `watchers` raw etcd watchers from the current revision while one writer puts `events` new
+/// keys.
+pub(crate) async fn raw_fanout(
     etcd: &etcd_client::Client,
-    registry: &[Channel],
-    registry_off: Option<&[Channel]>,
-    services: &[&ServiceProcess],
     watchers: usize,
     events: usize,
-) -> Result<Vec<Row>, String> {
-    println!("watch fan-out: {watchers} watchers, {events} writes");
-    let mut rows = Vec::new();
-
-    // Raw etcd: watchers from the current revision, one writer putting new keys.
+) -> Result<Stats, String> {
     let start_rev = etcd
         .kv_client()
         .get("/", None)
@@ -451,7 +471,6 @@ pub(crate) async fn watch_rows(
         .header()
         .map_or(0, |h| h.revision());
     let prefix = "/raw/watch/".to_string();
-    let cpu_before = cpu::sample();
     let receipts = Arc::new(Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for _ in 0..watchers {
@@ -497,10 +516,26 @@ pub(crate) async fn watch_rows(
             .map_err(|e| e.to_string())?;
         acks.push(Instant::now());
     }
-    for t in tasks {
-        t.await.map_err(|e| e.to_string())??;
-    }
-    let stats = fanout_stats(&acks, &receipts.lock().map_err(|e| e.to_string())?, begin);
+    finish_fanout(tasks, &acks, &receipts, begin).await
+}
+
+/// Watch fan-out through registry-svc (cache on: 100, 1,000 and 10,000 watchers; off: 100)
+/// and on raw etcd (100 watchers), with the CPU each process spent per delivered event and
+/// the services' peak RSS. `services` are the cache-on pair (storage, registry), then the
+/// cache-off pair when there is one.
+pub(crate) async fn watch_rows(
+    etcd: &etcd_client::Client,
+    registry: &[Channel],
+    registry_off: Option<&[Channel]>,
+    services: &[&ServiceProcess],
+    watchers: usize,
+    events: usize,
+) -> Result<Vec<Row>, String> {
+    println!("watch fan-out: {watchers} watchers, {events} writes");
+    let mut rows = Vec::new();
+
+    let cpu_before = cpu::sample();
+    let stats = raw_fanout(etcd, watchers, events).await?;
     let cpu = cpu_before.per_op(&cpu::sample(), watchers * events);
     let raw_p99 = stats.p99;
     rows.push(row(

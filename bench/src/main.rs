@@ -6,6 +6,7 @@
 //! cargo run --release -p kubestore-bench -- --only rest  # REST against gRPC: its section only
 //! cargo run -p kubestore-bench -- --smoke             # a few ops, writes target/bench-smoke.md
 //! cargo run --release -p kubestore-bench -- --soak 600  # steady load, writes target/soak.md
+//! scripts/bench-releases.sh a582744                   # this tree against a582744, interleaved
 //! ```
 //!
 //! The services run as child processes (this binary in `serve-storage` / `serve-registry`
@@ -17,6 +18,7 @@ mod custom;
 mod gc;
 mod listwatch;
 mod procs;
+mod releases;
 mod report;
 mod rest;
 mod runner;
@@ -109,6 +111,21 @@ struct Cli {
     /// tasks (`soak.rs`); writes target/soak.md unless --out says otherwise.
     #[arg(long, value_name = "SECS")]
     soak: Option<u64>,
+    /// Instead of the benchmark: release over release (`releases.rs`). Builds to compare, as
+    /// NAME=DIR, DIR holding that build's storage-svc and registry-svc; one gRPC channel at the
+    /// highest --concurrency; writes its section of --out.
+    #[arg(long, value_delimiter = ',', value_name = "NAME=DIR")]
+    releases: Vec<releases::Build>,
+    /// Runs of --releases (each build once per run, the order rotating).
+    #[arg(long, default_value_t = 4)]
+    runs: usize,
+    /// Lists per build and run of --releases (one page of --list-objects each).
+    #[arg(long, default_value_t = 10)]
+    list_reps: usize,
+    /// With --releases: record each pair with `perf record --call-graph dwarf` during Get and the one-page
+    /// List into this directory instead of writing the table.
+    #[arg(long, value_name = "DIR")]
+    perf_dir: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -785,6 +802,27 @@ fn main() -> ExitCode {
     if cli.custom_kinds {
         let registrations = if cli.smoke { 3 } else { 50 };
         return match rt.block_on(custom::custom_kinds(cli.ops, registrations)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kubestore-bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if !cli.releases.is_empty() {
+        let plan = releases::Plan {
+            builds: &cli.releases,
+            runs: if cli.smoke { 1 } else { cli.runs },
+            ops: cli.ops,
+            concurrency: cli.concurrency.iter().copied().max().unwrap_or(64),
+            list_objects: cli.list_objects,
+            list_reps: if cli.smoke { 2 } else { cli.list_reps },
+            watchers: cli.watchers,
+            watch_events: if cli.smoke { 20 } else { 500 },
+            perf_dir: cli.perf_dir.as_deref(),
+            out: &cli.out,
+        };
+        return match rt.block_on(releases::releases(plan)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("kubestore-bench: {e}");

@@ -4,6 +4,7 @@
 
 use std::{
     net::SocketAddr,
+    path::Path,
     process::{Child, Command, Stdio},
     time::Duration,
 };
@@ -29,12 +30,29 @@ impl ServiceProcess {
         args: &[String],
         env: &[(String, String)],
     ) -> Self {
-        let addr = free_addr();
-        let metrics = free_addr();
         let exe = std::env::current_exe().expect("current exe");
         let mut cmd = Command::new(exe);
-        cmd.arg(format!("serve-{name}"))
-            .arg("--listen-addr")
+        cmd.arg(format!("serve-{name}"));
+        Self::spawn(name, cmd, args, env).await
+    }
+
+    /// Starts the service binary `<dir>/<name>-svc` (another build's, e.g. the previous
+    /// release's) with `args`, and waits until it is SERVING.
+    pub(crate) async fn start_binary(name: &'static str, dir: &Path, args: &[String]) -> Self {
+        let exe = dir.join(format!("{name}-svc"));
+        assert!(exe.is_file(), "no service binary at {}", exe.display());
+        Self::spawn(name, Command::new(exe), args, &[]).await
+    }
+
+    async fn spawn(
+        name: &'static str,
+        mut cmd: Command,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> Self {
+        let addr = free_addr();
+        let metrics = free_addr();
+        cmd.arg("--listen-addr")
             .arg(addr.to_string())
             .arg("--metrics-addr")
             .arg(metrics.to_string())
@@ -55,6 +73,10 @@ impl ServiceProcess {
         };
         kubestore_tests::services::wait_serving(&me.url()).await;
         me
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub(crate) fn url(&self) -> String {

@@ -383,3 +383,29 @@ fn cpu_targets(out: &mut String, rows: &[Row], c: usize) {
         );
     }
 }
+
+/// Writes `section` into `path` in place of the text between `markers` (the section's first
+/// and last lines) when it has them; otherwise before the hand-written analysis
+/// (`before_analysis`, where a full run rewrites it) or at the end (where a full run keeps it).
+pub(crate) fn splice(
+    path: &std::path::Path,
+    (begin, end): (&str, &str),
+    section: &str,
+    before_analysis: bool,
+) -> Result<(), String> {
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let new = match (old.find(begin), old.find(end)) {
+        (Some(b), Some(e)) if e > b => {
+            let after = &old[e + end.len()..];
+            format!("{}{}{}", &old[..b], section.trim_end(), after)
+        }
+        _ => match old.find(ANALYSIS_MARKER).filter(|_| before_analysis) {
+            Some(i) => format!("{}{section}\n{}", &old[..i], &old[i..]),
+            None => format!("{}\n\n{section}", old.trim_end()),
+        },
+    };
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(path, new).map_err(|e| format!("writing {}: {e}", path.display()))
+}

@@ -16,7 +16,10 @@
 //! a message field before it finds it malformed). Groups (wire types 3 and 4, which prost
 //! skips recursively in unknown fields) count as a level each. Reading payloads as messages
 //! is also what protects the decodes that follow our codec's (storage-svc reads the metadata of
-//! the objects a request carries as bytes). The walk reads ~1.4 GB/s (release build): 47 µs
+//! the objects a request carries as bytes). The one exception is storage.v1's responses, which
+//! registry-svc reads: storage-svc encodes them from messages that do not nest, with objects as
+//! opaque bytes that registry-svc walks one by one when it decodes them ([`bounded`]), and
+//! passes on unwalked when it does not (`codec::Domain::walks`). The walk reads ~1.4 GB/s (release build): 47 µs
 //! for a 60 KB ConfigMap request, whose decoding takes 360 µs.
 
 /// The deepest nesting of messages decoded: a custom object of `MAX_JSON_DEPTH` JSON levels
@@ -28,6 +31,13 @@ pub const MAX_NESTING: usize = 3 * MAX_JSON_DEPTH + 24;
 /// The deepest JSON a custom object may nest (its root object is level 1): serde_json, which
 /// reads stored objects back, stops at 128; upstream's decoder at 10,000.
 pub const MAX_JSON_DEPTH: usize = 120;
+
+/// [`check`] at [`MAX_NESTING`], for bytes decoded outside our codec's own check: an object
+/// registry-svc reads from a storage.v1 response (which the codec does not walk, see
+/// `codec::Domain::walks`), a Kubernetes protobuf body of the REST API.
+pub fn bounded(msg: &[u8]) -> Result<(), String> {
+    check(msg, MAX_NESTING)
+}
 
 /// One message (or group) being walked.
 struct Frame {
@@ -58,11 +68,18 @@ fn varint(buf: &[u8], at: &mut usize, end: usize) -> Option<u64> {
 /// `Err` naming the limit when `msg`'s messages nest deeper than `max` levels (the message
 /// itself is level 0).
 pub fn check(msg: &[u8], max: usize) -> Result<(), String> {
-    let mut stack = vec![Frame {
+    // Each level takes at least the one byte of the key that opens it: a message of `max`
+    // bytes or fewer cannot nest deeper, and most requests and single objects are that small
+    // (this walk was ~1% of a Get's CPU; BENCHMARKS.md, "Release over release").
+    if msg.len() <= max {
+        return Ok(());
+    }
+    let mut stack = Vec::with_capacity(16);
+    stack.push(Frame {
         end: msg.len(),
         at: 0,
         group: None,
-    }];
+    });
     loop {
         let Some(f) = stack.last_mut() else {
             return Ok(());
@@ -216,6 +233,19 @@ mod tests {
             "a string is no deeper message"
         );
         assert!(check(&[], 0).is_ok());
+    }
+
+    /// A message no longer than the limit is not walked: one byte opens a level at the least
+    /// (a start-group key), so `max + 1` bytes are the fewest that can nest too deep.
+    #[test]
+    fn a_message_as_short_as_the_limit_cannot_nest_past_it() {
+        let start_group = [0x0b_u8; 64]; // field 1, wire type 3
+        assert!(check(&start_group[..10], 10).is_ok());
+        assert!(
+            check(&start_group[..11], 10).is_err(),
+            "11 levels in 11 bytes"
+        );
+        assert!(check(&start_group[..11], 11).is_ok());
     }
 
     /// The deepest request accepted decodes on a 2 MiB stack (a tokio worker's) in a debug

@@ -525,6 +525,20 @@ async fn bodies_too_large_malformed_or_of_unknown_type_are_refused_with_a_status
     let r = call(api, "POST", CMS, &text, &config_map("plain", 1)).await;
     assert_status(&r, 415, "UnsupportedMediaType");
 
+    // A Kubernetes protobuf envelope of nothing but nested groups (field 15, start group): a
+    // decoder that recursed into them would overflow its stack and take the server down.
+    let mut deep = b"k8s\0".to_vec();
+    deep.extend(std::iter::repeat_n(0x7b_u8, 200_000));
+    let proto = [("Content-Type", "application/vnd.kubernetes.protobuf")];
+    let r = call(api, "POST", CMS, &proto, &deep).await;
+    let status = assert_status(&r, 400, "BadRequest");
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("nests deeper than")),
+        "{r}"
+    );
+
     // The same body as JSON is fine, and only it was stored.
     post(api, "plain", 1).await.is(201);
     let list = get(api, CMS).await.is(200).json();

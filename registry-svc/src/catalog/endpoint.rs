@@ -110,10 +110,12 @@ impl<R: Resource, S: Shape<R>> StoreEndpoint<R, S> {
 
     /// The metadata of an encoded object in Kubernetes JSON (field 1 only is read).
     fn metadata_text(&self, bytes: &[u8]) -> Result<Vec<u8>, ApiError> {
+        let stored = |e: &dyn std::fmt::Display| {
+            ApiError::Internal(format!("stored {} does not decode: {e}", self.info.kind))
+        };
+        kubestore_proto::depth::bounded(bytes).map_err(|e| stored(&e))?;
         let meta = <kubestore_proto::meta::v1::MetadataOnly as prost::Message>::decode(bytes)
-            .map_err(|e| {
-                ApiError::Internal(format!("stored {} does not decode: {e}", self.info.kind))
-            })?
+            .map_err(|e| stored(&e))?
             .metadata
             .unwrap_or_default();
         self.codec

@@ -36,8 +36,11 @@ pub fn encode_object(
     api_version: &str,
     schema: Option<&Schema>,
 ) -> Result<Bytes, ApiError> {
-    let obj = CustomObject::decode(stored)
-        .map_err(|e| ApiError::Internal(format!("a stored custom object does not decode: {e}")))?;
+    let malformed = |e: &dyn std::fmt::Display| {
+        ApiError::Internal(format!("a stored custom object does not decode: {e}"))
+    };
+    kubestore_proto::depth::bounded(stored).map_err(|e| malformed(&e))?;
+    let obj = CustomObject::decode(stored).map_err(|e| malformed(&e))?;
     let content: Map<String, Value> = if obj.content.is_empty() {
         Map::new()
     } else {

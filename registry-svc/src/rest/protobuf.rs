@@ -55,8 +55,13 @@ pub fn decode(raw: &[u8], endpoint: &dyn Endpoint) -> Result<Value, ApiError> {
             MAGIC
         ))
     })?;
-    let unknown = <Unknown as prost::Message>::decode(body)
-        .map_err(|e| ApiError::BadRequest(format!("the protobuf envelope does not decode: {e}")))?;
+    // prost decodes without a recursion limit (`kubestore_proto::depth`): nested groups in an
+    // unknown field would recurse until the stack overflowed.
+    let malformed = |e: &dyn std::fmt::Display| {
+        ApiError::BadRequest(format!("the protobuf envelope does not decode: {e}"))
+    };
+    kubestore_proto::depth::bounded(body).map_err(|e| malformed(&e))?;
+    let unknown = <Unknown as prost::Message>::decode(body).map_err(|e| malformed(&e))?;
     if unknown
         .content_encoding
         .as_deref()

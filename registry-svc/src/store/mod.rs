@@ -90,6 +90,8 @@ pub struct Store<R: Resource> {
     pub(crate) storage: StorageClient,
     pub(crate) strategy: Arc<dyn Strategy<R>>,
     names: Arc<Names>,
+    /// The kind's request metrics' handles (`crate::metrics::Series`).
+    series: crate::metrics::Series,
 }
 
 impl<R: Resource> Clone for Store<R> {
@@ -98,6 +100,7 @@ impl<R: Resource> Clone for Store<R> {
             storage: self.storage.clone(),
             strategy: self.strategy.clone(),
             names: self.names.clone(),
+            series: self.series.clone(),
         }
     }
 }
@@ -118,6 +121,7 @@ impl<R: Resource> Store<R> {
             storage,
             strategy,
             names: Arc::new(names),
+            series: crate::metrics::Series::default(),
         }
     }
 
@@ -153,10 +157,15 @@ impl<R: Resource> Store<R> {
     ) -> Result<T, ApiError> {
         let start = std::time::Instant::now();
         let result = fut.await;
-        let labels = crate::metrics::ApiMetrics::labels(verb, &self.names, namespace, dry_run);
-        self.storage
-            .api
-            .observe(labels, verb == crate::metrics::Verb::Create, start, &result);
+        self.storage.api.observe(
+            &self.series,
+            verb,
+            &self.names,
+            namespace,
+            dry_run,
+            start,
+            &result,
+        );
         result
     }
 
@@ -227,10 +236,14 @@ impl<R: Resource> Store<R> {
         Ok(obj)
     }
 
-    /// An object read from storage, exactly as stored (no defaults).
+    /// An object read from storage, exactly as stored (no defaults). Its nesting is checked
+    /// first: storage.v1's responses are not walked as a whole (`kubestore_proto::depth`).
     pub(crate) fn decode_stored(&self, bytes: &[u8]) -> Result<R, ApiError> {
-        R::decode(bytes)
-            .map_err(|e| ApiError::Internal(format!("stored {} does not decode: {e}", self.kind())))
+        let stored = |e: &dyn std::fmt::Display| {
+            ApiError::Internal(format!("stored {} does not decode: {e}", self.kind()))
+        };
+        kubestore_proto::depth::bounded(bytes).map_err(|e| stored(&e))?;
+        R::decode(bytes).map_err(|e| stored(&e))
     }
 
     /// The namespace a request works in: the request's, else the object's (a gRPC client has
