@@ -122,8 +122,8 @@ struct Cli {
     /// Lists per build and run of --releases (one page of --list-objects each).
     #[arg(long, default_value_t = 10)]
     list_reps: usize,
-    /// With --releases: record each pair with `perf record --call-graph dwarf` during Get and the one-page
-    /// List into this directory instead of writing the table.
+    /// With --releases: record each pair with `perf record --call-graph dwarf` during Create,
+    /// Get and the one-page List into this directory instead of writing the table.
     #[arg(long, value_name = "DIR")]
     perf_dir: Option<PathBuf>,
 }

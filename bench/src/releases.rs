@@ -18,9 +18,10 @@
 //! the ratios move with whoever got the CPU; the microseconds per request do not, and they are
 //! what a release adds or takes back.
 //!
-//! With `--perf-dir`, each block also records the pair with `perf record --call-graph dwarf` during Get and the
-//! one-page List (`<build>-<workload>.data`, read with `perf report -i`), runs only those (and
-//! the Creates that Get reads), and writes no table: a profiled run is not a measured one.
+//! With `--perf-dir`, each block also records the pair with `perf record --call-graph dwarf`
+//! during Create, Get and the one-page List (`<build>-<workload>.data`, read with
+//! `perf report -i`), runs only those, and writes no table: a profiled run is not a measured
+//! one.
 
 use std::{
     fmt::Write as _,
@@ -355,7 +356,7 @@ fn services(cpu: &PerOp) -> f64 {
         .sum()
 }
 
-/// `perf record` of the pair while it lives (only with `--perf-dir`, during Get and the List).
+/// `perf record` of the pair while it lives (only with `--perf-dir`: Create, Get, the List).
 struct Perf(Option<Child>);
 
 impl Perf {
@@ -363,7 +364,7 @@ impl Perf {
         let Some(dir) = p.perf_dir else {
             return Self(None);
         };
-        if !matches!(w, Workload::Get | Workload::List) {
+        if !matches!(w, Workload::Create | Workload::Get | Workload::List) {
             return Self(None);
         }
         let out = dir.join(format!("{}-{}.data", build.name, w.file()));
