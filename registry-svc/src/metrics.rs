@@ -14,9 +14,11 @@
 //! `LIST`, `WATCH`, `PUT` update, `DELETE`, also for DeleteCollection); `code` the HTTP status
 //! it would answer (201 for a create, 200, 404, 409, 422, ...); `scope` `resource` for one
 //! named object or a create, `namespace` for a collection in a namespace, `cluster` across
-//! namespaces; `component` `apiserver`. Recorded by the gRPC handlers (`Store::request`), so a
-//! DeleteCollection is one DELETE and the registry's own reads (the definitions controller) are
-//! not client requests.
+//! namespaces; `component` `apiserver`. Recorded for the clients' calls of every transport
+//! (`Store::request`), so a DeleteCollection is one DELETE and the registry's own reads (the
+//! definitions controller) are not client requests; a REST request refused before its verb
+//! runs (a body that does not decode: 400, 413, 415) is counted too (`Store::refused`), as
+//! upstream's instrumentation wraps the whole handler.
 
 use std::{
     collections::HashMap,
@@ -217,10 +219,19 @@ impl ApiMetrics {
         }
     }
 
-    /// Records a request of `verb` on `names` in `namespace` that ended with `result` after
+    /// The HTTP code a request of `verb` that ended with `result` answers (upstream's label).
+    pub fn code<T>(verb: Verb, result: &Result<T, ApiError>) -> u16 {
+        match result {
+            Ok(_) if verb == Verb::Create => 201,
+            Ok(_) => 200,
+            Err(e) => e.http_code(),
+        }
+    }
+
+    /// Records a request of `verb` on `names` in `namespace` that answered `code` after
     /// starting at `start`, through `series` (the caller's kind's handles).
     #[allow(clippy::too_many_arguments)]
-    pub fn observe<T>(
+    pub fn observe(
         &self,
         series: &Series,
         verb: Verb,
@@ -228,13 +239,8 @@ impl ApiMetrics {
         namespace: &str,
         dry_run: bool,
         start: Instant,
-        result: &Result<T, ApiError>,
+        code: u16,
     ) {
-        let code = match result {
-            Ok(_) if verb == Verb::Create => 201,
-            Ok(_) => 200,
-            Err(e) => e.http_code(),
-        };
         let key = SeriesKey {
             verb,
             dry_run,

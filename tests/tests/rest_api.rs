@@ -661,6 +661,12 @@ async fn rest_calls_are_counted_under_upstreams_labels() {
     get(api, &format!("{CMS}/counted")).await.is(200);
     get(api, &format!("{CMS}/missing")).await.is(404);
     get(api, CMS).await.is(200);
+    // Refused before the verb runs: counted all the same, as upstream counts them.
+    let text_plain = [("Content-Type", "text/plain")];
+    let r = call(api, "POST", CMS, &text_plain, &config_map("plain", 1)).await;
+    assert_status(&r, 415, "UnsupportedMediaType");
+    let r = call(api, "POST", CMS, &[JSON], br#"{"kind": "#).await;
+    assert_status(&r, 400, "BadRequest");
     let mut watch = TcpStream::connect(api).await.expect("connect");
     open_watch(&mut watch).await;
 
@@ -676,6 +682,8 @@ async fn rest_calls_are_counted_under_upstreams_labels() {
         ("GET", "resource", "404"),
         ("LIST", "namespace", "200"),
         ("WATCH", "namespace", "200"),
+        ("POST", "resource", "415"),
+        ("POST", "resource", "400"),
     ] {
         let series = format!(
             r#"apiserver_request_total{{{},code="{code}"}}"#,

@@ -234,6 +234,10 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         &self.info
     }
 
+    fn refused(&self, verb: Verb, namespace: &str, error: &ApiError) {
+        self.store.refused(verb, namespace, error);
+    }
+
     fn openapi_schema(&self) -> Option<Value> {
         self.shape.openapi_schema()
     }

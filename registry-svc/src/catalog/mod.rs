@@ -287,6 +287,10 @@ pub trait Endpoint: Send + Sync + 'static {
         options: DeleteOptions,
     ) -> Result<Deleted, ApiError>;
 
+    /// Counts a request of `verb` in `namespace` refused with `error` before it reached one of
+    /// the verbs above (which count their own), in the request metrics.
+    fn refused(&self, verb: crate::metrics::Verb, namespace: &str, error: &ApiError);
+
     /// Delete every object `list` selects, each as by Delete with `options`.
     async fn delete_collection(
         &self,

@@ -22,6 +22,7 @@ use super::{
 use crate::{
     catalog::{Endpoint, Output, Page, Part},
     error::ApiError,
+    metrics::Verb,
     store::Ctx,
 };
 
@@ -60,11 +61,19 @@ pub async fn resource(
     );
     let method = req.method().clone();
     let verb = |v: &str| info.verbs.iter().any(|x| x == v);
+    // Upstream counts every request in `apiserver_request_total`, also one refused before its
+    // verb runs (a body that does not decode: 400, 413, 415); the endpoint's verbs count the
+    // others.
+    let counted = request_verb(&method, path.name.is_some(), part, &query);
+    let refused = |e: ApiError| {
+        endpoint.refused(counted, &namespace, &e);
+        e
+    };
     match (&method, path.name.as_deref()) {
         (&Method::GET, None) if part == Part::Main => {
-            let output = accept.output(&query)?;
-            let options = query.list_options()?;
-            if query.watch()? {
+            let output = accept.output(&query).map_err(refused)?;
+            let options = query.list_options().map_err(refused)?;
+            if query.watch().map_err(refused)? {
                 if !verb("watch") {
                     return Err(not_supported(&method, &info.qualified()));
                 }
@@ -84,11 +93,11 @@ pub async fn resource(
             Ok(list_response(&info.api_version(), &info.list_kind, page))
         }
         (&Method::GET, Some(name)) => {
-            let output = accept.output(&query)?;
-            if query.watch()? {
+            let output = accept.output(&query).map_err(refused)?;
+            if query.watch().map_err(refused)? {
                 // `GET .../pods/NAME?watch=1`: the deprecated single-object watch, a watch of
                 // the collection narrowed to the name.
-                let mut options = query.list_options()?;
+                let mut options = query.list_options().map_err(refused)?;
                 options.field_selector = if options.field_selector.is_empty() {
                     format!("metadata.name={name}")
                 } else {
@@ -103,9 +112,11 @@ pub async fn resource(
             if !verb("create") {
                 return Err(not_supported(&method, &info.qualified()));
             }
-            let options = query.write_options()?;
-            let body = read_body(rest, req, &ctx, endpoint.as_ref()).await?;
-            let body = json_body(body, &info.kind)?;
+            let options = query.write_options().map_err(refused)?;
+            let body = read_body(rest, req, &ctx, endpoint.as_ref())
+                .await
+                .and_then(|b| json_body(b, &info.kind))
+                .map_err(refused)?;
             let written = endpoint.create(ctx, &namespace, body, &options).await?;
             let code = if written.created {
                 StatusCode::CREATED
@@ -118,10 +129,12 @@ pub async fn resource(
             if !verb("update") {
                 return Err(not_supported(&method, &info.qualified()));
             }
-            let options = query.write_options()?;
+            let options = query.write_options().map_err(refused)?;
             let name = name.to_string();
-            let body = read_body(rest, req, &ctx, endpoint.as_ref()).await?;
-            let body = json_body(body, &info.kind)?;
+            let body = read_body(rest, req, &ctx, endpoint.as_ref())
+                .await
+                .and_then(|b| json_body(b, &info.kind))
+                .map_err(refused)?;
             let written = endpoint
                 .update(ctx, &namespace, &name, body, part, &options)
                 .await?;
@@ -136,7 +149,7 @@ pub async fn resource(
             if !verb("patch") {
                 return Err(not_supported(&method, &info.qualified()));
             }
-            let options = query.write_options()?;
+            let options = query.write_options().map_err(refused)?;
             let name = name.to_string();
             let content_type = req
                 .headers()
@@ -144,27 +157,31 @@ pub async fn resource(
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("")
                 .to_string();
-            let Some(patch_type) = PatchType::from_content_type(&content_type) else {
-                return Err(ApiError::UnsupportedMediaType(format!(
+            let unsupported = || {
+                refused(ApiError::UnsupportedMediaType(format!(
                     "the body of the request was in an unknown format - accepted media types include: {}",
                     accepted_patch_types(endpoint.as_ref()).join(", ")
-                )));
+                )))
+            };
+            let Some(patch_type) = PatchType::from_content_type(&content_type) else {
+                return Err(unsupported());
             };
             if patch_type == PatchType::Strategic && info.message.is_none()
                 || patch_type == PatchType::Apply
             {
-                return Err(ApiError::UnsupportedMediaType(format!(
-                    "the body of the request was in an unknown format - accepted media types include: {}",
-                    accepted_patch_types(endpoint.as_ref()).join(", ")
-                )));
+                return Err(unsupported());
             }
-            let raw = super::body::read_raw(rest, req, &ctx).await?;
+            let raw = super::body::read_raw(rest, req, &ctx)
+                .await
+                .map_err(refused)?;
             let body: Value = if patch_type == PatchType::Apply {
-                serde_yaml_ng::from_slice(&raw)
-                    .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?
+                serde_yaml_ng::from_slice(&raw).map_err(|e| {
+                    refused(ApiError::BadRequest(format!("error decoding YAML: {e}")))
+                })?
             } else {
-                serde_json::from_slice(&raw)
-                    .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?
+                serde_json::from_slice(&raw).map_err(|e| {
+                    refused(ApiError::BadRequest(format!("error decoding patch: {e}")))
+                })?
             };
             let written = endpoint
                 .patch(
@@ -187,8 +204,10 @@ pub async fn resource(
                 return Err(not_supported(&method, &info.qualified()));
             }
             let name = name.to_string();
-            let raw = super::body::read_raw(rest, req, &ctx).await?;
-            let options = delete_options(&query, &raw)?;
+            let raw = super::body::read_raw(rest, req, &ctx)
+                .await
+                .map_err(refused)?;
+            let options = delete_options(&query, &raw).map_err(refused)?;
             let deleted = endpoint.delete(ctx, &namespace, &name, options).await?;
             if deleted.deleted && !info.return_deleted_object {
                 let body = status::deleted(&name, &info.group, &info.plural, &deleted.uid);
@@ -200,15 +219,31 @@ pub async fn resource(
             if !verb("deletecollection") {
                 return Err(not_supported(&method, &info.qualified()));
             }
-            let list = query.list_options()?;
-            let raw = super::body::read_raw(rest, req, &ctx).await?;
-            let options = delete_options(&query, &raw)?;
+            let list = query.list_options().map_err(refused)?;
+            let raw = super::body::read_raw(rest, req, &ctx)
+                .await
+                .map_err(refused)?;
+            let options = delete_options(&query, &raw).map_err(refused)?;
             let page = endpoint
                 .delete_collection(ctx, &namespace, list, options)
                 .await?;
             Ok(list_response(&info.api_version(), &info.list_kind, page))
         }
         _ => Err(not_supported(&method, &info.qualified())),
+    }
+}
+
+/// The verb a request would run, for the request metrics.
+fn request_verb(method: &Method, named: bool, part: Part, query: &Query) -> Verb {
+    match *method {
+        Method::GET if query.watch().unwrap_or(false) => Verb::Watch,
+        Method::GET if named => Verb::Get,
+        Method::GET => Verb::List,
+        Method::POST => Verb::Create,
+        Method::PUT => Verb::update(part),
+        Method::PATCH => Verb::patch(part),
+        Method::DELETE if named => Verb::Delete,
+        _ => Verb::DeleteCollection,
     }
 }
 

@@ -164,9 +164,24 @@ impl<R: Resource> Store<R> {
             namespace,
             dry_run,
             start,
-            &result,
+            crate::metrics::ApiMetrics::code(verb, &result),
         );
         result
+    }
+
+    /// Records a client's request of `verb` in `namespace` refused with `error` before the verb
+    /// ran (a body that does not decode, a media type the resource does not take): upstream
+    /// counts every request, its instrumentation wrapping the whole handler.
+    pub fn refused(&self, verb: crate::metrics::Verb, namespace: &str, error: &ApiError) {
+        self.storage.api.observe(
+            &self.series,
+            verb,
+            &self.names,
+            namespace,
+            false,
+            std::time::Instant::now(),
+            error.http_code(),
+        );
     }
 
     /// Counts a watch in `namespace` as open until the guard is dropped (keep it with the
