@@ -258,7 +258,7 @@ async fn block(p: &Plan<'_>, b: usize) -> Result<Vec<Sample>, String> {
             Workload::List => {
                 let (raw_stats, _) =
                     listwatch::raw_one_page(&raw_client, p.list_reps, p.list_objects).await;
-                let perf = Perf::start(p, build, w, &pids);
+                let perf = Perf::start(p, build, w, &pids).await;
                 let (stats, cpu) =
                     listwatch::registry_one_page(ch.clone(), p.list_reps, p.list_objects).await;
                 drop(perf);
@@ -294,7 +294,7 @@ async fn block(p: &Plan<'_>, b: usize) -> Result<Vec<Sample>, String> {
                 })
                 .await
                 .0;
-                let perf = Perf::start(p, build, w, &pids);
+                let perf = Perf::start(p, build, w, &pids).await;
                 let c = cms.clone();
                 let (stats, cpu) = measure(p, move |i| {
                     let cms = c.clone();
@@ -360,7 +360,7 @@ fn services(cpu: &PerOp) -> f64 {
 struct Perf(Option<Child>);
 
 impl Perf {
-    fn start(p: &Plan<'_>, build: &Build, w: Workload, pids: &[u32]) -> Self {
+    async fn start(p: &Plan<'_>, build: &Build, w: Workload, pids: &[u32]) -> Self {
         let Some(dir) = p.perf_dir else {
             return Self(None);
         };
@@ -379,7 +379,7 @@ impl Perf {
         match child {
             Ok(c) => {
                 // perf needs a moment to attach to every thread.
-                std::thread::sleep(Duration::from_millis(500));
+                tokio::time::sleep(Duration::from_millis(500)).await;
                 Self(Some(c))
             }
             Err(e) => {
