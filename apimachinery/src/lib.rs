@@ -9,7 +9,8 @@
 //!   `additionalPrinterColumns`);
 //! - [`patch`]: JSON merge, JSON and strategic merge patches;
 //! - [`table`]: `meta.k8s.io/v1` Tables (server-side printing);
-//! - [`time`]: `metav1.Time` and `MicroTime` text.
+//! - [`time`]: `metav1.Time` and `MicroTime` text;
+//! - [`yaml`]: YAML bodies as JSON, with alias expansion bounded.
 
 pub mod descriptors;
 pub mod json;
@@ -18,3 +19,4 @@ pub mod patch;
 pub mod rules;
 pub mod table;
 pub mod time;
+pub mod yaml;

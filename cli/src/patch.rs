@@ -76,7 +76,13 @@ pub fn apply_locally(
     let message = descriptors()
         .filter(|_| !r.message.is_empty())
         .map(|d| (d, r.message.as_str()));
-    patch.apply(current, message).map_err(|e| e.to_string())
+    patch
+        .apply(
+            current,
+            message,
+            &kubestore_apimachinery::patch::Limits::default(),
+        )
+        .map_err(|e| e.to_string())
 }
 
 /// kubectl's `key=value` (set) and `key-` (remove) arguments of `label` and `annotate`.

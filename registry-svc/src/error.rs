@@ -97,6 +97,10 @@ pub enum ApiError {
         /// The limit.
         limit: usize,
     },
+    /// The request is larger than upstream takes (413): a body past 3 MiB, a JSON patch of more
+    /// than 10,000 operations. Upstream's words follow "Request entity too large: ".
+    #[error("Request entity too large: {0}")]
+    EntityTooLarge(String),
     /// etcd is out of space: writes fail until an operator frees space; reads work.
     #[error("{0}")]
     StorageFull(String),
@@ -176,7 +180,7 @@ impl ApiError {
             Self::MethodNotSupported(_) => "MethodNotAllowed",
             Self::NotAcceptable(_) => "NotAcceptable",
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
-            Self::TooLarge { .. } => "RequestEntityTooLarge",
+            Self::TooLarge { .. } | Self::EntityTooLarge(_) => "RequestEntityTooLarge",
             Self::StorageFull(_) => "StorageFull",
             Self::Expired { .. } => "Expired",
             Self::WatcherTooSlow(_) => "WatcherTooSlow",
@@ -198,7 +202,7 @@ impl ApiError {
             Self::MethodNotSupported(_) => 405,
             Self::NotAcceptable(_) => 406,
             Self::UnsupportedMediaType(_) => 415,
-            Self::TooLarge { .. } => 413,
+            Self::TooLarge { .. } | Self::EntityTooLarge(_) => 413,
             Self::Expired { .. } => 410,
             Self::WatcherTooSlow(_) | Self::TooManyRequests(_) => 429,
             Self::Forbidden(_) => 403,
@@ -218,6 +222,7 @@ impl ApiError {
             | Self::Unprocessable { .. }
             | Self::BadRequest(_)
             | Self::TooLarge { .. }
+            | Self::EntityTooLarge(_)
             | Self::NotAcceptable(_)
             | Self::UnsupportedMediaType(_) => Code::InvalidArgument,
             Self::MethodNotSupported(_) => Code::Unimplemented,
@@ -301,6 +306,8 @@ impl ApiError {
         match e {
             PatchError::BadRequest(m) => Self::BadRequest(m),
             PatchError::Unprocessable(detail) => Self::Unprocessable { detail },
+            PatchError::TooLarge(m) => Self::EntityTooLarge(m),
+            PatchError::Timeout => crate::offload::timeout(),
         }
     }
 

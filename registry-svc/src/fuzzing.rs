@@ -137,6 +137,7 @@ pub fn patch(data: &[u8]) {
     if let Ok(out) = p.apply(
         &original,
         Some((pods_codec().descriptors(), ".core.v1.Pod")),
+        &kubestore_apimachinery::patch::Limits::default(),
     ) && patch_type == PatchType::Strategic
     {
         assert!(out.is_object(), "a strategic merge patch made {out}");

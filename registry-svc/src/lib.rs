@@ -26,6 +26,7 @@
 //! bounded field violations, Kubernetes quantities, generated names); [`error`]: API errors and
 //! their gRPC codes (the REST transport maps the same errors to `Status` bodies); [`metrics`]:
 //! kube-apiserver's request metrics; [`object_count`]: its `apiserver_storage_objects`;
+//! [`offload`]: work that grows with a request's input, off the async workers;
 //! [`fuzzing`]: entry points for the fuzz targets.
 //!
 //! A built-in kind is one proto message and service, one `resource!` line ([`resource`]), one
@@ -42,6 +43,7 @@ pub mod lifecycle;
 pub mod metrics;
 pub mod names;
 pub mod object_count;
+pub mod offload;
 pub mod quantity;
 pub mod relay;
 pub mod resource;

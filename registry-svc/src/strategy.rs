@@ -183,6 +183,12 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
         Violations::new()
     }
 
+    /// Refuses the deletion of `name` before anything is read (upstream's admission of a
+    /// delete: NamespaceLifecycle keeps the system namespaces).
+    fn admit_delete(&self, _name: &str) -> Result<(), ApiError> {
+        Ok(())
+    }
+
     /// Hook before create; an error aborts the create (and `finish_create` is not called).
     fn begin_create(&self, _obj: &R, _dry_run: bool) -> Result<(), ApiError> {
         Ok(())

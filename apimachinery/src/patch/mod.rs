@@ -1,13 +1,22 @@
 //! Patches, applied to an object's Kubernetes JSON as upstream's patcher applies them
-//! (`k8s.io/apiserver/pkg/endpoints/handlers/patch.go`): JSON merge patch (RFC 7386) and JSON
-//! patch (RFC 6902) with the `json-patch` crate, and the strategic merge patch
-//! ([`strategic`]) of built-in kinds, from the descriptors and upstream's patch strategies
-//! (`rules`). Server-side apply does not exist yet and is refused by the caller (415).
+//! (`k8s.io/apiserver/pkg/endpoints/handlers/patch.go`): JSON merge patch ([`merge`], RFC
+//! 7386) and JSON patch ([`json`], RFC 6902) as upstream's `evanphx/json-patch.v4` applies
+//! them, and the strategic merge patch ([`strategic`]) of built-in kinds, from the descriptors
+//! and upstream's patch strategies (`rules`). Server-side apply does not exist yet and is
+//! refused by the caller (415).
+//!
+//! Every patch runs within [`Limits`]: upstream's caps, checked before anything is allocated
+//! for them, and the request's deadline, checked as the patch goes; each algorithm is linear
+//! in the document and the patch (maps and sets where a list is matched against another).
 //!
 //! The Store applies a patch inside its GuaranteedUpdate, to every state storage hands it, so a
 //! patch lost to a concurrent writer is applied again to the new state, as upstream's is.
 
+pub mod json;
+pub mod merge;
 pub mod strategic;
+
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -60,6 +69,62 @@ pub enum PatchError {
     /// patch `test` that fails, or a path that does not exist).
     #[error("{0}")]
     Unprocessable(String),
+    /// The patch is larger than upstream takes (413: more than 10,000 JSON patch operations).
+    #[error("{0}")]
+    TooLarge(String),
+    /// The request's deadline passed while the patch was being applied.
+    #[error("the patch was not applied before the request's deadline")]
+    Timeout,
+}
+
+/// Bounds on one patch's work: upstream's limits, and the request's deadline, checked as the
+/// patch is applied (every operation, member or list item), so a patch that grows with its
+/// input stops when its request's time is up instead of holding a thread.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// When the request's time is up (None: no deadline).
+    pub deadline: Option<Instant>,
+    /// The JSON that a JSON patch's `copy` operations may add in all
+    /// (upstream's `JSONPatchMaxCopyBytes`).
+    pub max_copy_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            deadline: None,
+            max_copy_bytes: json::MAX_COPY_BYTES,
+        }
+    }
+}
+
+impl Limits {
+    /// Upstream's limits, with `deadline`.
+    pub fn until(deadline: Option<Instant>) -> Self {
+        Self {
+            deadline,
+            ..Self::default()
+        }
+    }
+
+    /// Timeout once the deadline has passed.
+    pub fn check(&self) -> Result<(), PatchError> {
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Err(PatchError::Timeout),
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts one step, and looks at the clock every 256 (a clock read costs more than a
+    /// member's merge).
+    pub fn tick(&self, steps: &mut usize) -> Result<(), PatchError> {
+        *steps += 1;
+        if steps.is_multiple_of(256) {
+            self.check()
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// A patch: its type and its body (already parsed as JSON).
@@ -72,40 +137,26 @@ pub struct Patch {
 }
 
 impl Patch {
-    /// Applies the patch to `original`, an object of `message` in Kubernetes JSON.
-    /// `descriptors` gives the strategic merge patch its field types; a patch type that needs
-    /// them without them (a custom kind) is the caller's to refuse first.
+    /// Applies the patch to `original`, an object of `message` in Kubernetes JSON, within
+    /// `limits`. `descriptors` gives the strategic merge patch its field types; a patch type
+    /// that needs them without them (a custom kind) is the caller's to refuse first.
     pub fn apply(
         &self,
         original: &Value,
         message: Option<(&Descriptors, &str)>,
+        limits: &Limits,
     ) -> Result<Value, PatchError> {
+        limits.check()?;
         match self.patch_type {
-            PatchType::Merge => {
-                if !self.body.is_object() {
-                    return Err(PatchError::BadRequest(
-                        "json: cannot unmarshal merge patch: not an object".into(),
-                    ));
-                }
-                let mut doc = original.clone();
-                json_patch::merge(&mut doc, &self.body);
-                Ok(doc)
-            }
-            PatchType::Json => {
-                let ops: json_patch::Patch = serde_json::from_value(self.body.clone())
-                    .map_err(|e| PatchError::BadRequest(format!("invalid JSON patch: {e}")))?;
-                let mut doc = original.clone();
-                json_patch::patch(&mut doc, &ops)
-                    .map_err(|e| PatchError::Unprocessable(e.to_string()))?;
-                Ok(doc)
-            }
+            PatchType::Merge => merge::apply(original, &self.body, limits),
+            PatchType::Json => json::apply(original, &self.body, limits),
             PatchType::Strategic => {
                 let Some((descriptors, message)) = message else {
                     return Err(PatchError::BadRequest(
                         "strategic merge patch is not supported for this kind".into(),
                     ));
                 };
-                strategic::apply(descriptors, message, original, &self.body)
+                strategic::apply(descriptors, message, original, &self.body, limits)
             }
             PatchType::Apply => Err(PatchError::BadRequest(
                 "server-side apply is not supported".into(),
@@ -128,7 +179,7 @@ mod tests {
             body: json!({"metadata": {"labels": {"a": null, "c": "3"}}}),
         };
         assert_eq!(
-            merge.apply(&cm, None).expect("applies"),
+            merge.apply(&cm, None, &Limits::default()).expect("applies"),
             json!({"metadata": {"name": "c", "labels": {"b": "2", "c": "3"}}, "data": {"x": "y"}})
         );
         let jp = Patch {
@@ -137,7 +188,7 @@ mod tests {
                          {"op": "remove", "path": "/data/x"}]),
         };
         assert_eq!(
-            jp.apply(&cm, None).expect("applies"),
+            jp.apply(&cm, None, &Limits::default()).expect("applies"),
             json!({"metadata": {"name": "c", "labels": {"a": "1", "b": "2", "d": "4"}}, "data": {}})
         );
         let failing = Patch {
@@ -145,7 +196,7 @@ mod tests {
             body: json!([{"op": "test", "path": "/data/x", "value": "z"}]),
         };
         assert!(matches!(
-            failing.apply(&cm, None),
+            failing.apply(&cm, None, &Limits::default()),
             Err(PatchError::Unprocessable(_))
         ));
         let malformed = Patch {
@@ -153,7 +204,7 @@ mod tests {
             body: json!({"op": "add"}),
         };
         assert!(matches!(
-            malformed.apply(&cm, None),
+            malformed.apply(&cm, None, &Limits::default()),
             Err(PatchError::BadRequest(_))
         ));
         assert_eq!(

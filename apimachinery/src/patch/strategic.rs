@@ -15,9 +15,14 @@
 //! The field types come from the descriptors; a field the protos do not have (a `Struct`'s
 //! contents, or an unknown key) is merged as a JSON merge patch would.
 
+use std::{
+    cell::RefCell,
+    collections::{HashMap, HashSet},
+};
+
 use serde_json::{Map, Value};
 
-use super::PatchError;
+use super::{Limits, PatchError};
 use crate::{
     descriptors::{Descriptors, FieldType, MessageDesc},
     rules::ListStrategy,
@@ -44,6 +49,9 @@ enum Schema<'a> {
 
 struct Walker<'a> {
     descriptors: &'a Descriptors,
+    limits: &'a Limits,
+    /// Members and items merged so far (the deadline is looked at every few hundred).
+    steps: RefCell<usize>,
 }
 
 /// The schema of a list's items, or a field's value.
@@ -108,7 +116,7 @@ impl<'a> Walker<'a> {
         if depth > MAX_DEPTH {
             return Err(PatchError::BadRequest("patch nested too deeply".into()));
         }
-        match patch.remove(PATCH) {
+        match patch.shift_remove(PATCH) {
             None => {}
             Some(Value::String(d)) if d == "replace" => return Ok(Value::Object(clean_map(patch))),
             Some(Value::String(d)) if d == "delete" => return Ok(Value::Object(Map::new())),
@@ -119,7 +127,7 @@ impl<'a> Walker<'a> {
                 )));
             }
         }
-        let retain = match patch.remove(RETAIN_KEYS) {
+        let retain = match patch.shift_remove(RETAIN_KEYS) {
             None => None,
             Some(Value::Array(keys)) => Some(
                 keys.iter()
@@ -128,7 +136,7 @@ impl<'a> Walker<'a> {
                             PatchError::BadRequest("$retainKeys must be a list of strings".into())
                         })
                     })
-                    .collect::<Result<Vec<_>, _>>()?,
+                    .collect::<Result<HashSet<_>, _>>()?,
             ),
             Some(_) => {
                 return Err(PatchError::BadRequest(
@@ -138,34 +146,43 @@ impl<'a> Walker<'a> {
         };
         let mut orders = Vec::new();
         let mut deletions = Vec::new();
-        let keys: Vec<String> = patch.keys().cloned().collect();
-        for k in keys {
+        let mut members = Vec::with_capacity(patch.len());
+        for (k, v) in patch {
             if let Some(list) = k.strip_prefix(SET_ELEMENT_ORDER) {
-                let v = patch.remove(&k).unwrap_or(Value::Null);
                 orders.push((list.to_string(), v));
             } else if let Some(list) = k.strip_prefix(DELETE_FROM_PRIMITIVE_LIST) {
-                let v = patch.remove(&k).unwrap_or(Value::Null);
                 deletions.push((list.to_string(), v));
+            } else {
+                members.push((k, v));
             }
         }
         let mut out = original;
         for (list, values) in deletions {
+            self.limits.tick(&mut self.steps.borrow_mut())?;
             let Value::Array(values) = values else {
                 return Err(PatchError::BadRequest(format!(
                     "{DELETE_FROM_PRIMITIVE_LIST}{list} must be a list"
                 )));
             };
             if let Some(Value::Array(items)) = out.get_mut(&list) {
-                items.retain(|i| !values.contains(i));
+                let gone: HashSet<String> = values.iter().map(identity).collect();
+                items.retain(|i| !gone.contains(&identity(i)));
             }
         }
-        for (k, pv) in patch {
+        // Members merge where they stand (the object keeps its order); removed ones leave in
+        // one pass at the end, not each with a shift of the members after it.
+        let mut removed = HashSet::new();
+        for (k, pv) in members {
+            self.limits.tick(&mut self.steps.borrow_mut())?;
             if pv.is_null() {
-                out.remove(&k);
+                if out.contains_key(&k) {
+                    removed.insert(k);
+                }
                 continue;
             }
             let field = self.field(schema, &k);
-            let merged = match (out.remove(&k), pv) {
+            let current = out.get_mut(&k).map(std::mem::take);
+            let merged = match (current, pv) {
                 (Some(Value::Object(o)), Value::Object(p)) => {
                     let inner = match field {
                         FieldSchema::Value(s) => s,
@@ -183,6 +200,9 @@ impl<'a> Walker<'a> {
                     // Nothing to merge into: the patch's value, without its directives, and
                     // with a `$patch: delete` map meaning no value at all.
                     if p.get(PATCH).and_then(Value::as_str) == Some("delete") {
+                        if out.contains_key(&k) {
+                            removed.insert(k);
+                        }
                         continue;
                     }
                     Value::Object(clean_map(p))
@@ -190,7 +210,15 @@ impl<'a> Walker<'a> {
                 (_, Value::Array(p)) => Value::Array(clean_list(p)),
                 (_, scalar) => scalar,
             };
-            out.insert(k, merged);
+            match out.get_mut(&k) {
+                Some(slot) => *slot = merged,
+                None => {
+                    out.insert(k, merged);
+                }
+            }
+        }
+        if !removed.is_empty() {
+            out.retain(|k, _| !removed.contains(k));
         }
         for (list, order) in orders {
             let Value::Array(order) = order else {
@@ -208,7 +236,7 @@ impl<'a> Walker<'a> {
             }
         }
         if let Some(retain) = retain {
-            out.retain(|k, _| retain.iter().any(|r| r == k));
+            out.retain(|k, _| retain.contains(k));
         }
         Ok(Value::Object(out))
     }
@@ -239,55 +267,97 @@ impl<'a> Walker<'a> {
         match strategy {
             ListStrategy::Replace => Ok(Value::Array(clean_list(patch))),
             ListStrategy::MergePrimitives => {
+                // A union: what the original has, then what the patch adds, each value once
+                // more at most (a set of what is there, not a scan per value).
+                let mut seen: HashSet<String> = original.iter().map(identity).collect();
                 let mut out = original;
                 for p in patch {
-                    if !out.contains(&p) {
+                    self.limits.tick(&mut self.steps.borrow_mut())?;
+                    if seen.insert(identity(&p)) {
                         out.push(p);
                     }
                 }
                 Ok(Value::Array(out))
             }
             ListStrategy::MergeByKey(key) | ListStrategy::MergeByKeyRetainKeys(key) => {
-                let schema = items.map_or(Schema::Free, Schema::Message);
-                let mut out = original;
-                for p in patch {
-                    let Value::Object(mut pm) = p else {
-                        // Scalars in a list merged by key: union, as upstream does.
-                        if !out.contains(&p) {
-                            out.push(p);
-                        }
-                        continue;
-                    };
-                    let Some(id) = pm.get(key).cloned() else {
-                        return Err(PatchError::BadRequest(format!(
-                            "map: {} does not contain declared merge key: {key}",
-                            Value::Object(pm)
-                        )));
-                    };
-                    let at = out
-                        .iter()
-                        .position(|o| o.as_object().and_then(|m| m.get(key)) == Some(&id));
-                    if pm.get(PATCH).and_then(Value::as_str) == Some("delete") {
-                        out.retain(|o| o.as_object().and_then(|m| m.get(key)) != Some(&id));
-                        continue;
-                    }
-                    match at {
-                        Some(i) => {
-                            let Value::Object(om) = std::mem::take(&mut out[i]) else {
-                                out[i] = Value::Object(clean_map(pm));
-                                continue;
-                            };
-                            out[i] = self.merge_map(om, pm, schema, depth + 1)?;
-                        }
-                        None => {
-                            pm.remove(PATCH);
-                            out.push(Value::Object(clean_map(pm)));
-                        }
-                    }
-                }
-                Ok(Value::Array(out))
+                self.merge_by_key(original, patch, key, items, depth)
             }
         }
+    }
+
+    /// A list merged by `key` (upstream's `mergeSlice` with a merge key): a patch item with
+    /// the key of an original item merges into it, a new key is appended, `$patch: delete`
+    /// removes every item of its key. Items are found through an index of their keys: one
+    /// look-up per patch item, however long the lists.
+    fn merge_by_key(
+        &self,
+        original: Vec<Value>,
+        patch: Vec<Value>,
+        key: &str,
+        items: Option<&'a MessageDesc>,
+        depth: usize,
+    ) -> Result<Value, PatchError> {
+        let schema = items.map_or(Schema::Free, Schema::Message);
+        let id_of = |v: &Value| v.as_object().and_then(|m| m.get(key)).map(identity);
+        // Slots of the merged list (None: deleted), and where each key's items are.
+        let mut out: Vec<Option<Value>> = Vec::with_capacity(original.len() + patch.len());
+        let mut at: HashMap<String, Vec<usize>> = HashMap::with_capacity(original.len());
+        let mut scalars: HashSet<String> = HashSet::new();
+        for (i, o) in original.into_iter().enumerate() {
+            match id_of(&o) {
+                Some(id) => at.entry(id).or_default().push(i),
+                None => {
+                    scalars.insert(identity(&o));
+                }
+            }
+            out.push(Some(o));
+        }
+        for p in patch {
+            self.limits.tick(&mut self.steps.borrow_mut())?;
+            let Value::Object(mut pm) = p else {
+                // Scalars in a list merged by key: union, as upstream does.
+                if scalars.insert(identity(&p)) {
+                    out.push(Some(p));
+                }
+                continue;
+            };
+            let Some(id) = pm.get(key).map(identity) else {
+                return Err(PatchError::BadRequest(format!(
+                    "map: {} does not contain declared merge key: {key}",
+                    Value::Object(pm)
+                )));
+            };
+            if pm.get(PATCH).and_then(Value::as_str) == Some("delete") {
+                for i in at.remove(&id).unwrap_or_default() {
+                    out[i] = None;
+                }
+                continue;
+            }
+            match at.get(&id).and_then(|slots| slots.first()).copied() {
+                Some(i) => {
+                    let merged = match out[i].take() {
+                        Some(Value::Object(om)) => self.merge_map(om, pm, schema, depth + 1)?,
+                        _ => Value::Object(clean_map(pm)),
+                    };
+                    out[i] = Some(merged);
+                }
+                None => {
+                    pm.shift_remove(PATCH);
+                    at.entry(id).or_default().push(out.len());
+                    out.push(Some(Value::Object(clean_map(pm))));
+                }
+            }
+        }
+        Ok(Value::Array(out.into_iter().flatten().collect()))
+    }
+}
+
+/// A value's identity among a list's items: its compact JSON (what a set of them is keyed
+/// by; lists of scalars and merge keys, which are scalars, compare as upstream compares them).
+fn identity(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("s{s}"),
+        other => format!("j{other}"),
     }
 }
 
@@ -324,38 +394,44 @@ fn clean(v: Value) -> Value {
 }
 
 /// Orders `items` as `order` lists them (by merge key, or by value for scalars); items the
-/// order does not name keep their relative order after those it names.
+/// order does not name keep their relative order after those it names. Each item's rank is one
+/// look-up in a map of the order.
 fn reorder(items: &mut [Value], order: &[Value], key: Option<&str>) {
-    let id = |v: &Value| -> Value {
+    let id = |v: &Value| -> String {
         match key {
             Some(k) => v
                 .as_object()
                 .and_then(|m| m.get(k))
-                .cloned()
-                .unwrap_or(Value::Null),
-            None => v.clone(),
+                .map_or_else(|| identity(&Value::Null), identity),
+            None => identity(v),
         }
     };
-    let rank = |v: &Value| -> usize {
-        let i = id(v);
-        order.iter().position(|o| id(o) == i).unwrap_or(order.len())
-    };
-    items.sort_by_key(rank);
+    let mut ranks: HashMap<String, usize> = HashMap::with_capacity(order.len());
+    for (i, o) in order.iter().enumerate() {
+        ranks.entry(id(o)).or_insert(i);
+    }
+    items.sort_by_cached_key(|v| ranks.get(&id(v)).copied().unwrap_or(order.len()));
 }
 
-/// Applies `patch` to `original`, an object of `message`, as upstream's `StrategicMergePatch`.
+/// Applies `patch` to `original`, an object of `message`, as upstream's `StrategicMergePatch`,
+/// within `limits`.
 pub fn apply(
     descriptors: &Descriptors,
     message: &str,
     original: &Value,
     patch: &Value,
+    limits: &Limits,
 ) -> Result<Value, PatchError> {
     let (Value::Object(o), Value::Object(p)) = (original, patch) else {
         return Err(PatchError::BadRequest(
             "a strategic merge patch must be a JSON object".into(),
         ));
     };
-    let walker = Walker { descriptors };
+    let walker = Walker {
+        descriptors,
+        limits,
+        steps: RefCell::new(0),
+    };
     let schema = walker
         .message(message)
         .map_or(Schema::Free, Schema::Message);

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use kubestore_apimachinery::{
     descriptors::Descriptors,
     json::Codec,
-    patch::{Patch, PatchType},
+    patch::{Limits, Patch, PatchType},
     table::{self, Column, IncludeObject},
 };
 use kubestore_proto::meta::v1::{DeleteOptions, ListMeta, ListOptions, WatchEventType};
@@ -20,7 +20,7 @@ use tokio_stream::StreamExt;
 
 use super::{
     Deleted, Endpoint, EventStream, FieldValidation, Json, Output, Page, Part, ResourceInfo,
-    WriteOptions, Written,
+    Streamed, WriteOptions, Written,
 };
 use crate::{
     error::ApiError,
@@ -183,44 +183,78 @@ impl<R: Resource, S: Shape<R>> StoreEndpoint<R, S> {
         }
     }
 
-    /// A page of objects as storage holds them, as `output` asks.
-    fn page(&self, meta: ListMeta, items: &[Bytes], output: Output) -> Result<Page, ApiError> {
-        let objects = |f: &dyn Fn(&Bytes) -> Result<Json, ApiError>| {
-            items.iter().map(f).collect::<Result<Vec<_>, _>>()
-        };
+    /// An object as storage holds it, as `output` asks of a list's items (`now`: the Table's
+    /// clock, one for the whole list).
+    fn item(&self, bytes: &Bytes, output: Output, now: i64) -> Result<Json, ApiError> {
         match output {
-            Output::Object => Ok(Page::Objects {
-                meta,
-                items: objects(&|b| self.shape.served(&self.store, b))?,
-            }),
-            Output::Metadata => Ok(Page::Objects {
-                meta,
-                items: objects(&|b| self.metadata(b))?,
-            }),
+            Output::Object => self.shape.served(&self.store, bytes),
+            Output::Metadata => self.metadata(bytes),
             Output::Table { include_object, .. } => {
-                let now = table::now();
-                let rows = objects(&|b| {
-                    let mut o = self.store.decode(b)?;
-                    self.store.strategy.decorate(&mut o);
-                    let row = self.row(&o, include_object, now)?;
-                    Ok(Bytes::from(serde_json::to_vec(&row).unwrap_or_default()))
-                })?;
-                Ok(Page::Table {
-                    meta,
-                    columns: Bytes::from(table::columns_json(&self.shape.columns())),
-                    rows,
-                })
+                let mut o = self.store.decode(bytes)?;
+                self.store.strategy.decorate(&mut o);
+                let row = self.row(&o, include_object, now)?;
+                Ok(Bytes::from(serde_json::to_vec(&row).unwrap_or_default()))
             }
         }
     }
 
-    fn written(&self, obj: &R, warnings: Vec<String>, created: bool) -> Result<Written, ApiError> {
+    /// A Table's column definitions, for `output`s that are Tables.
+    fn columns(&self, output: Output) -> Option<Json> {
+        matches!(output, Output::Table { .. })
+            .then(|| Bytes::from(table::columns_json(&self.shape.columns())))
+    }
+
+    /// A page of objects as storage holds them, as `output` asks.
+    fn page(&self, meta: ListMeta, items: &[Bytes], output: Output) -> Result<Page, ApiError> {
+        let now = table::now();
+        let items = items
+            .iter()
+            .map(|b| self.item(b, output, now))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(match self.columns(output) {
+            None => Page::Objects { meta, items },
+            Some(columns) => Page::Table {
+                meta,
+                columns,
+                rows: items,
+            },
+        })
+    }
+
+    /// `obj` as written, with `warnings`; a large object is encoded off the async workers.
+    fn written(
+        &self,
+        ctx: Ctx,
+        obj: &R,
+        warnings: Vec<String>,
+        created: bool,
+    ) -> Result<Written, ApiError> {
+        let object = crate::offload::run(obj.encoded_len(), deadline(ctx), || {
+            self.shape.give_out(obj)
+        })?;
         Ok(Written {
-            object: self.shape.give_out(obj)?,
+            object,
             warnings,
             created,
         })
     }
+
+    /// `body` taken in as `R`; a large one off the async workers.
+    fn take_in(
+        &self,
+        ctx: Ctx,
+        body: Value,
+        options: &WriteOptions,
+    ) -> Result<(R, Vec<String>), ApiError> {
+        crate::offload::run(options.body_bytes, deadline(ctx), || {
+            self.shape.take_in(body, options.field_validation)
+        })
+    }
+}
+
+/// The request's deadline, for work off the async workers.
+fn deadline(ctx: Ctx) -> Option<std::time::Instant> {
+    Some(ctx.deadline.instant().into_std())
 }
 
 /// A watch stream's error as the client's.
@@ -274,6 +308,35 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
             )
             .await?;
         self.page(meta, &items, output)
+    }
+
+    async fn list_streamed(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        options: ListOptions,
+        output: Output,
+    ) -> Result<Streamed, ApiError> {
+        if options.limit != 0 {
+            return Ok(self.list(ctx, namespace, options, output).await?.into());
+        }
+        let s = &self.store;
+        let (meta, chunks) = s
+            .request(
+                Verb::List,
+                namespace,
+                false,
+                s.list_chunked(ctx, namespace, options),
+            )
+            .await?;
+        let this = self.handle();
+        let now = table::now();
+        let items = chunks.map(move |item| item.and_then(|b| this.item(&b, output, now)));
+        Ok(Streamed {
+            meta,
+            columns: self.columns(output),
+            items: Box::pin(items),
+        })
     }
 
     async fn watch(
@@ -331,9 +394,9 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         self.shape.admit_create()?;
         let (s, dry_run) = (&self.store, options.dry_run);
         s.request(Verb::Create, namespace, dry_run, async {
-            let (obj, warnings) = self.shape.take_in(body, options.field_validation)?;
+            let (obj, warnings) = self.take_in(ctx, body, options)?;
             let created = s.create(ctx, namespace, obj, dry_run).await?;
-            self.written(&created, warnings, true)
+            self.written(ctx, &created, warnings, true)
         })
         .await
     }
@@ -349,15 +412,15 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
     ) -> Result<Written, ApiError> {
         let (s, dry_run) = (&self.store, options.dry_run);
         s.request(Verb::update(part), namespace, dry_run, async {
-            let (obj, warnings) = self.shape.take_in(body, options.field_validation)?;
+            let (obj, warnings) = self.take_in(ctx, body, options)?;
             let got = obj.meta().map_or("", |m| m.name.as_str());
             if got != name {
                 return Err(ApiError::BadRequest(format!(
                     "the name of the object ({got}) does not match the name on the URL ({name})"
                 )));
             }
-            let updated = s.update_in(ctx, namespace, obj, dry_run, part).await?;
-            self.written(&updated, warnings, false)
+            let (updated, created) = s.upsert_in(ctx, namespace, obj, dry_run, part).await?;
+            self.written(ctx, &updated, warnings, created)
         })
         .await
     }
@@ -389,19 +452,26 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         }
         let (s, dry_run) = (&self.store, options.dry_run);
         let warnings = Mutex::new(Vec::new());
+        // Applied to each state storage hands the update: the object and the patch are the
+        // work's input, which runs off the async workers when large, and stops at the
+        // request's deadline (`Limits`).
+        let limits = Limits::until(deadline(ctx));
         let apply = |current: &R| -> Result<R, ApiError> {
-            let original = self.value(current)?;
-            let patched = patch
-                .apply(&original, strategic)
-                .map_err(ApiError::from_patch)?;
-            let (obj, w) = self.shape.take_in(patched, options.field_validation)?;
-            *warnings.lock().unwrap_or_else(|p| p.into_inner()) = w;
-            Ok(obj)
+            let size = options.body_bytes + current.encoded_len();
+            crate::offload::run(size, deadline(ctx), || {
+                let original = self.value(current)?;
+                let patched = patch
+                    .apply(&original, strategic, &limits)
+                    .map_err(ApiError::from_patch)?;
+                let (obj, w) = self.shape.take_in(patched, options.field_validation)?;
+                *warnings.lock().unwrap_or_else(|p| p.into_inner()) = w;
+                Ok(obj)
+            })
         };
         s.request(Verb::patch(part), namespace, dry_run, async {
             let patched = s.patch(ctx, namespace, name, &apply, dry_run, part).await?;
             let w = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
-            self.written(&patched, w, false)
+            self.written(ctx, &patched, w, false)
         })
         .await
     }

@@ -133,6 +133,9 @@ pub struct WriteOptions {
     pub field_validation: FieldValidation,
     /// `fieldManager` (accepted and validated; no managed fields are kept yet).
     pub field_manager: String,
+    /// The size of the request's body, as it came: work on a large one (taking it in, applying
+    /// it as a patch) runs off the async workers (`offload`).
+    pub body_bytes: usize,
 }
 
 /// How objects are answered.
@@ -200,6 +203,41 @@ pub enum Page {
     },
 }
 
+/// Items of a list, produced as they are read: encoded one by one, fetched from storage in
+/// chunks (`StoreEndpoint::list_streamed`).
+pub type ItemStream = Pin<Box<dyn Stream<Item = Result<Json, ApiError>> + Send>>;
+
+/// A list as it streams to a client: its metadata first, its items as the client reads.
+pub struct Streamed {
+    /// The list's metadata.
+    pub meta: ListMeta,
+    /// A Table's `columnDefinitions` (a JSON array); None for objects.
+    pub columns: Option<Json>,
+    /// The items (a Table's rows).
+    pub items: ItemStream,
+}
+
+impl From<Page> for Streamed {
+    fn from(page: Page) -> Self {
+        let (meta, columns, items) = match page {
+            Page::Objects { meta, items } => (meta, None, items),
+            Page::Table {
+                meta,
+                columns,
+                rows,
+            } => (meta, Some(columns), rows),
+        };
+        Self {
+            meta,
+            columns,
+            items: Box::pin(tokio_stream::iter(items.into_iter().map(Ok))),
+        }
+    }
+}
+
+/// An endpoint as the transports hold it.
+pub type Shared = Arc<dyn Endpoint>;
+
 /// A watch event: its type and object (a Table, for `Output::Table`).
 pub type Event = (WatchEventType, Json);
 
@@ -237,6 +275,19 @@ pub trait Endpoint: Send + Sync + 'static {
         options: ListOptions,
         output: Output,
     ) -> Result<Page, ApiError>;
+
+    /// A List streamed to its client: the whole collection when `options.limit` is 0, read
+    /// from storage in chunks as the client takes it, so a client that reads slowly (or not at
+    /// all) holds one chunk, not the list; else one page as [`Self::list`].
+    async fn list_streamed(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        options: ListOptions,
+        output: Output,
+    ) -> Result<Streamed, ApiError> {
+        Ok(self.list(ctx, namespace, options, output).await?.into())
+    }
 
     /// A Watch; ends when `stop` is raised (shutdown).
     async fn watch(

@@ -96,7 +96,9 @@ fn output(o: i32) -> Output {
     }
 }
 
-fn write_options(o: Option<WireOptions>) -> WriteOptions {
+/// The options of a write whose body (object or patch) is `body` (its size decides whether
+/// the work runs off the async workers).
+fn write_options(o: Option<WireOptions>, body: &str) -> WriteOptions {
     let o = o.unwrap_or_default();
     WriteOptions {
         dry_run: o.dry_run,
@@ -106,6 +108,7 @@ fn write_options(o: Option<WireOptions>) -> WriteOptions {
             _ => FieldValidation::Warn,
         },
         field_manager: o.field_manager,
+        body_bytes: body.len(),
     }
 }
 
@@ -113,9 +116,13 @@ fn text(b: Bytes) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
-fn body(json: &str) -> Result<Value, ApiError> {
-    serde_json::from_str(json)
-        .map_err(|e| ApiError::BadRequest(format!("the object is not valid JSON: {e}")))
+/// A request's JSON, decoded (off the async workers when large).
+fn body(json: &str, ctx: &Ctx) -> Result<Value, ApiError> {
+    let deadline = Some(ctx.deadline.instant().into_std());
+    crate::offload::run(json.len(), deadline, || {
+        serde_json::from_str(json)
+            .map_err(|e| ApiError::BadRequest(format!("the object is not valid JSON: {e}")))
+    })
 }
 
 fn list(page: Page) -> ObjectList {
@@ -252,7 +259,12 @@ impl Resources for GenericService {
         let r = request.into_inner();
         let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
         let w = e
-            .create(ctx, &r.namespace, body(&r.json)?, &write_options(r.options))
+            .create(
+                ctx,
+                &r.namespace,
+                body(&r.json, &ctx)?,
+                &write_options(r.options, &r.json),
+            )
             .await?;
         Ok(Response::new(written(w)))
     }
@@ -269,9 +281,9 @@ impl Resources for GenericService {
                 ctx,
                 &r.namespace,
                 &r.name,
-                body(&r.json)?,
+                body(&r.json, &ctx)?,
                 part(&r.subresource)?,
-                &write_options(r.options),
+                &write_options(r.options, &r.json),
             )
             .await?;
         Ok(Response::new(written(w)))
@@ -296,10 +308,10 @@ impl Resources for GenericService {
                 &r.name,
                 Patch {
                     patch_type,
-                    body: body(&r.patch)?,
+                    body: body(&r.patch, &ctx)?,
                 },
                 part(&r.subresource)?,
-                &write_options(r.options),
+                &write_options(r.options, &r.patch),
             )
             .await?;
         Ok(Response::new(written(w)))

@@ -139,6 +139,17 @@ impl Strategy<Namespace> for NamespaceStrategy {
         false
     }
 
+    /// Upstream's NamespaceLifecycle admission refuses to delete the system namespaces
+    /// ("immortal" there): everything in them would go with them.
+    fn admit_delete(&self, name: &str) -> Result<(), ApiError> {
+        if SYSTEM_NAMESPACES.contains(&name) {
+            return Err(ApiError::Forbidden(format!(
+                "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+            )));
+        }
+        Ok(())
+    }
+
     fn columns(&self) -> Vec<Column> {
         vec![
             Column::new("Name", "string", "name", 0, NAME_DESCRIPTION),

@@ -1,6 +1,9 @@
-//! Request bodies: read within upstream's 3 MiB limit (413 past it) and the request's
-//! deadline (a client that sends headers and never its body cannot hold a slot), then decoded by
-//! `Content-Type`: JSON, YAML, or Kubernetes protobuf for built-in kinds (`protobuf`).
+//! Request bodies: read within upstream's 3 MiB limit (413 past it, whether the body says its
+//! length or not) and the request's deadline, before the request takes an in-flight slot (a
+//! client that sends headers and never its body holds no slot), then decoded by
+//! `Content-Type`: JSON, YAML (aliases bounded: `kubestore_apimachinery::yaml`), or Kubernetes
+//! protobuf for built-in kinds (`protobuf`). A large body is decoded off the async workers
+//! (`offload`).
 
 use bytes::Bytes;
 use http::header;
@@ -50,22 +53,19 @@ pub async fn read_raw(
     }
 }
 
+/// Upstream's words for a body past the limit (`http.MaxBytesReader`'s, as the apiserver
+/// answers them).
 fn too_large() -> ApiError {
-    ApiError::TooLarge {
-        kind: String::new(),
-        name: String::new(),
-        bytes: 0,
-        limit: MAX_BODY_BYTES,
-    }
+    ApiError::EntityTooLarge(format!("limit is {MAX_BODY_BYTES}"))
 }
 
-/// The body, decoded by its `Content-Type`.
+/// The body, decoded by its `Content-Type`, and its size.
 pub async fn read_body(
     rest: &Rest,
     req: http::Request<hyper::body::Incoming>,
     ctx: &Ctx,
     endpoint: &dyn Endpoint,
-) -> Result<Decoded, ApiError> {
+) -> Result<(Decoded, usize), ApiError> {
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -73,7 +73,11 @@ pub async fn read_body(
         .unwrap_or("application/json")
         .to_string();
     let raw = read_raw(rest, req, ctx).await?;
-    decode(&content_type, &raw, endpoint)
+    let deadline = Some(ctx.deadline.instant().into_std());
+    let decoded = crate::offload::run(raw.len(), deadline, || {
+        decode(&content_type, &raw, endpoint)
+    })?;
+    Ok((decoded, raw.len()))
 }
 
 /// `raw` as a JSON value, by `content_type`.
@@ -95,9 +99,11 @@ pub fn decode(
         "application/json" | "" | "*/*" => serde_json::from_slice(raw)
             .map(Decoded::Json)
             .map_err(|e| malformed(endpoint, &e.to_string())),
-        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml_ng::from_slice(raw)
-            .map(Decoded::Json)
-            .map_err(|e| malformed(endpoint, &e.to_string())),
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            kubestore_apimachinery::yaml::to_json(raw)
+                .map(Decoded::Json)
+                .map_err(|e| malformed(endpoint, &e.to_string()))
+        }
         "application/vnd.kubernetes.protobuf" => {
             super::protobuf::decode(raw, endpoint).map(Decoded::Json)
         }

@@ -1,43 +1,122 @@
 //! The resource handlers (upstream's `pkg/endpoints/handlers`): one set for every resource of
-//! the catalog, built in or custom. Each turns an HTTP request into one [`Endpoint`] call and
-//! its answer into upstream's response: the object (200, 201 when created), a list streamed
-//! item by item, a Table, a watch stream, or a `Status`.
-
-use std::sync::Arc;
+//! the catalog, built in or custom. A request is first parsed whole into a [`Call`] ([`parse`]:
+//! route, options, body), then run as one [`Endpoint`] call ([`run`]) whose answer becomes
+//! upstream's response: the object (200, 201 when created), a list streamed item by item, a
+//! Table, a watch stream, or a `Status`.
 
 use bytes::Bytes;
 use http::{Method, StatusCode, header};
 use kubestore_apimachinery::patch::{Patch, PatchType};
-use kubestore_proto::meta::v1::{DeleteOptions, ListMeta, Preconditions, PropagationPolicy};
+use kubestore_proto::meta::v1::{
+    DeleteOptions, ListMeta, ListOptions, Preconditions, PropagationPolicy,
+};
 use serde_json::Value;
 
 use super::{
     Body, Rest,
-    body::{Decoded, read_body},
+    body::{Decoded, read_body, read_raw},
     params::{Accept, Query},
     reply,
     route::ResourcePath,
     status, watch,
 };
 use crate::{
-    catalog::{Endpoint, Output, Page, Part},
+    catalog::{Endpoint, Output, Part, Shared, Streamed, WriteOptions, Written},
     error::ApiError,
     metrics::Verb,
     store::Ctx,
 };
 
-/// Serves a request for a resource.
-pub async fn resource(
+/// A request for a resource, parsed whole (route, query, headers and body) before anything
+/// runs: every refusal before the verb (a bad parameter, a body that does not arrive, does not
+/// decode or is too large) happens while parsing, and is counted once, in [`parse`]. The body
+/// is read here, before the request takes an in-flight slot, so a client that sends headers
+/// and never its body holds no slot.
+pub struct Call {
+    /// The resource's endpoint.
+    pub endpoint: Shared,
+    /// "" for all namespaces, or a cluster-scoped kind.
+    pub namespace: String,
+    /// What to do.
+    pub action: Action,
+}
+
+/// A resource verb with its options and body.
+pub enum Action {
+    /// One page, or the whole collection streamed (`limit` 0).
+    List(ListOptions, Output),
+    /// A watch (also `GET .../NAME?watch=1`, narrowed to the name).
+    Watch(ListOptions, Output),
+    /// One object.
+    Get(String, Part, Output),
+    /// A new object.
+    Create(Value, WriteOptions),
+    /// An object replaced (or created, where the kind allows it).
+    Update(String, Value, Part, WriteOptions),
+    /// An object patched.
+    Patch(String, Patch, Part, WriteOptions),
+    /// An object deleted.
+    Delete(String, DeleteOptions),
+    /// The objects a selector picks, deleted.
+    DeleteCollection(ListOptions, DeleteOptions),
+}
+
+impl Call {
+    /// Whether the request is long-running (a watch): no in-flight slot, no request deadline.
+    pub fn long_running(&self) -> bool {
+        matches!(self.action, Action::Watch(..))
+    }
+}
+
+/// Parses a request for a resource (see [`Call`]); a refusal is counted under the verb the
+/// request would have run, except a path or method nobody serves (upstream's router answers
+/// those before any resource).
+pub async fn parse(
     rest: &Rest,
     req: http::Request<hyper::body::Incoming>,
     path: ResourcePath,
-    ctx: Ctx,
-) -> Result<http::Response<Body>, ApiError> {
+    ctx: &Ctx,
+) -> Result<Call, ApiError> {
     let endpoint = rest
         .catalog
-        .resolve(&ctx, &path.group, &path.version, &path.resource)
+        .resolve(ctx, &path.group, &path.version, &path.resource)
         .await?;
-    let info = endpoint.info().clone();
+    let namespace = path.namespace.clone().unwrap_or_default();
+    let query = Query::parse(req.uri().query());
+    let counted = request_verb(
+        req.method(),
+        path.name.is_some(),
+        path.subresource.as_deref(),
+        &query,
+    );
+    match action(rest, req, &path, &endpoint, query, ctx).await {
+        Ok(action) => Ok(Call {
+            endpoint,
+            namespace,
+            action,
+        }),
+        Err(e) => {
+            if !matches!(
+                e,
+                ApiError::MethodNotSupported(_) | ApiError::NotFound { .. }
+            ) {
+                endpoint.refused(counted, &namespace, &e);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The action of a request, its body read and decoded.
+async fn action(
+    rest: &Rest,
+    req: http::Request<hyper::body::Incoming>,
+    path: &ResourcePath,
+    endpoint: &Shared,
+    query: Query,
+    ctx: &Ctx,
+) -> Result<Action, ApiError> {
+    let info = endpoint.info();
     // Scope: a namespaced kind's objects are under namespaces/NS (its collection may be listed
     // across namespaces); a cluster-scoped kind's never are.
     if !info.namespaced && path.namespace.is_some() {
@@ -52,162 +131,182 @@ pub async fn resource(
         Some("finalize") if info.finalize && req.method() == Method::PUT => Part::Finalize,
         Some(_) => return Err(super::no_route()),
     };
-    let namespace = path.namespace.clone().unwrap_or_default();
-    let query = Query::parse(req.uri().query());
-    let accept = Accept::parse(
-        req.headers()
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok()),
-    );
     let method = req.method().clone();
-    let verb = |v: &str| info.verbs.iter().any(|x| x == v);
-    // Upstream counts every request in `apiserver_request_total`, also one refused before its
-    // verb runs (a body that does not decode: 400, 413, 415); the endpoint's verbs count the
-    // others.
-    let counted = request_verb(&method, path.name.is_some(), part, &query);
-    let refused = |e: ApiError| {
-        endpoint.refused(counted, &namespace, &e);
-        e
+    let supported = |v: &str| {
+        if info.verbs.iter().any(|x| x == v) {
+            Ok(())
+        } else {
+            Err(not_supported(&method, &info.qualified()))
+        }
     };
-    match (&method, path.name.as_deref()) {
+    let output = || {
+        Accept::parse(
+            req.headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok()),
+        )
+        .output(&query)
+    };
+    let name = path.name.clone();
+    Ok(match (&method, name) {
         (&Method::GET, None) if part == Part::Main => {
-            let output = accept.output(&query).map_err(refused)?;
-            let options = query.list_options().map_err(refused)?;
-            if query.watch().map_err(refused)? {
-                if !verb("watch") {
-                    return Err(not_supported(&method, &info.qualified()));
-                }
-                return watch::serve(rest, endpoint, &namespace, options, output).await;
+            let output = output()?;
+            let options = query.list_options()?;
+            if query.watch()? {
+                supported("watch")?;
+                Action::Watch(options, output)
+            } else {
+                supported("list")?;
+                Action::List(options, output)
             }
-            if !verb("list") {
-                return Err(not_supported(&method, &info.qualified()));
-            }
-            let page = endpoint.list(ctx, &namespace, options, output).await?;
-            if output == Output::Metadata {
-                return Ok(list_response(
-                    "meta.k8s.io/v1",
-                    "PartialObjectMetadataList",
-                    page,
-                ));
-            }
-            Ok(list_response(&info.api_version(), &info.list_kind, page))
         }
         (&Method::GET, Some(name)) => {
-            let output = accept.output(&query).map_err(refused)?;
-            if query.watch().map_err(refused)? {
+            let output = output()?;
+            if query.watch()? {
                 // `GET .../pods/NAME?watch=1`: the deprecated single-object watch, a watch of
                 // the collection narrowed to the name.
-                let mut options = query.list_options().map_err(refused)?;
+                let mut options = query.list_options()?;
                 options.field_selector = if options.field_selector.is_empty() {
                     format!("metadata.name={name}")
                 } else {
                     format!("{},metadata.name={name}", options.field_selector)
                 };
-                return watch::serve(rest, endpoint, &namespace, options, output).await;
+                Action::Watch(options, output)
+            } else {
+                Action::Get(name, part, output)
             }
-            let json = endpoint.get(ctx, &namespace, name, part, output).await?;
-            Ok(reply::json(StatusCode::OK, json, &[]))
         }
         (&Method::POST, None) if part == Part::Main => {
-            if !verb("create") {
-                return Err(not_supported(&method, &info.qualified()));
-            }
-            let options = query.write_options().map_err(refused)?;
-            let body = read_body(rest, req, &ctx, endpoint.as_ref())
-                .await
-                .and_then(|b| json_body(b, &info.kind))
-                .map_err(refused)?;
-            let written = endpoint.create(ctx, &namespace, body, &options).await?;
-            let code = if written.created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            Ok(reply::json(code, written.object, &written.warnings))
+            supported("create")?;
+            let mut options = query.write_options()?;
+            let body = object_body(rest, req, ctx, endpoint, &mut options).await?;
+            Action::Create(body, options)
         }
         (&Method::PUT, Some(name)) => {
-            if !verb("update") {
-                return Err(not_supported(&method, &info.qualified()));
-            }
-            let options = query.write_options().map_err(refused)?;
-            let name = name.to_string();
-            let body = read_body(rest, req, &ctx, endpoint.as_ref())
-                .await
-                .and_then(|b| json_body(b, &info.kind))
-                .map_err(refused)?;
+            supported("update")?;
+            let mut options = query.write_options()?;
+            let body = object_body(rest, req, ctx, endpoint, &mut options).await?;
+            Action::Update(name, body, part, options)
+        }
+        (&Method::PATCH, Some(name)) => {
+            supported("patch")?;
+            let mut options = query.write_options()?;
+            let patch = patch_body(rest, req, ctx, endpoint, &mut options).await?;
+            Action::Patch(name, patch, part, options)
+        }
+        (&Method::DELETE, Some(name)) if part == Part::Main => {
+            supported("delete")?;
+            let raw = read_raw(rest, req, ctx).await?;
+            Action::Delete(name, delete_options(&query, &raw)?)
+        }
+        (&Method::DELETE, None) if part == Part::Main => {
+            supported("deletecollection")?;
+            let list = query.list_options()?;
+            let raw = read_raw(rest, req, ctx).await?;
+            Action::DeleteCollection(list, delete_options(&query, &raw)?)
+        }
+        _ => return Err(not_supported(&method, &info.qualified())),
+    })
+}
+
+/// An object body (create, update), its size noted in `options` (large ones are taken in off
+/// the async workers).
+async fn object_body(
+    rest: &Rest,
+    req: http::Request<hyper::body::Incoming>,
+    ctx: &Ctx,
+    endpoint: &Shared,
+    options: &mut WriteOptions,
+) -> Result<Value, ApiError> {
+    let kind = endpoint.info().kind.clone();
+    let (body, size) = read_body(rest, req, ctx, endpoint.as_ref()).await?;
+    options.body_bytes = size;
+    json_body(body, &kind)
+}
+
+/// A patch body, by its `Content-Type`.
+async fn patch_body(
+    rest: &Rest,
+    req: http::Request<hyper::body::Incoming>,
+    ctx: &Ctx,
+    endpoint: &Shared,
+    options: &mut WriteOptions,
+) -> Result<Patch, ApiError> {
+    let info = endpoint.info();
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let unsupported = || {
+        ApiError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format - accepted media types include: {}",
+            accepted_patch_types(endpoint.as_ref()).join(", ")
+        ))
+    };
+    let Some(patch_type) = PatchType::from_content_type(&content_type) else {
+        return Err(unsupported());
+    };
+    if patch_type == PatchType::Strategic && info.message.is_none()
+        || patch_type == PatchType::Apply
+    {
+        return Err(unsupported());
+    }
+    let raw = read_raw(rest, req, ctx).await?;
+    options.body_bytes = raw.len();
+    let deadline = Some(ctx.deadline.instant().into_std());
+    let body: Value = crate::offload::run(raw.len(), deadline, || {
+        serde_json::from_slice(&raw)
+            .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))
+    })?;
+    Ok(Patch { patch_type, body })
+}
+
+/// Runs a parsed request.
+pub async fn run(rest: &Rest, call: Call, ctx: Ctx) -> Result<http::Response<Body>, ApiError> {
+    let Call {
+        endpoint,
+        namespace,
+        action,
+    } = call;
+    let info = endpoint.info().clone();
+    match action {
+        Action::Watch(options, output) => {
+            watch::serve(rest, endpoint, &namespace, options, output).await
+        }
+        Action::List(options, output) => {
+            let page = endpoint
+                .list_streamed(ctx, &namespace, options, output)
+                .await?;
+            Ok(match output {
+                Output::Metadata => {
+                    list_response("meta.k8s.io/v1", "PartialObjectMetadataList", page)
+                }
+                _ => list_response(&info.api_version(), &info.list_kind, page),
+            })
+        }
+        Action::Get(name, part, output) => {
+            let json = endpoint.get(ctx, &namespace, &name, part, output).await?;
+            Ok(reply::json(StatusCode::OK, json, &[]))
+        }
+        Action::Create(body, options) => {
+            let written = endpoint.create(ctx, &namespace, body, &options).await?;
+            Ok(written_response(written))
+        }
+        Action::Update(name, body, part, options) => {
             let written = endpoint
                 .update(ctx, &namespace, &name, body, part, &options)
                 .await?;
-            let code = if written.created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            Ok(reply::json(code, written.object, &written.warnings))
+            Ok(written_response(written))
         }
-        (&Method::PATCH, Some(name)) => {
-            if !verb("patch") {
-                return Err(not_supported(&method, &info.qualified()));
-            }
-            let options = query.write_options().map_err(refused)?;
-            let name = name.to_string();
-            let content_type = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
-            let unsupported = || {
-                refused(ApiError::UnsupportedMediaType(format!(
-                    "the body of the request was in an unknown format - accepted media types include: {}",
-                    accepted_patch_types(endpoint.as_ref()).join(", ")
-                )))
-            };
-            let Some(patch_type) = PatchType::from_content_type(&content_type) else {
-                return Err(unsupported());
-            };
-            if patch_type == PatchType::Strategic && info.message.is_none()
-                || patch_type == PatchType::Apply
-            {
-                return Err(unsupported());
-            }
-            let raw = super::body::read_raw(rest, req, &ctx)
-                .await
-                .map_err(refused)?;
-            let body: Value = if patch_type == PatchType::Apply {
-                serde_yaml_ng::from_slice(&raw).map_err(|e| {
-                    refused(ApiError::BadRequest(format!("error decoding YAML: {e}")))
-                })?
-            } else {
-                serde_json::from_slice(&raw).map_err(|e| {
-                    refused(ApiError::BadRequest(format!("error decoding patch: {e}")))
-                })?
-            };
+        Action::Patch(name, patch, part, options) => {
             let written = endpoint
-                .patch(
-                    ctx,
-                    &namespace,
-                    &name,
-                    Patch { patch_type, body },
-                    part,
-                    &options,
-                )
+                .patch(ctx, &namespace, &name, patch, part, &options)
                 .await?;
-            Ok(reply::json(
-                StatusCode::OK,
-                written.object,
-                &written.warnings,
-            ))
+            Ok(written_response(written))
         }
-        (&Method::DELETE, Some(name)) if part == Part::Main => {
-            if !verb("delete") {
-                return Err(not_supported(&method, &info.qualified()));
-            }
-            let name = name.to_string();
-            let raw = super::body::read_raw(rest, req, &ctx)
-                .await
-                .map_err(refused)?;
-            let options = delete_options(&query, &raw).map_err(refused)?;
+        Action::Delete(name, options) => {
             let deleted = endpoint.delete(ctx, &namespace, &name, options).await?;
             if deleted.deleted && !info.return_deleted_object {
                 let body = status::deleted(&name, &info.group, &info.plural, &deleted.uid);
@@ -215,26 +314,36 @@ pub async fn resource(
             }
             Ok(reply::json(StatusCode::OK, deleted.object, &[]))
         }
-        (&Method::DELETE, None) if part == Part::Main => {
-            if !verb("deletecollection") {
-                return Err(not_supported(&method, &info.qualified()));
-            }
-            let list = query.list_options().map_err(refused)?;
-            let raw = super::body::read_raw(rest, req, &ctx)
-                .await
-                .map_err(refused)?;
-            let options = delete_options(&query, &raw).map_err(refused)?;
+        Action::DeleteCollection(list, options) => {
             let page = endpoint
                 .delete_collection(ctx, &namespace, list, options)
                 .await?;
-            Ok(list_response(&info.api_version(), &info.list_kind, page))
+            Ok(list_response(
+                &info.api_version(),
+                &info.list_kind,
+                page.into(),
+            ))
         }
-        _ => Err(not_supported(&method, &info.qualified())),
     }
 }
 
+/// A write's answer: 201 when it created the object.
+fn written_response(written: Written) -> http::Response<Body> {
+    let code = if written.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    reply::json(code, written.object, &written.warnings)
+}
+
 /// The verb a request would run, for the request metrics.
-fn request_verb(method: &Method, named: bool, part: Part, query: &Query) -> Verb {
+fn request_verb(method: &Method, named: bool, subresource: Option<&str>, query: &Query) -> Verb {
+    let part = match subresource {
+        Some("status") => Part::Status,
+        Some("finalize") => Part::Finalize,
+        _ => Part::Main,
+    };
     match *method {
         Method::GET if query.watch().unwrap_or(false) => Verb::Watch,
         Method::GET if named => Verb::Get,
@@ -345,41 +454,27 @@ fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> 
 }
 
 /// A List (or Table) response, written as it streams: the envelope, then each item as the
-/// endpoint encoded it, copied into frames of 64 KiB as they are sent (`reply::ListBody`),
-/// never a second copy of the whole list.
+/// endpoint encodes it, copied into frames of 64 KiB as the connection takes them
+/// (`reply::list`): a client that reads slowly holds one frame, not the list.
 pub(super) fn list_response(
     api_version: &str,
     list_kind: &str,
-    page: Page,
+    page: Streamed,
 ) -> http::Response<Body> {
-    let (head, items, meta) = match page {
-        Page::Objects { meta, items } => {
-            let head = format!(
-                "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
-                Value::from(list_kind),
-                Value::from(api_version),
-                list_meta(&meta)
-            );
-            (head, items, meta)
-        }
-        Page::Table {
-            meta,
-            columns,
-            rows,
-        } => {
-            let head = format!(
-                "{{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{},\"columnDefinitions\":{},\"rows\":[",
-                list_meta(&meta),
-                String::from_utf8_lossy(&columns)
-            );
-            (head, rows, meta)
-        }
+    let head = match &page.columns {
+        None => format!(
+            "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
+            Value::from(list_kind),
+            Value::from(api_version),
+            list_meta(&page.meta)
+        ),
+        Some(columns) => format!(
+            "{{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{},\"columnDefinitions\":{},\"rows\":[",
+            list_meta(&page.meta),
+            String::from_utf8_lossy(columns)
+        ),
     };
-    let _ = meta;
-    reply::list(
-        StatusCode::OK,
-        reply::ListBody::new(Bytes::from(head), items, b"]}"),
-    )
+    reply::list(StatusCode::OK, Bytes::from(head), page.items, b"]}")
 }
 
 /// `ListMeta` as upstream writes it.
@@ -398,12 +493,10 @@ fn list_meta(meta: &ListMeta) -> Value {
     Value::Object(m)
 }
 
-/// An endpoint by its shared handle (for the watch handler).
-pub(super) type Shared = Arc<dyn Endpoint>;
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::Page;
 
     /// A List of 10,000 objects goes out in frames of 64 KiB, not a frame per item and per
     /// comma: each frame is a chunk (and, 16 at most per `writev`, system calls) of HTTP/1.1.
@@ -426,10 +519,10 @@ mod tests {
             },
             items,
         };
-        let mut body = list_response("v1", "ConfigMapList", page).into_body();
+        let mut body = list_response("v1", "ConfigMapList", page.into()).into_body();
         let (mut frames, mut text) = (0, Vec::new());
         while let Some(f) = body.frame().await {
-            if let Ok(data) = f.expect("infallible").into_data() {
+            if let Ok(data) = f.expect("a frame").into_data() {
                 frames += 1;
                 text.extend_from_slice(&data);
             }

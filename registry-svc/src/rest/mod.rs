@@ -43,8 +43,13 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use crate::{catalog::Catalog, error::ApiError, store::Ctx};
 use route::Route;
 
+/// Why a response body stopped before its end (its client did not read it in time, or the
+/// list it streams failed): hyper then resets the stream (h2) or closes the connection
+/// (HTTP/1.1), so the client sees a broken response, never a short one.
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Response bodies.
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+pub type Body = UnsyncBoxBody<Bytes, BodyError>;
 
 /// How long a TLS handshake may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -296,31 +301,25 @@ impl Rest {
             }
             Route::Resource(path) => {
                 let query = params::Query::parse(req.uri().query());
-                let long_running = req.method() == Method::GET && query.watch()?;
-                let _permit = if long_running {
-                    None
-                } else {
-                    match self.inflight.as_ref().map(InflightLimitLayer::try_acquire) {
-                        None | Some(Ok(None)) => None,
-                        Some(Ok(Some(p))) => Some(p),
-                        Some(Err(limit)) => return Ok(too_many(limit)),
-                    }
-                };
                 let budget = timeout(&query, req.method(), path.name.is_none());
                 let ctx = Ctx {
                     deadline: Deadline::after(budget),
                 };
-                if long_running {
-                    return handlers::resource(self, req, path, ctx).await;
+                // The request is read whole before it takes a slot: a body that is slow to
+                // come (or never comes) holds its connection, not the server's capacity.
+                let call = within(ctx, handlers::parse(self, req, path, &ctx)).await?;
+                if call.long_running() {
+                    return handlers::run(self, call, ctx).await;
                 }
-                match tokio::time::timeout(budget, handlers::resource(self, req, path, ctx)).await
-                {
-                    Ok(r) => r,
-                    Err(_) => Err(ApiError::Unavailable {
-                        reason: "Timeout",
-                        message: "Timeout: request did not complete within requested timeout - context deadline exceeded".into(),
-                    }),
-                }
+                let permit = match self.inflight.as_ref().map(InflightLimitLayer::try_acquire) {
+                    None | Some(Ok(None)) => None,
+                    Some(Ok(Some(p))) => Some(p),
+                    Some(Err(limit)) => return Ok(too_many(limit)),
+                };
+                let response = within(ctx, handlers::run(self, call, ctx)).await?;
+                // The slot is held until the response is written (a list streams as its client
+                // reads), and never past the request's deadline.
+                Ok(reply::held(response, permit, ctx.deadline.instant()))
             }
         }
     }
@@ -391,6 +390,16 @@ impl Rest {
             text(&lines),
         )
     }
+}
+
+/// `f`, or upstream's 504 once `ctx`'s deadline has passed.
+async fn within<T>(
+    ctx: Ctx,
+    f: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    tokio::time::timeout_at(ctx.deadline.instant(), f)
+        .await
+        .unwrap_or_else(|_| Err(crate::offload::timeout()))
 }
 
 /// A request's deadline: its `timeout` parameter, capped at the default request timeout (a

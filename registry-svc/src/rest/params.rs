@@ -152,6 +152,7 @@ impl Query {
             dry_run,
             field_validation,
             field_manager,
+            body_bytes: 0,
         })
     }
 }

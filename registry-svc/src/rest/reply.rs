@@ -1,16 +1,24 @@
 //! Response builders: JSON bodies (whole, or in frames of [`LIST_FRAME`] bytes as a list
-//! streams), `Warning` headers as upstream writes them (`299 - "text"`), and streamed bodies.
+//! streams), `Warning` headers as upstream's warning recorder writes them (`299 - "text"`,
+//! deduplicated, truncated and capped), streamed bodies, and bodies that hold their request's
+//! in-flight slot until they are written ([`held`]).
 
-use std::convert::Infallible;
+use std::{
+    collections::HashSet,
+    pin::Pin,
+    task::{Context, Poll},
+};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderValue, StatusCode, header};
 use http_body::Frame;
 use http_body_util::{BodyExt, Full, StreamBody};
+use kubestore_telemetry::inflight::InflightPermit;
 use serde_json::Value;
-use tokio_stream::Stream;
+use tokio_stream::{Stream, StreamExt};
 
-use super::Body;
+use super::{Body, BodyError};
+use crate::catalog::ItemStream;
 
 /// The `Content-Type` of every JSON answer.
 pub const JSON: &str = "application/json";
@@ -25,17 +33,53 @@ pub fn bytes(code: StatusCode, content_type: &str, body: Bytes) -> http::Respons
     r
 }
 
-/// A JSON response with `warnings` as `Warning` headers.
+/// A JSON response with `warnings` as `Warning` headers ([`warning_headers`]).
 pub fn json(code: StatusCode, body: Bytes, warnings: &[String]) -> http::Response<Body> {
     let mut r = bytes(code, JSON, body);
-    for w in warnings {
-        // Upstream's format: `299 - "text"`, the text's quotes and backslashes escaped.
-        let text = w.replace('\\', "\\\\").replace('"', "\\\"");
-        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{text}\"")) {
-            r.headers_mut().append(header::WARNING, v);
-        }
+    for v in warning_headers(warnings) {
+        r.headers_mut().append(header::WARNING, v);
     }
     r
+}
+
+/// Upstream's warning recorder's bounds (`endpoints/filters/warning.go`): warnings total at
+/// most this many characters ...
+pub const WARNING_TOTAL_CHARS: usize = 4 * 1024;
+
+/// ... and once past it, each is cut to this many.
+pub const WARNING_ITEM_CHARS: usize = 256;
+
+/// `warnings` as upstream's recorder writes them: each text once, in order, as `299 - "text"`
+/// (quotes and backslashes escaped). When they would total more than [`WARNING_TOTAL_CHARS`],
+/// every warning is cut to [`WARNING_ITEM_CHARS`] and no more are written once the total is
+/// reached: 100,000 unknown fields once made 5.4 MB of headers, more than any client reads.
+pub fn warning_headers(warnings: &[String]) -> Vec<HeaderValue> {
+    let mut seen = HashSet::new();
+    let texts: Vec<&str> = warnings
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !w.is_empty() && seen.insert(*w))
+        .collect();
+    let total: usize = texts.iter().map(|t| t.chars().count()).sum();
+    let truncating = total > WARNING_TOTAL_CHARS;
+    let mut written = 0;
+    let mut out = Vec::new();
+    for text in texts {
+        if truncating && written >= WARNING_TOTAL_CHARS {
+            break;
+        }
+        let text: String = if truncating {
+            text.chars().take(WARNING_ITEM_CHARS).collect()
+        } else {
+            text.to_string()
+        };
+        written += text.chars().count();
+        let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            out.push(v);
+        }
+    }
+    out
 }
 
 /// A JSON response of a value.
@@ -53,66 +97,99 @@ pub fn value(code: StatusCode, body: &Value) -> http::Response<Body> {
 /// (items and commas) cost ~1,250 system calls, and its client as many chunks to parse.
 pub const LIST_FRAME: usize = 64 * 1024;
 
-/// A list's body: `head`, the items separated by commas, then `tail`, copied into frames of
-/// about [`LIST_FRAME`] bytes as the connection asks for them. Each item is dropped once
-/// copied, so the list is held once, shrinking as it is sent (upstream's apiserver also writes
-/// a list through one buffered writer).
-pub struct ListBody {
-    head: Option<Bytes>,
-    items: std::vec::IntoIter<Bytes>,
-    tail: Option<&'static [u8]>,
-    first: bool,
-}
-
-impl ListBody {
-    /// `head`, then `items` separated by commas, then `tail`.
-    pub fn new(head: Bytes, items: Vec<Bytes>, tail: &'static [u8]) -> Self {
-        Self {
-            head: Some(head),
-            items: items.into_iter(),
-            tail: Some(tail),
-            first: true,
-        }
+/// A list's frames: `head`, the items separated by commas, then `tail`, each frame about
+/// [`LIST_FRAME`] bytes, built only when the connection asks for it (the items are encoded, and
+/// fetched from storage, as the client reads). An item that fails ends the body with an error,
+/// so the client sees a broken response, never a list cut short that still parses.
+pub fn list_frames(
+    head: Bytes,
+    items: ItemStream,
+    tail: &'static [u8],
+) -> impl Stream<Item = Result<Bytes, BodyError>> + Send {
+    struct State {
+        head: Option<Bytes>,
+        items: ItemStream,
+        tail: Option<&'static [u8]>,
+        first: bool,
+        /// An item read ahead (to learn whether a full frame is the last).
+        ahead: Option<Result<Bytes, crate::error::ApiError>>,
+        /// The items ended (a stream is never polled past its end).
+        ended: bool,
     }
-}
-
-impl Iterator for ListBody {
-    type Item = Bytes;
-
-    fn next(&mut self) -> Option<Bytes> {
+    let state = State {
+        head: Some(head),
+        items,
+        tail: Some(tail),
+        first: true,
+        ahead: None,
+        ended: false,
+    };
+    futures_util::stream::unfold(state, |mut st| async move {
         let mut frame = BytesMut::new();
-        if let Some(head) = self.head.take() {
+        if let Some(head) = st.head.take() {
             frame.reserve(LIST_FRAME.max(head.len()));
             frame.extend_from_slice(&head);
         }
-        while frame.len() < LIST_FRAME {
-            let Some(item) = self.items.next() else {
-                break;
+        loop {
+            let next = match st.ahead.take() {
+                Some(item) => Some(item),
+                None if st.ended => None,
+                None => st.items.next().await,
+            };
+            let item = match next {
+                Some(Ok(item)) => item,
+                Some(Err(e)) => {
+                    st.tail = None;
+                    st.ended = true;
+                    let e: BodyError = Box::new(e);
+                    return Some((Err(e), st));
+                }
+                None => {
+                    st.ended = true;
+                    break;
+                }
             };
             if frame.capacity() == 0 {
                 frame.reserve(LIST_FRAME.max(item.len() + 1));
             }
-            if !self.first {
+            if !st.first {
                 frame.put_u8(b',');
             }
-            self.first = false;
+            st.first = false;
             frame.extend_from_slice(&item);
+            if frame.len() >= LIST_FRAME {
+                // A full frame goes now; the tail joins it if nothing follows.
+                st.ahead = st.items.next().await;
+                if st.ahead.is_none() {
+                    st.ended = true;
+                    break;
+                }
+                return Some((Ok(frame.freeze()), st));
+            }
         }
-        if self.items.len() == 0
-            && let Some(tail) = self.tail.take()
-        {
-            frame.extend_from_slice(tail);
+        match st.tail.take() {
+            Some(tail) => {
+                frame.extend_from_slice(tail);
+                Some((Ok(frame.freeze()), st))
+            }
+            None if !frame.is_empty() => Some((Ok(frame.freeze()), st)),
+            None => None,
         }
-        (!frame.is_empty()).then(|| frame.freeze())
-    }
+    })
+    .fuse()
 }
 
-/// A JSON list response, streamed from `body`.
-pub fn list(code: StatusCode, body: ListBody) -> http::Response<Body> {
+/// A JSON list response, streamed ([`list_frames`]).
+pub fn list(
+    code: StatusCode,
+    head: Bytes,
+    items: ItemStream,
+    tail: &'static [u8],
+) -> http::Response<Body> {
     streamed(
         code,
         JSON,
-        tokio_stream::iter(body.map(|f| Ok(Frame::data(f)))),
+        list_frames(head, items, tail).map(|f| f.map(Frame::data)),
     )
 }
 
@@ -120,7 +197,7 @@ pub fn list(code: StatusCode, body: ListBody) -> http::Response<Body> {
 pub fn streamed(
     code: StatusCode,
     content_type: &str,
-    stream: impl Stream<Item = Result<Frame<Bytes>, Infallible>> + Send + 'static,
+    stream: impl Stream<Item = Result<Frame<Bytes>, BodyError>> + Send + 'static,
 ) -> http::Response<Body> {
     let mut r = http::Response::new(StreamBody::new(stream).boxed_unsync());
     *r.status_mut() = code;
@@ -128,6 +205,75 @@ pub fn streamed(
         r.headers_mut().insert(header::CONTENT_TYPE, v);
     }
     r
+}
+
+/// `response`, its body keeping the request's in-flight slot (`permit`) until it is written or
+/// the client goes, and cut off at `deadline`: a client that does not read its response holds
+/// its slot, and what the body has not yet built, no longer than its request may take.
+pub fn held(
+    response: http::Response<Body>,
+    permit: Option<InflightPermit>,
+    deadline: tokio::time::Instant,
+) -> http::Response<Body> {
+    response.map(|inner| {
+        Held {
+            inner,
+            permit,
+            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+            done: false,
+        }
+        .boxed_unsync()
+    })
+}
+
+/// See [`held`].
+struct Held {
+    inner: Body,
+    /// Dropped with the body, or at its end.
+    permit: Option<InflightPermit>,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    /// The body ended (or was cut off): it is never polled again.
+    done: bool,
+}
+
+/// The error that cuts a body off at its request's deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("the response was not read before the request's deadline")]
+pub struct NotReadInTime;
+
+impl http_body::Body for Held {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            if !matches!(frame, Some(Ok(_))) {
+                self.permit = None;
+                self.done = true;
+            }
+            return Poll::Ready(frame);
+        }
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            self.permit = None;
+            self.done = true;
+            return Poll::Ready(Some(Err(Box::new(NotReadInTime))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 #[cfg(test)]
@@ -149,13 +295,27 @@ mod tests {
         (items, whole)
     }
 
-    #[test]
-    fn a_list_is_written_in_large_frames_holding_the_same_json() {
+    fn stream(items: Vec<Bytes>) -> ItemStream {
+        Box::pin(tokio_stream::iter(items.into_iter().map(Ok)))
+    }
+
+    async fn frames(items: ItemStream) -> Vec<Result<Bytes, String>> {
+        list_frames(Bytes::from_static(b"{\"items\":["), items, b"]}")
+            .map(|f| f.map_err(|e| e.to_string()))
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_list_is_written_in_large_frames_holding_the_same_json() {
         // 10,000 items of ~250 bytes: ~2.4 MB, so ~38 frames of 64 KiB (it was 20,001 frames:
         // the head, each item and each comma, and the tail).
         let (items, whole) = body(10_000, 250);
-        let frames: Vec<Bytes> =
-            ListBody::new(Bytes::from_static(b"{\"items\":["), items, b"]}").collect();
+        let frames: Vec<Bytes> = frames(stream(items))
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .expect("no error");
         assert_eq!(frames.concat(), whole);
         assert!(
             frames.len() <= whole.len() / LIST_FRAME + 1,
@@ -172,17 +332,78 @@ mod tests {
         }
     }
 
-    #[test]
-    fn empty_lists_and_large_items_keep_their_json() {
+    #[tokio::test]
+    async fn empty_lists_and_large_items_keep_their_json() {
         let (items, whole) = body(0, 10);
-        let frames: Vec<Bytes> =
-            ListBody::new(Bytes::from_static(b"{\"items\":["), items, b"]}").collect();
-        assert_eq!(frames.concat(), whole);
-        assert_eq!(frames.len(), 1);
+        let got = frames(stream(items)).await;
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].as_deref().expect("a frame"), whole.as_slice());
         let (items, whole) = body(3, 2 * LIST_FRAME);
-        let frames: Vec<Bytes> =
-            ListBody::new(Bytes::from_static(b"{\"items\":["), items, b"]}").collect();
-        assert_eq!(frames.concat(), whole);
-        assert_eq!(frames.len(), 3);
+        let got: Vec<Bytes> = frames(stream(items))
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .expect("no error");
+        assert_eq!(got.concat(), whole);
+        assert_eq!(got.len(), 3);
+    }
+
+    /// An item that fails ends the body with an error, without the list's closing bytes.
+    #[tokio::test]
+    async fn a_failing_item_breaks_the_body() {
+        let items: ItemStream = Box::pin(tokio_stream::iter(vec![
+            Ok(Bytes::from_static(b"{}")),
+            Err(crate::error::ApiError::Internal("storage went away".into())),
+        ]));
+        let got = frames(items).await;
+        assert!(
+            matches!(got.last(), Some(Err(e)) if e.contains("storage went away")),
+            "{got:?}"
+        );
+        assert!(got.iter().flatten().all(|f| !f.ends_with(b"]}")));
+    }
+
+    fn texts(headers: &[HeaderValue]) -> Vec<String> {
+        headers
+            .iter()
+            .map(|h| h.to_str().expect("ascii").to_string())
+            .collect()
+    }
+
+    #[test]
+    fn warnings_are_written_once_each_escaped() {
+        let w = vec![
+            "unknown field \"spec.x\"".to_string(),
+            "unknown field \"spec.x\"".to_string(),
+            String::new(),
+            "back\\slash".to_string(),
+        ];
+        assert_eq!(
+            texts(&warning_headers(&w)),
+            [
+                r#"299 - "unknown field \"spec.x\"""#,
+                r#"299 - "back\\slash""#
+            ]
+        );
+    }
+
+    /// 100,000 unknown fields: the headers stay within upstream's bounds (each warning cut to
+    /// 256 characters once they would pass 4,096, none written after the total is reached).
+    #[test]
+    fn many_warnings_are_truncated_and_capped() {
+        let w: Vec<String> = (0..100_000)
+            .map(|i| format!("unknown field \"spec.f{i}{}\"", "y".repeat(300)))
+            .collect();
+        let h = warning_headers(&w);
+        let total: usize = h.iter().map(HeaderValue::len).sum();
+        assert!(total < 6 * 1024, "{total} bytes of headers");
+        assert!(h.iter().all(|v| v.len() <= WARNING_ITEM_CHARS + 16));
+        assert_eq!(h.len(), WARNING_TOTAL_CHARS / WARNING_ITEM_CHARS);
+        // Below the total, nothing is cut.
+        let few: Vec<String> = (0..3)
+            .map(|i| format!("w{i}{}", "z".repeat(1000)))
+            .collect();
+        assert_eq!(warning_headers(&few).len(), 3);
+        assert!(warning_headers(&few).iter().all(|v| v.len() > 1000));
     }
 }

@@ -106,9 +106,6 @@ pub fn body(e: &ApiError) -> Value {
             // Upstream's words; what failed is in the cause.
             "the server rejected our request due to an error in our request".to_string()
         }
-        ApiError::TooLarge { kind, limit, .. } if kind.is_empty() => {
-            format!("Request entity too large: limit is {limit}")
-        }
         ApiError::TooManyRequests(_) | ApiError::WatcherTooSlow(_) => {
             details.insert("retryAfterSeconds".into(), json!(1));
             e.to_string()
@@ -148,7 +145,7 @@ fn reason(e: &ApiError) -> &'static str {
     match e {
         ApiError::BadRequest(_) => "BadRequest",
         ApiError::MethodNotSupported(_) => "MethodNotAllowed",
-        ApiError::TooLarge { .. } => "RequestEntityTooLarge",
+        ApiError::TooLarge { .. } | ApiError::EntityTooLarge(_) => "RequestEntityTooLarge",
         ApiError::StorageFull(_) | ApiError::Internal(_) => "InternalError",
         ApiError::WatcherTooSlow(_) | ApiError::TooManyRequests(_) => "TooManyRequests",
         ApiError::Unavailable { reason, .. } => match *reason {

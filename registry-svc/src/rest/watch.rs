@@ -11,16 +11,17 @@
 //! A watch is long-running: not counted against the in-flight limit, no request deadline.
 //! A client that stops reading is cut off by the relay below (`relay`), as on gRPC.
 
-use std::convert::Infallible;
-
 use bytes::{Bytes, BytesMut};
 use http::StatusCode;
 use http_body::Frame;
 use kubestore_proto::meta::v1::{ListOptions, ResourceVersionMatch, WatchEventType};
 use tokio_stream::StreamExt;
 
-use super::{Body, Rest, handlers::Shared, reply, status};
-use crate::{catalog::Output, error::ApiError};
+use super::{Body, BodyError, Rest, reply, status};
+use crate::{
+    catalog::{Output, Shared},
+    error::ApiError,
+};
 
 fn type_name(t: WatchEventType) -> &'static str {
     match t {
@@ -101,7 +102,7 @@ pub async fn serve(
         Ok(events) => events,
         // As the watch cache: an expired start is a stream with one ERROR event (410).
         Err(e @ ApiError::Expired { .. }) => {
-            let one = tokio_stream::once(Ok::<_, Infallible>(Frame::data(error_line(&e))));
+            let one = tokio_stream::once(Ok::<_, BodyError>(Frame::data(error_line(&e))));
             return Ok(reply::streamed(StatusCode::OK, reply::JSON, one));
         }
         Err(e) => return Err(e),
@@ -112,7 +113,7 @@ pub async fn serve(
         if ended {
             return None;
         }
-        Some(Ok::<_, Infallible>(match e {
+        Some(Ok::<_, BodyError>(match e {
             Ok((kind, object)) => Frame::data(line(type_name(kind), &object)),
             Err(e) => {
                 ended = true;

@@ -69,6 +69,7 @@ impl<R: Resource> Store<R> {
             finalizers = Empty,
             deleted = Empty,
         );
+        self.strategy.admit_delete(name)?;
         let mut options = options.unwrap_or_default();
         if !self.strategy.delete_finalizers().is_empty() {
             self.add_delete_finalizers(ctx, namespace, name, &mut options)

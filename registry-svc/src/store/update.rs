@@ -139,6 +139,7 @@ impl<R: Resource> Store<R> {
     ) -> Result<R, ApiError> {
         self.update_part(ctx, namespace, obj, dry_run, Part::Main)
             .await
+            .map(|(o, _)| o)
     }
 
     /// UpdateStatus: the status subresource (upstream's status store): only what the kind's
@@ -158,6 +159,7 @@ impl<R: Resource> Store<R> {
         }
         self.update_part(ctx, namespace, obj, dry_run, Part::Status)
             .await
+            .map(|(o, _)| o)
     }
 
     /// Update of `part`: the object, its status, or its finalizers (Namespaces).
@@ -169,19 +171,31 @@ impl<R: Resource> Store<R> {
         dry_run: bool,
         part: Part,
     ) -> Result<R, ApiError> {
+        self.upsert_in(ctx, namespace, obj, dry_run, part)
+            .await
+            .map(|(o, _)| o)
+    }
+
+    /// [`Self::update_in`], saying whether the update created the object (a kind that allows
+    /// create-on-update; upstream answers 201 then).
+    pub async fn upsert_in(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        obj: R,
+        dry_run: bool,
+        part: Part,
+    ) -> Result<(R, bool), ApiError> {
         match part {
-            Part::Main => self.update(ctx, namespace, obj, dry_run).await,
-            Part::Status => self.update_status(ctx, namespace, obj, dry_run).await,
-            Part::Finalize => {
-                if !self.strategy.has_finalize() {
-                    return Err(ApiError::NotFound {
-                        resource: format!("{}/finalize", self.resource()),
-                        name: obj.name().to_string(),
-                    });
-                }
-                self.update_part(ctx, namespace, obj, dry_run, Part::Finalize)
-                    .await
-            }
+            Part::Status if !self.strategy.has_status() => Err(ApiError::BadRequest(format!(
+                "{} has no status subresource",
+                self.resource()
+            ))),
+            Part::Finalize if !self.strategy.has_finalize() => Err(ApiError::NotFound {
+                resource: format!("{}/finalize", self.resource()),
+                name: obj.name().to_string(),
+            }),
+            _ => self.update_part(ctx, namespace, obj, dry_run, part).await,
         }
     }
 
@@ -192,7 +206,7 @@ impl<R: Resource> Store<R> {
         mut obj: R,
         dry_run: bool,
         part: Part,
-    ) -> Result<R, ApiError> {
+    ) -> Result<(R, bool), ApiError> {
         // Upstream defaults the request body as it decodes it; the stored object is defaulted
         // by `decode`. Both sides defaulted, an update that sends back what Get returned (or
         // leaves a defaulted field unset) changes nothing.
@@ -290,6 +304,7 @@ impl<R: Resource> Store<R> {
             },
         )
         .await
+        .map(|(o, _)| o)
     }
 
     /// The GuaranteedUpdate of Update, UpdateStatus and Patch, within the request's deadline
@@ -305,7 +320,7 @@ impl<R: Resource> Store<R> {
         update_preconditions: Option<Preconditions>,
         allow_create: bool,
         call: UpdateCall<'_, R>,
-    ) -> Result<R, ApiError> {
+    ) -> Result<(R, bool), ApiError> {
         crate::store::with_deadline(
             ctx.deadline.instant().into_std(),
             self.run_update_within(
@@ -333,7 +348,7 @@ impl<R: Resource> Store<R> {
         update_preconditions: Option<Preconditions>,
         allow_create: bool,
         call: UpdateCall<'_, R>,
-    ) -> Result<R, ApiError> {
+    ) -> Result<(R, bool), ApiError> {
         let dry_run = call.dry_run;
         let start = UpdateStart {
             key: key.clone(),
@@ -384,13 +399,14 @@ impl<R: Resource> Store<R> {
                     self.strategy.after_update(&out, dry_run);
                 }
                 self.strategy.decorate(&mut out);
-                Ok(out)
+                Ok((out, creating))
             }
             UpdateEnd::Aborted(Abort::Api(e)) => Err(e),
             UpdateEnd::Aborted(Abort::DeleteNow(updated)) => {
                 let _ = ns;
                 self.delete_without_finalizers(ctx, key, name, preconditions, dry_run, updated)
                     .await
+                    .map(|o| (o, false))
             }
         }
     }
@@ -473,7 +489,13 @@ impl<R: Resource> Store<R> {
             m.deletion_grace_period_seconds = None;
             m.resource_version.clear();
             self.strategy.begin_create(&obj, dry_run)?;
-            let r = self.before_create(ns, &mut obj);
+            // As a create: validated, and refused in a namespace being deleted (upstream's
+            // NamespaceLifecycle admits the create an update turns into).
+            let r = self.before_create(ns, &mut obj).and_then(|()| {
+                self.storage
+                    .lifecycle
+                    .admit_create(self.resource(), obj.name(), ns)
+            });
             self.strategy.finish_create(&obj, r.is_ok());
             r?;
             *creating = true;

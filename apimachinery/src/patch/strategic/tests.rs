@@ -7,7 +7,13 @@ use crate::{descriptors::Descriptors, patch::PatchError};
 
 fn smp(original: Value, patch: Value) -> Result<Value, PatchError> {
     let d = Descriptors::from_set(kubestore_proto::CORE_DESCRIPTOR_SET).expect("descriptors");
-    apply(&d, ".core.v1.Pod", &original, &patch)
+    apply(
+        &d,
+        ".core.v1.Pod",
+        &original,
+        &patch,
+        &crate::patch::Limits::default(),
+    )
 }
 
 fn pod(containers: Value) -> Value {
@@ -124,4 +130,104 @@ fn scalar_lists_maps_and_directives() {
         smp(original, json!({"metadata": {"$patch": "bogus"}})),
         Err(PatchError::BadRequest(_))
     ));
+}
+
+/// The shape of the attack (a 286 KB patch blocked registry-svc 8-26 s): long lists on
+/// both sides, merged by key and as sets. Each patch item is one look-up now; the result is
+/// what the item-by-item scan gave.
+#[test]
+fn long_lists_merge_by_key_and_as_sets() {
+    let n = 20_000;
+    let containers: Vec<Value> = (0..n)
+        .map(|i| json!({"name": format!("c{i}"), "image": "a:1"}))
+        .collect();
+    let mut original = pod(Value::Array(containers));
+    original["metadata"]["finalizers"] =
+        Value::Array((0..n).map(|i| json!(format!("f{i}"))).collect());
+    // Every other container changed, every tenth deleted, n new ones; n finalizers of which
+    // half are new.
+    let mut items: Vec<Value> = (0..n)
+        .filter(|i| i % 2 == 0)
+        .map(|i| {
+            if i % 10 == 0 {
+                json!({"name": format!("c{i}"), "$patch": "delete"})
+            } else {
+                json!({"name": format!("c{i}"), "image": "b:2"})
+            }
+        })
+        .collect();
+    items.extend((n..2 * n).map(|i| json!({"name": format!("c{i}"), "image": "n:1"})));
+    let finalizers: Vec<Value> = (n / 2..n + n / 2).map(|i| json!(format!("f{i}"))).collect();
+    let out = smp(
+        original,
+        json!({"metadata": {"finalizers": finalizers}, "spec": {"containers": items}}),
+    )
+    .expect("applies");
+    let merged = out["spec"]["containers"].as_array().expect("a list");
+    assert_eq!(merged.len(), n - n / 10 + n);
+    assert_eq!(merged[0], json!({"name": "c1", "image": "a:1"}));
+    assert_eq!(merged[1], json!({"name": "c2", "image": "b:2"}));
+    assert_eq!(
+        merged[merged.len() - 1],
+        json!({"name": format!("c{}", 2 * n - 1), "image": "n:1"})
+    );
+    let f = out["metadata"]["finalizers"].as_array().expect("a list");
+    assert_eq!(f.len(), n + n / 2);
+    assert_eq!(f[n], json!(format!("f{n}")));
+}
+
+#[test]
+fn set_element_order_and_deletions_from_long_lists() {
+    let n = 20_000;
+    let mut original = pod(Value::Array(
+        (0..n)
+            .map(|i| json!({"name": format!("c{i}"), "image": "a:1"}))
+            .collect(),
+    ));
+    original["metadata"]["finalizers"] =
+        Value::Array((0..n).map(|i| json!(format!("f{i}"))).collect());
+    let order: Vec<Value> = (0..n)
+        .rev()
+        .map(|i| json!({"name": format!("c{i}")}))
+        .collect();
+    let gone: Vec<Value> = (0..n)
+        .filter(|i| i % 2 == 1)
+        .map(|i| json!(format!("f{i}")))
+        .collect();
+    let out = smp(
+        original,
+        json!({"metadata": {"$deleteFromPrimitiveList/finalizers": gone},
+               "spec": {"$setElementOrder/containers": order}}),
+    )
+    .expect("applies");
+    assert_eq!(
+        out["spec"]["containers"][0]["name"],
+        json!(format!("c{}", n - 1))
+    );
+    assert_eq!(out["spec"]["containers"][n - 1]["name"], "c0");
+    assert_eq!(
+        out["metadata"]["finalizers"].as_array().map(Vec::len),
+        Some(n / 2)
+    );
+    assert_eq!(out["metadata"]["finalizers"][1], "f2");
+}
+
+#[test]
+fn a_strategic_merge_patch_stops_at_its_deadline() {
+    let d = Descriptors::from_set(kubestore_proto::CORE_DESCRIPTOR_SET).expect("descriptors");
+    let labels: serde_json::Map<String, Value> =
+        (0..1000).map(|i| (format!("l{i}"), json!("v"))).collect();
+    let past = crate::patch::Limits::until(Some(
+        std::time::Instant::now() - std::time::Duration::from_millis(1),
+    ));
+    assert_eq!(
+        apply(
+            &d,
+            ".core.v1.Pod",
+            &pod(json!([])),
+            &json!({"metadata": {"labels": labels}}),
+            &past
+        ),
+        Err(PatchError::Timeout)
+    );
 }
