@@ -244,6 +244,19 @@ pub struct Config {
     /// or HTTPS (HTTP/1.1 and h2) with the service's TLS flags; unset: not served.
     #[arg(long, env = "KUBE_API_ADDR", value_parser = kubestore_telemetry::deadline::parse_socket_addr)]
     pub kube_api_addr: Option<SocketAddr>,
+    /// Connections one client address may hold open to the REST API (0: no bound but half the
+    /// process's descriptors, which bounds every client together): one client once held 20,000
+    /// and no other client was served.
+    #[arg(
+        long,
+        env = "KUBE_API_MAX_CONNECTIONS_PER_CLIENT",
+        default_value_t = 1000
+    )]
+    pub kube_api_max_connections_per_client: usize,
+    /// How long a REST connection with no request in flight may stay silent before it is shut
+    /// down (upstream's `IdleTimeout`, 90 s).
+    #[arg(long, env = "KUBE_API_IDLE_TIMEOUT", default_value = "90s", value_parser = parse_duration)]
+    pub kube_api_idle_timeout: Duration,
     /// Log line format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -294,6 +307,8 @@ impl Default for Config {
             storage_objects_period: Duration::from_secs(60),
             metrics_addr: None,
             kube_api_addr: None,
+            kube_api_max_connections_per_client: 1000,
+            kube_api_idle_timeout: rest::conn::IDLE_TIMEOUT,
             log_format: LogFormat::Text,
             tls: ServerTlsArgs::default(),
             storage_ca_file: None,
@@ -529,6 +544,8 @@ pub async fn run_with_listeners(
                 serving: serving.serving_flag(),
                 client_auth: config.tls.client_ca_file.is_some(),
                 openapi: rest::openapi::OpenApi::new(codec.clone()),
+                max_connections_per_client: config.kube_api_max_connections_per_client,
+                idle_timeout: config.kube_api_idle_timeout,
             });
             tracing::info!(addr = ?l.local_addr().ok(), tls = tls.is_some(), "Kubernetes REST API serving");
             Some(tokio::spawn(rest::serve(

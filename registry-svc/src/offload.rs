@@ -1,84 +1,150 @@
-//! CPU work that grows with a request's input, off the runtime's async workers.
+//! Work that may take long, off the runtime's async workers: CEL validation (up to a request's
+//! budget, about a second of CPU), the schema validation of a large object, and CPU work that
+//! grows with a request's input (decoding a 3 MiB body, applying a patch, converting a large
+//! object to and from Kubernetes JSON).
 //!
-//! Decoding a 3 MiB body, applying a patch, or converting a large object to and from
-//! Kubernetes JSON takes milliseconds to tens of milliseconds; on one of the runtime's few
-//! workers (two on a small machine) it stalls every other request that worker serves, which is
-//! how two large patches once blocked every request for seconds. Go's scheduler preempts such
-//! work in kube-apiserver; here it is moved aside:
+//! registry-svc serves every call on a couple of tokio workers. Such work on one of them used to
+//! hold it for as long: two costly validations took a bystander's List from 9 ms to 4.4 s, and
+//! two large patches blocked every request for seconds. Go's scheduler preempts such work in
+//! kube-apiserver; here it is moved aside, by one gate:
 //!
 //! - work on less than [`INLINE_BYTES`] of input runs where it is (a thread hop costs more);
-//! - larger work runs under `block_in_place`, which hands the worker's other tasks to another
-//!   thread, and at most [`heavy_slots`] such jobs run at once (one fewer than the machine's
-//!   cores, at least one), so the async workers always keep a core;
-//! - a job waits for its slot no longer than its request's deadline (504 then), and the work
-//!   itself checks the deadline where it loops (`kubestore_apimachinery::patch::Limits`).
+//! - other work runs under `tokio::task::block_in_place` (the worker hands its other tasks to
+//!   a new thread first), at most [`permits`] jobs at once: one core fewer than the machine
+//!   has, so other calls always find one;
+//! - waiting for a permit is bounded by the request's deadline and by [`MAX_WAITING`] waiters;
+//!   the work itself checks the deadline where it loops (CEL's budget,
+//!   `kubestore_apimachinery::patch::Limits`);
+//! - work nested in work that holds a permit runs on that permit.
 //!
-//! On a current-thread runtime (some tests), work runs inline: there is no other worker to
+//! On a current-thread runtime (some tests) work runs in place: there is no other worker to
 //! protect.
 
 use std::{
-    sync::{Condvar, Mutex, OnceLock},
-    time::Instant,
+    sync::{Condvar, LazyLock, Mutex},
+    time::{Duration, Instant},
 };
 
 use crate::error::ApiError;
 
 /// Input below which work runs inline.
 pub const INLINE_BYTES: usize = 64 * 1024;
+/// Calls waiting for a permit, at most; more are refused at once.
+pub const MAX_WAITING: usize = 256;
+/// The stack of the thread a validation runs on (reserved, not committed).
+const STACK_BYTES: usize = 64 << 20;
+/// How long a call without a deadline waits for a permit.
+const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
-/// How many large jobs may run at once: one fewer than the cores, at least one.
-pub fn heavy_slots() -> usize {
+/// Jobs that may run at once: one fewer than the cores, at least one.
+pub fn permits() -> usize {
     std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .saturating_sub(1)
+        .map(|n| n.get().saturating_sub(1))
+        .unwrap_or(1)
         .max(1)
 }
 
-/// A counting semaphore for threads that may block (they run under `block_in_place`).
-struct Slots {
-    free: Mutex<usize>,
+struct Gate {
+    /// Permits taken, and callers waiting.
+    state: Mutex<(usize, usize)>,
     freed: Condvar,
+    permits: usize,
 }
 
-fn slots() -> &'static Slots {
-    static SLOTS: OnceLock<Slots> = OnceLock::new();
-    SLOTS.get_or_init(|| Slots {
-        free: Mutex::new(heavy_slots()),
-        freed: Condvar::new(),
-    })
-}
+static GATE: LazyLock<Gate> = LazyLock::new(|| Gate {
+    state: Mutex::new((0, 0)),
+    freed: Condvar::new(),
+    permits: permits(),
+});
 
-/// A held slot, given back on drop (also when the work panics).
-struct Held(&'static Slots);
+/// Holds a permit; gives it back when dropped.
+struct Permit;
 
-impl Drop for Held {
+impl Drop for Permit {
     fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        self.0.freed.notify_one();
+        let mut s = GATE.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.0 -= 1;
+        drop(s);
+        GATE.freed.notify_one();
     }
 }
 
-impl Slots {
-    /// A slot, waiting until `deadline` at most.
-    fn acquire(&'static self, deadline: Option<Instant>) -> Result<Held, ApiError> {
-        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        while *free == 0 {
-            free = match deadline {
-                None => self.freed.wait(free).unwrap_or_else(|p| p.into_inner()),
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(timeout());
-                    }
-                    self.freed
-                        .wait_timeout(free, left)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
-                }
-            };
+/// Why no permit was had.
+enum Refused {
+    /// [`MAX_WAITING`] callers wait already.
+    Crowded,
+    /// The deadline passed first.
+    Deadline,
+}
+
+fn acquire(until: Instant) -> Result<Permit, Refused> {
+    let mut s = GATE.state.lock().unwrap_or_else(|e| e.into_inner());
+    if s.0 < GATE.permits {
+        s.0 += 1;
+        return Ok(Permit);
+    }
+    if s.1 >= MAX_WAITING {
+        return Err(Refused::Crowded);
+    }
+    s.1 += 1;
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            s.1 -= 1;
+            if s.0 < GATE.permits {
+                // A permit freed as this waiter gave up: another waiter may take it.
+                GATE.freed.notify_one();
+            }
+            return Err(Refused::Deadline);
         }
-        *free -= 1;
-        Ok(Held(self))
+        s = GATE
+            .freed
+            .wait_timeout(s, until - now)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+        if s.0 < GATE.permits {
+            s.0 += 1;
+            s.1 -= 1;
+            return Ok(Permit);
+        }
+    }
+}
+
+/// Whether [`MAX_WAITING`] callers wait already (checked before leaving the worker, so that
+/// at most this many threads, and the workers, wait in `block_in_place`).
+fn crowded() -> bool {
+    let s = GATE.state.lock().unwrap_or_else(|e| e.into_inner());
+    s.0 >= GATE.permits && s.1 >= MAX_WAITING
+}
+
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        // A current-thread runtime (tests) cannot hand its tasks over; no runtime: a plain
+        // thread.
+        _ => f(),
+    }
+}
+
+thread_local! {
+    /// Whether this thread holds a permit (nested work runs on it).
+    static HOLDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as holding a permit while it lives.
+struct Holding(bool);
+
+impl Holding {
+    fn set() -> Self {
+        Self(HOLDING.with(|h| h.replace(true)))
+    }
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        HOLDING.with(|h| h.set(self.0));
     }
 }
 
@@ -92,78 +158,160 @@ pub fn timeout() -> ApiError {
     }
 }
 
-/// Runs `work`, whose input is `size` bytes, as the module docs say: inline when small, else
-/// off the async workers within a bounded number of slots, waiting for one until `deadline`.
+fn too_many() -> ApiError {
+    ApiError::TooManyRequests(format!(
+        "Too many requests, please try again later: {MAX_WAITING} requests are waiting for CPU already"
+    ))
+}
+
+/// Runs `work`, whose input is `size` bytes: in place when small, else off the async workers
+/// with a permit, waiting for one until `deadline` (504 after it; 429 when [`MAX_WAITING`]
+/// callers wait already).
 pub fn run<T>(
     size: usize,
     deadline: Option<Instant>,
     work: impl FnOnce() -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
-    let multi_thread = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if size < INLINE_BYTES || !multi_thread {
+    if size < INLINE_BYTES || HOLDING.with(|h| h.get()) {
         return work();
     }
-    tokio::task::block_in_place(|| {
-        let _slot = slots().acquire(deadline)?;
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+    if crowded() {
+        return Err(too_many());
+    }
+    let until = deadline.unwrap_or_else(|| Instant::now() + DEFAULT_WAIT);
+    blocking(|| {
+        let _permit = acquire(until).map_err(|r| match r {
+            Refused::Crowded => too_many(),
+            Refused::Deadline => timeout(),
+        })?;
+        if Instant::now() >= until {
             return Err(timeout());
         }
+        let _holding = Holding::set();
         work()
+    })
+}
+
+/// Runs a validation (CEL rules, a schema) off the async workers with a permit, on a thread
+/// with a large stack; the interruption's description, in upstream's words, when no permit
+/// was free before the request's deadline (`store::deadline`).
+///
+/// Upstream runs CEL on the request's goroutine, interrupted by the request's context; an
+/// interruption is reported as upstream's is: an `Invalid` entry whose text starts with
+/// "operation interrupted".
+pub fn validation<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    if HOLDING.with(|h| h.get()) {
+        return Ok(f());
+    }
+    if crowded() {
+        return Err(format!(
+            "operation interrupted: {MAX_WAITING} validations are waiting already"
+        ));
+    }
+    let until = crate::store::deadline().unwrap_or_else(|| Instant::now() + DEFAULT_WAIT);
+    blocking(|| {
+        let _permit = acquire(until).map_err(|r| match r {
+            Refused::Crowded => format!(
+                "operation interrupted: {MAX_WAITING} validations are waiting already"
+            ),
+            Refused::Deadline => "operation interrupted: the request's deadline passed before its validation could start".to_string(),
+        })?;
+        // The `cel` crate evaluates (and the estimator walks) expressions recursively: an
+        // expression nested as deep as compilation allows (`MAX_DEPTH`) needs several MiB of
+        // stack in a debug build, more than a worker's 2 MiB; an overflow aborts the process.
+        std::thread::scope(|scope| {
+            let worker = std::thread::Builder::new()
+                .name("validation".into())
+                .stack_size(STACK_BYTES)
+                .spawn_scoped(scope, || {
+                    let _holding = Holding::set();
+                    f()
+                })
+                .map_err(|e| format!("operation interrupted: no thread to validate on: {e}"))?;
+            match worker.join() {
+                Ok(out) => Ok(out),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::sync::{Arc, Barrier};
 
     use super::*;
+    use crate::store::with_deadline;
 
     #[test]
-    fn small_work_runs_inline_anywhere() {
-        assert_eq!(run(10, None, || Ok(7)).expect("runs"), 7);
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn large_work_past_its_deadline_is_a_timeout() {
-        let past = Some(Instant::now() - Duration::from_millis(1));
-        let r = run(INLINE_BYTES, past, || Ok(1));
-        assert!(matches!(
-            r,
-            Err(ApiError::Unavailable {
-                reason: "Timeout",
-                ..
+    fn a_validation_waits_for_a_permit_no_longer_than_its_deadline() {
+        // Hold every permit for a while.
+        let n = GATE.permits;
+        let started = Arc::new(Barrier::new(n + 1));
+        let holders: Vec<_> = (0..n)
+            .map(|_| {
+                let started = started.clone();
+                std::thread::spawn(move || {
+                    validation(|| {
+                        started.wait();
+                        std::thread::sleep(Duration::from_millis(700));
+                    })
+                })
             })
-        ));
-        let r = run(
-            INLINE_BYTES,
-            Some(Instant::now() + Duration::from_secs(5)),
-            || Ok(2),
-        );
-        assert_eq!(r.expect("runs"), 2);
-    }
-
-    /// While every slot is held, a large job waits, and gives up at its deadline.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn large_jobs_wait_for_a_slot_until_their_deadline() {
-        let held: Vec<Held> = (0..heavy_slots())
-            .map(|_| slots().acquire(None).expect("a free slot"))
             .collect();
-        let started = Instant::now();
-        let r = run(
-            INLINE_BYTES,
-            Some(Instant::now() + Duration::from_millis(200)),
-            || Ok(3),
+        started.wait();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let begun = Instant::now();
+        let (r, large) = runtime.block_on(async {
+            // On a worker, with the request's deadline 100 ms away.
+            tokio::spawn(with_deadline(
+                Instant::now() + Duration::from_millis(100),
+                async {
+                    let soon = Some(Instant::now() + Duration::from_millis(100));
+                    (validation(|| "ran"), run(INLINE_BYTES, soon, || Ok(1)))
+                },
+            ))
+            .await
+            .expect("task")
+        });
+        let waited = begun.elapsed();
+        let e = r.expect_err("no permit before the deadline");
+        assert!(e.starts_with("operation interrupted"), "{e}");
+        assert!(
+            matches!(
+                large,
+                Err(ApiError::Unavailable {
+                    reason: "Timeout",
+                    ..
+                })
+            ),
+            "{large:?}"
         );
-        assert!(matches!(
-            r,
-            Err(ApiError::Unavailable {
-                reason: "Timeout",
-                ..
-            })
-        ));
-        assert!(started.elapsed() >= Duration::from_millis(200));
-        drop(held);
-        assert_eq!(run(INLINE_BYTES, None, || Ok(4)).expect("runs"), 4);
+        assert!(waited < Duration::from_millis(600), "{waited:?}");
+        // Small work does not wait for a permit.
+        assert_eq!(run(10, None, || Ok(2)).expect("inline"), 2);
+        for h in holders {
+            h.join().expect("holder").expect("held a permit");
+        }
+        // Once they are free, it runs; on a current-thread runtime, in place.
+        let current = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        assert_eq!(current.block_on(async { validation(|| 7) }), Ok(7));
+        assert_eq!(
+            validation(|| validation(|| 8)),
+            Ok(Ok(8)),
+            "nested, on its permit"
+        );
+        let nested = runtime.block_on(async {
+            tokio::spawn(async { run(INLINE_BYTES, None, || run(INLINE_BYTES, None, || Ok(9))) })
+                .await
+                .expect("task")
+        });
+        assert_eq!(nested.expect("nested, on its permit"), 9);
     }
 }

@@ -25,6 +25,9 @@ where
     Fut: Future<Output = Result<(), E>>,
     E: Display,
 {
+    // As Go's runtime does for kube-apiserver: every connection is a descriptor, and the
+    // usual soft limit (1,024) is a small fraction of what the hard limit allows.
+    raise_nofile(None);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -86,4 +89,36 @@ where
             ExitCode::FAILURE
         }
     }
+}
+
+/// Raises this process's soft limit on open files to `want` (None: to the hard limit), never
+/// past the hard limit; children started afterwards inherit it. The soft limit after.
+pub fn raise_nofile(want: Option<u64>) -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 0;
+        }
+        let want = want.unwrap_or(lim.rlim_max).min(lim.rlim_max);
+        if lim.rlim_cur >= want {
+            return lim.rlim_cur;
+        }
+        let raised = libc::rlimit {
+            rlim_cur: want,
+            rlim_max: lim.rlim_max,
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+            return raised.rlim_cur;
+        }
+        lim.rlim_cur
+    }
+}
+
+/// This process's soft limit on open files (0 if it cannot be read).
+pub fn nofile() -> u64 {
+    raise_nofile(Some(0))
 }

@@ -64,31 +64,12 @@ enum Conn {
 /// Raises this process's soft limit on open files to `want` (at most the hard limit), so that
 /// `want` sockets fit; children started afterwards (registry-svc) inherit it. The limit after.
 pub(crate) fn raise_nofile(want: u64) -> u64 {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return 0;
-        }
-        if lim.rlim_cur >= want {
-            return lim.rlim_cur;
-        }
-        let raised = libc::rlimit {
-            rlim_cur: want.min(lim.rlim_max),
-            rlim_max: lim.rlim_max,
-        };
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-            println!(
-                "RLIMIT_NOFILE raised from {} to {} (HTTP/1.1 watches: a socket each)",
-                lim.rlim_cur, raised.rlim_cur
-            );
-            return raised.rlim_cur;
-        }
-        lim.rlim_cur
+    let before = kubestore_telemetry::process::nofile();
+    let after = kubestore_telemetry::process::raise_nofile(Some(want));
+    if after > before {
+        println!("RLIMIT_NOFILE raised from {before} to {after} (HTTP/1.1 watches: a socket each)");
     }
+    after
 }
 
 /// One gRPC watcher: its receipts.

@@ -497,6 +497,11 @@ impl Catalog {
         all
     }
 
+    /// The number of changes so far (what [`Self::subscribe`] sees).
+    pub fn generation(&self) -> u64 {
+        *self.changed.borrow()
+    }
+
     /// A receiver that sees a new number whenever the catalog changes.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changed.subscribe()

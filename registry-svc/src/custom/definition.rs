@@ -307,7 +307,7 @@ fn names_violations(n: &CustomResourceDefinitionNames, path: &str, v: &mut Viola
 /// Validation of a definition (compiling and estimating its rules may take long for a large
 /// schema) off the async workers.
 fn offloaded(validate: impl FnOnce() -> Violations + Send) -> Violations {
-    match crate::custom::rules::offload(validate) {
+    match crate::offload::validation(validate) {
         Ok(v) => v,
         Err(interrupted) => {
             let mut v = Violations::new();
@@ -471,7 +471,7 @@ fn validate_versions(
                 let unchanged = old
                     .and_then(|o| o.versions.iter().find(|x| x.name == version.name))
                     .is_some_and(|o| o.schema == version.schema);
-                let problems = crate::custom::rules::limits::check(&s.root, !unchanged);
+                let problems = crate::custom::openapi::costs::check(&s.root, !unchanged);
                 for (field, e) in problems {
                     let field = if field.is_empty() {
                         format!("{path}.schema.openAPIV3Schema")

@@ -26,7 +26,7 @@ use crate::{
 };
 
 /// Objects whose JSON (and old JSON) is at least this long are validated off the async
-/// workers (`rules::offload`), as are all objects of a schema with CEL rules.
+/// workers (`offload::validation`), as are all objects of a schema with CEL rules.
 const OFFLOADED_BYTES: usize = 64 * 1024;
 
 /// One served version of a custom kind.
@@ -84,7 +84,7 @@ impl CustomStrategy {
         if !self.schema.has_rules() && bytes < OFFLOADED_BYTES {
             return validate();
         }
-        match crate::custom::rules::offload(validate) {
+        match crate::offload::validation(validate) {
             Ok(v) => v,
             Err(interrupted) => {
                 let mut v = Violations::new();

@@ -49,11 +49,6 @@ const FIELDS: &[SelectableField] = &[
     SelectableField::string("status.nominatedNodeName", &[3, 11]),
 ];
 
-/// Whether a phase is final (upstream's `isPodPhaseTerminal`).
-pub fn terminal(phase: &str) -> bool {
-    phase == "Succeeded" || phase == "Failed"
-}
-
 /// QoS classes.
 pub mod qos {
     /// Every container has equal cpu and memory requests and limits.

@@ -7,11 +7,15 @@ use std::net::IpAddr;
 
 use kubestore_proto::core::v1::{ContainerStatus, Pod, PodSpec};
 
-use super::pod::terminal;
 use crate::{
     validation::{dns1123_subdomain, qualified_name},
     violations::Violations,
 };
+
+/// Whether a phase is final (upstream's `isPodPhaseTerminal`).
+pub fn terminal(phase: &str) -> bool {
+    phase == "Succeeded" || phase == "Failed"
+}
 
 /// Phases a pod may report.
 const PHASES: &[&str] = &["Pending", "Running", "Succeeded", "Failed", "Unknown"];

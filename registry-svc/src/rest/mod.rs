@@ -68,6 +68,10 @@ pub struct Rest {
     pub client_auth: bool,
     /// The OpenAPI documents.
     pub openapi: openapi::OpenApi,
+    /// Connections one client address may hold (0: no bound but the process's).
+    pub max_connections_per_client: usize,
+    /// How long a connection with nothing in flight may stay silent.
+    pub idle_timeout: Duration,
 }
 
 /// Upstream's 404 for a path nobody serves.
@@ -79,7 +83,7 @@ pub fn no_route() -> ApiError {
 }
 
 /// Serves the REST API on `listener` until `stopped` resolves; open watches end on the stop
-/// signal, and connections are given `drain` to finish.
+/// signal, connections are shut down gracefully and given `drain` to finish.
 pub async fn serve(
     listener: TcpListener,
     rest: Arc<Rest>,
@@ -87,8 +91,11 @@ pub async fn serve(
     stopped: impl std::future::Future<Output = ()> + Send + 'static,
     drain: Duration,
 ) {
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let peers = conn::Peers::new(
+        rest.max_connections_per_client,
+        conn::Peers::total_for_this_process(),
+    );
     tokio::pin!(stopped);
     loop {
         let (stream, peer) = tokio::select! {
@@ -102,13 +109,22 @@ pub async fn serve(
             },
             () = &mut stopped => break,
         };
+        let Some(place) = peers.admit(peer.ip()) else {
+            // Dropped: closed at once, before a TLS handshake or a byte is read.
+            tracing::debug!(%peer, "REST API: connection refused, its client holds too many");
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let rest = rest.clone();
         let acceptor = acceptor.clone();
-        let watcher = graceful.watcher();
         tokio::spawn(async move {
+            let _place = place;
+            let stop = rest.stop.clone();
             match acceptor {
-                None => conn::serve(stream, service(rest, peer, None), watcher).await,
+                None => {
+                    let idle = rest.idle_timeout;
+                    conn::serve(stream, service(rest, peer, None), stop, idle).await;
+                }
                 Some(acceptor) => {
                     let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
                         .await
@@ -126,16 +142,22 @@ pub async fn serve(
                         .peer_certificates()
                         .and_then(|c| c.first())
                         .and_then(|c| tls::identity(c));
-                    conn::serve(tls, service(rest, peer, identity), watcher).await;
+                    let idle = rest.idle_timeout;
+                    conn::serve(tls, service(rest, peer, identity), stop, idle).await;
                 }
             }
         });
     }
-    if tokio::time::timeout(drain, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("REST API: connections still open after the drain; closing them");
+    // Connections see the stop signal (raised with `stopped`) and shut down; wait for them.
+    let until = tokio::time::Instant::now() + drain;
+    while peers.open() > 0 && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if peers.open() > 0 {
+        tracing::warn!(
+            open = peers.open(),
+            "REST API: connections still open after the drain; closing them"
+        );
     }
 }
 
@@ -283,16 +305,24 @@ impl Rest {
                     .map(|v| reply::value(StatusCode::OK, &v))
                     .ok_or_else(no_route)
             }
-            Route::OpenApiV3 => {
+            Route::OpenApiV3 | Route::OpenApiV3Doc(_) => {
                 get_only(&req)?;
-                Ok(reply::value(StatusCode::OK, &self.openapi.index(self)))
-            }
-            Route::OpenApiV3Doc(path) => {
-                get_only(&req)?;
-                self.openapi
-                    .document(self, &path)
-                    .map(|v| reply::value(StatusCode::OK, &v))
-                    .ok_or_else(no_route)
+                // Counted in the in-flight limit, as every request but watches.
+                let permit = match self.inflight.as_ref().map(InflightLimitLayer::try_acquire) {
+                    None | Some(Ok(None)) => None,
+                    Some(Ok(Some(p))) => Some(p),
+                    Some(Err(limit)) => return Ok(too_many(limit)),
+                };
+                let built = self.openapi.current(self)?;
+                let response = match &route {
+                    Route::OpenApiV3Doc(path) => {
+                        let doc = built.documents.get(path).ok_or_else(no_route)?;
+                        openapi_document(&req, doc)
+                    }
+                    _ => reply::bytes(StatusCode::OK, reply::JSON, built.index.clone()),
+                };
+                drop(permit);
+                Ok(response)
             }
             Route::OpenApiV2 | Route::NotFound => Err(no_route()),
             Route::Health { endpoint, check } => {
@@ -400,6 +430,39 @@ async fn within<T>(
     tokio::time::timeout_at(ctx.deadline.instant(), f)
         .await
         .unwrap_or_else(|_| Err(crate::offload::timeout()))
+}
+
+/// An OpenAPI document as upstream serves it: its hash as `ETag`, 304 to a client that has
+/// it, and cached for good by a client that asked for it by that hash.
+fn openapi_document(
+    req: &http::Request<hyper::body::Incoming>,
+    doc: &openapi::Document,
+) -> http::Response<Body> {
+    let etag = format!("\"{}\"", doc.hash);
+    let has_it = req
+        .headers()
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim() == etag || t.trim() == "*");
+    let asked_by_hash = params::Query::parse(req.uri().query()).get("hash") == Some(&doc.hash);
+    let mut r = if has_it {
+        reply::bytes(StatusCode::NOT_MODIFIED, reply::JSON, Bytes::new())
+    } else {
+        reply::bytes(StatusCode::OK, reply::JSON, doc.body.clone())
+    };
+    let cache = if asked_by_hash {
+        "public, immutable"
+    } else {
+        "no-cache, private"
+    };
+    let headers = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        headers.insert(header::ETAG, v);
+    }
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    r
 }
 
 /// A request's deadline: its `timeout` parameter, capped at the default request timeout (a

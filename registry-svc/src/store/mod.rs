@@ -42,7 +42,7 @@ use crate::{
 
 tokio::task_local! {
     /// The deadline of the request a Store verb is serving, for work below it that cannot take
-    /// a `Ctx` (validation run by a strategy: `custom::rules::gate`).
+    /// a `Ctx` (validation run by a strategy: `offload::validation`).
     static DEADLINE: std::time::Instant;
 }
 

@@ -21,6 +21,7 @@ mod cache;
 mod cel;
 mod coerce;
 mod correlate;
+pub mod costs;
 mod listtype;
 mod parse;
 mod structural;

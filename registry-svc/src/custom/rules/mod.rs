@@ -24,19 +24,15 @@
 //! item by item, as far as a bound on the estimator's own work allows: the bound is at least
 //! upstream's actual cost, and stricter only where refining gives up.
 //!
-//! Evaluation runs off the async workers, a bounded number at a time ([`gate`]); `matches()`
+//! Evaluation runs off the async workers, a bounded number at a time (`crate::offload`); `matches()`
 //! patterns are compiled once per rule (`eval`). Rules themselves are at most
 //! [`MAX_RULE_BYTES`] long.
 
 mod cost;
-#[cfg(test)]
-mod estimate_tests;
 mod eval;
-pub mod gate;
-pub mod limits;
-mod shape;
+pub(crate) mod shape;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::sync::{Arc, LazyLock};
 
@@ -46,7 +42,6 @@ use cel::common::{
 };
 use serde_json::Value;
 
-pub use gate::{offload, with_deadline};
 pub use shape::MAX_REQUEST_SIZE_BYTES;
 
 /// Upstream's per-call CEL cost limit (`PerCallLimit`).
@@ -385,7 +380,7 @@ pub fn evaluate(
         out.push((String::new(), out_of_budget));
         return out;
     }
-    let deadline = gate::deadline();
+    let deadline = crate::store::deadline();
     let mut ctx = cel::Context::with_env(ENV.clone());
     ctx.add_variable_as_val("self", eval::to_val(value));
     if let Some(o) = old {

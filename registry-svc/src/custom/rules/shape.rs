@@ -6,7 +6,7 @@
 //! value it may be is a set, so that `c ? 'a' : [1]` is still bounded.
 //!
 //! Bounds come from two places:
-//! - the schema ([`Bound::of_schema`]), for the estimate of a definition's rules when it is
+//! - the schema (`custom::openapi::costs::bound`), for the estimate of a definition's rules when it is
 //!   written: upstream's `SchemaDeclType` sizes (`maxLength` x 4, `maxItems`, `maxProperties`,
 //!   else what fits in upstream's 3 MiB request, `MaxRequestSizeBytes`);
 //! - the value itself ([`Bound::of_json`]), for the bound charged before each evaluation.
@@ -14,8 +14,6 @@
 use std::{collections::BTreeMap, sync::Arc, sync::LazyLock};
 
 use serde_json::Value;
-
-use crate::custom::openapi::{Additional, Node};
 
 /// A value's share of a [`Bound::weight`] (its bytes count 1 each): comparing or hashing a
 /// value takes about half of a cost unit's 50 ns, a byte about a hundredth.
@@ -104,7 +102,7 @@ impl Bound {
         SCALAR.clone()
     }
 
-    fn leaf(kinds: u8, size: u64, bytes: u64, owned_bytes: u64) -> Bound {
+    pub(crate) fn leaf(kinds: u8, size: u64, bytes: u64, owned_bytes: u64) -> Bound {
         Bound {
             kinds,
             size,
@@ -411,139 +409,6 @@ impl Bound {
             }
             _ => Bound::scalar(),
         }
-    }
-
-    /// The bounds upstream's `SchemaDeclType` gives a value of `node` (`resource_root`: the
-    /// root of the object or of an embedded resource, where `apiVersion`, `kind`,
-    /// `metadata.name` and `metadata.generateName` are always declared).
-    pub(crate) fn of_schema(node: &Node, resource_root: bool) -> Arc<Bound> {
-        const MAX_STRING: u64 = MAX_REQUEST_SIZE_BYTES - 2;
-        if node.int_or_string {
-            let size = node.max_length.map_or(MAX_STRING, |l| l.saturating_mul(4));
-            return Arc::new(Bound::leaf(kind::SCALAR | kind::STRING, size, size, 0));
-        }
-        match node.ty.as_str() {
-            "array" => {
-                let Some(items) = &node.items else {
-                    return Bound::unknown();
-                };
-                let max = node
-                    .max_items
-                    .unwrap_or_else(|| (MAX_STRING) / (min_size(items, items.embedded) + 1));
-                Bound::list(max, Some(Bound::of_schema(items, items.embedded)))
-            }
-            "object" => {
-                if let Some(Additional::Schema(values)) = &node.additional {
-                    let max = node
-                        .max_properties
-                        .unwrap_or_else(|| (MAX_STRING) / (min_size(values, values.embedded) + 6));
-                    // Upstream's keys are `StringType`, whose size bound is 0.
-                    return Bound::map(
-                        max,
-                        Some(Bound::string(0, 0, false)),
-                        Some(Bound::of_schema(values, values.embedded)),
-                        BTreeMap::new(),
-                        false,
-                    );
-                }
-                let mut fields: BTreeMap<String, Arc<Bound>> = node
-                    .properties
-                    .iter()
-                    .map(|(k, p)| (k.clone(), Bound::of_schema(p, p.embedded)))
-                    .collect();
-                if resource_root {
-                    // Upstream's `WithTypeAndObjectMeta`.
-                    let string = |n| Bound::string(n, n, false);
-                    fields.insert("apiVersion".into(), string(MAX_STRING));
-                    fields.insert("kind".into(), string(MAX_STRING));
-                    let meta = BTreeMap::from([
-                        ("name".to_string(), string(253 * 4)),
-                        ("generateName".to_string(), string(252 * 4)),
-                    ]);
-                    fields.insert(
-                        "metadata".into(),
-                        Bound::map(2, Some(string(12)), None, meta, false),
-                    );
-                }
-                let longest = fields.keys().map(|k| k.chars().count() as u64).max();
-                let mut object = (*Bound::map(
-                    fields.len() as u64,
-                    longest.map(|l| Bound::string(l, l, false)),
-                    None,
-                    fields,
-                    node.preserve_unknown,
-                ))
-                .clone();
-                object.size = 0;
-                Arc::new(object)
-            }
-            "string" => {
-                let max = string_max(node);
-                if node.format == "byte" {
-                    Bound::bytes(max)
-                } else {
-                    Bound::string(max, max, false)
-                }
-            }
-            // Upstream's size of a scalar or an object of the schema is its `MaxElements`: 0.
-            "boolean" | "number" | "integer" => Arc::new(Bound::leaf(kind::SCALAR, 0, 0, 0)),
-            _ => Bound::unknown(),
-        }
-    }
-}
-
-/// Upstream's size bound of a string node.
-fn string_max(node: &Node) -> u64 {
-    const MAX_STRING: u64 = MAX_REQUEST_SIZE_BYTES - 2;
-    match node.format.as_str() {
-        "byte" => node.max_length.unwrap_or(MAX_STRING),
-        "duration" | "date-time" => 32,
-        "date" => 12,
-        _ => match (node.max_length, &node.enumeration) {
-            (Some(l), _) => l.saturating_mul(4),
-            (None, Some(values)) if !values.is_empty() => values
-                .iter()
-                .filter_map(Value::as_str)
-                .map(|s| s.len() as u64)
-                .max()
-                .unwrap_or(0),
-            _ => MAX_STRING,
-        },
-    }
-}
-
-/// Upstream's `MinSerializedSize` of a value of `node`: the shortest JSON it can be.
-pub(crate) fn min_size(node: &Node, _resource_root: bool) -> u64 {
-    if node.int_or_string {
-        return 1;
-    }
-    match node.ty.as_str() {
-        "array" => 2,
-        "object" => {
-            if matches!(node.additional, Some(Additional::Schema(_))) {
-                return 2;
-            }
-            let mut size = 2u64;
-            for r in &node.required {
-                if let Some(p) = node.properties.get(r)
-                    && p.default.is_none()
-                {
-                    size = size
-                        .saturating_add(r.len() as u64)
-                        .saturating_add(min_size(p, p.embedded))
-                        .saturating_add(4);
-                }
-            }
-            size
-        }
-        "string" => match node.format.as_str() {
-            "duration" => 3,
-            "date" => 12,
-            "date-time" => 21,
-            _ => 2,
-        },
-        "boolean" => 4,
-        _ => 1,
     }
 }
 

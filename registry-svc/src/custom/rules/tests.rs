@@ -8,11 +8,11 @@ use serde_json::{Value, json};
 
 use super::*;
 
-pub(super) fn rule(r: Value) -> Arc<Rule> {
+pub(crate) fn rule(r: Value) -> Arc<Rule> {
     compile(&[r]).expect("compiles").remove(0)
 }
 
-pub(super) fn eval(
+pub(crate) fn eval(
     r: &Arc<Rule>,
     v: &Value,
     old: Option<&Value>,
@@ -264,10 +264,11 @@ fn deep_expressions_are_refused_and_the_deepest_allowed_runs() {
     let chain = |n: usize| format!("1{} == {}", " + 1".repeat(n), n + 1);
     let e = compile(&[json!({ "rule": chain(400) })]).expect_err("too deep");
     assert!(e[0].2.contains("max recursion depth exceeded"), "{e:?}");
-    // The deepest chain allowed evaluates where validation runs (`gate::offload`), which
+    // The deepest chain allowed evaluates where validation runs (`offload::validation`), which
     // overflowed a worker's stack (and aborted the process) at a depth of 100.
     let deepest = rule(json!({ "rule": chain(MAX_DEPTH - 3) }));
-    let out = gate::offload(|| eval(&deepest, &json!({}), None, &mut Budget::default()));
+    let out =
+        crate::offload::validation(|| eval(&deepest, &json!({}), None, &mut Budget::default()));
     assert_eq!(out, Ok(vec![]));
 }
 

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::{
+use super::bound;
+use crate::custom::rules::{
     Budget, PER_REQUEST_BUDGET, STATIC_ESTIMATED_COST_LIMIT,
-    shape::Bound,
     tests::{eval, rule},
 };
 
@@ -13,7 +13,7 @@ use super::{
 fn estimate(schema: &Value, rule_text: &str) -> u64 {
     let node = crate::custom::openapi::parse_node(schema).expect("a schema");
     rule(json!({ "rule": rule_text }))
-        .estimate(&Bound::of_schema(&node, false))
+        .estimate(&bound(&node, false))
         .0
 }
 

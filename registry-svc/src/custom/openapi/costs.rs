@@ -1,20 +1,26 @@
 //! The estimated cost limits a definition's rules must meet when it is written (upstream's
 //! `ValidateCustomResourceDefinitionOpenAPISchema` and `CELSchemaContext`).
 //!
-//! Each rule's estimate (`super::cost`, sizes from its node's schema) is multiplied by its
+//! The sizes a rule's estimate starts from come from its node's schema ([`bound`]: upstream's
+//! `SchemaDeclType`), here, above the CEL rules (`custom::rules`), which know nothing of
+//! schemas.
+//!
+//! Each rule's estimate (`rules::cost`, sizes from its node's schema) is multiplied by its
 //! node's cardinality: the product of the `maxItems` and `maxProperties` of the lists and maps
 //! above it, or, when one of them has none, how many values of the node's shortest JSON fit
 //! in a 3 MiB request. A rule over [`STATIC_ESTIMATED_COST_LIMIT`], or a `messageExpression`
 //! whose estimate alone is, is refused; so is a schema whose rules' estimates add up to more
 //! than [`STATIC_ESTIMATED_CRD_COST_LIMIT`], naming its four most expensive rules.
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
 
-use super::{
-    STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT,
-    shape::{Bound, max_cardinality, min_size},
+use serde_json::Value;
+
+use super::{Additional, Node};
+use crate::custom::rules::{
+    MAX_REQUEST_SIZE_BYTES, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT,
+    shape::{Bound, kind, max_cardinality},
 };
-use crate::custom::openapi::{Additional, Node};
 
 /// The rules of a whole schema, as they add up.
 #[derive(Default)]
@@ -117,7 +123,7 @@ fn walk(
     out: &mut Vec<(String, String)>,
 ) {
     if !node.rules.is_empty() {
-        let bound: Arc<Bound> = Bound::of_schema(node, resource_root);
+        let bound: Arc<Bound> = bound(node, resource_root);
         let cardinality =
             cardinality.unwrap_or_else(|| max_cardinality(min_size(node, resource_root)));
         for (i, rule) in node.rules.iter().enumerate() {
@@ -175,6 +181,139 @@ fn walk(
     if let Some(child) = &node.items {
         let p = at(path, "items");
         walk(child, &p, below, child.embedded, per_expression, total, out);
+    }
+}
+
+/// The bounds upstream's `SchemaDeclType` gives a value of `node` (`resource_root`: the
+/// root of the object or of an embedded resource, where `apiVersion`, `kind`,
+/// `metadata.name` and `metadata.generateName` are always declared).
+pub(crate) fn bound(node: &Node, resource_root: bool) -> Arc<Bound> {
+    const MAX_STRING: u64 = MAX_REQUEST_SIZE_BYTES - 2;
+    if node.int_or_string {
+        let size = node.max_length.map_or(MAX_STRING, |l| l.saturating_mul(4));
+        return Arc::new(Bound::leaf(kind::SCALAR | kind::STRING, size, size, 0));
+    }
+    match node.ty.as_str() {
+        "array" => {
+            let Some(items) = &node.items else {
+                return Bound::unknown();
+            };
+            let max = node
+                .max_items
+                .unwrap_or_else(|| (MAX_STRING) / (min_size(items, items.embedded) + 1));
+            Bound::list(max, Some(bound(items, items.embedded)))
+        }
+        "object" => {
+            if let Some(Additional::Schema(values)) = &node.additional {
+                let max = node
+                    .max_properties
+                    .unwrap_or_else(|| (MAX_STRING) / (min_size(values, values.embedded) + 6));
+                // Upstream's keys are `StringType`, whose size bound is 0.
+                return Bound::map(
+                    max,
+                    Some(Bound::string(0, 0, false)),
+                    Some(bound(values, values.embedded)),
+                    BTreeMap::new(),
+                    false,
+                );
+            }
+            let mut fields: BTreeMap<String, Arc<Bound>> = node
+                .properties
+                .iter()
+                .map(|(k, p)| (k.clone(), bound(p, p.embedded)))
+                .collect();
+            if resource_root {
+                // Upstream's `WithTypeAndObjectMeta`.
+                let string = |n| Bound::string(n, n, false);
+                fields.insert("apiVersion".into(), string(MAX_STRING));
+                fields.insert("kind".into(), string(MAX_STRING));
+                let meta = BTreeMap::from([
+                    ("name".to_string(), string(253 * 4)),
+                    ("generateName".to_string(), string(252 * 4)),
+                ]);
+                fields.insert(
+                    "metadata".into(),
+                    Bound::map(2, Some(string(12)), None, meta, false),
+                );
+            }
+            let longest = fields.keys().map(|k| k.chars().count() as u64).max();
+            let mut object = (*Bound::map(
+                fields.len() as u64,
+                longest.map(|l| Bound::string(l, l, false)),
+                None,
+                fields,
+                node.preserve_unknown,
+            ))
+            .clone();
+            object.size = 0;
+            Arc::new(object)
+        }
+        "string" => {
+            let max = string_max(node);
+            if node.format == "byte" {
+                Bound::bytes(max)
+            } else {
+                Bound::string(max, max, false)
+            }
+        }
+        // Upstream's size of a scalar or an object of the schema is its `MaxElements`: 0.
+        "boolean" | "number" | "integer" => Arc::new(Bound::leaf(kind::SCALAR, 0, 0, 0)),
+        _ => Bound::unknown(),
+    }
+}
+
+/// Upstream's size bound of a string node.
+fn string_max(node: &Node) -> u64 {
+    const MAX_STRING: u64 = MAX_REQUEST_SIZE_BYTES - 2;
+    match node.format.as_str() {
+        "byte" => node.max_length.unwrap_or(MAX_STRING),
+        "duration" | "date-time" => 32,
+        "date" => 12,
+        _ => match (node.max_length, &node.enumeration) {
+            (Some(l), _) => l.saturating_mul(4),
+            (None, Some(values)) if !values.is_empty() => values
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|s| s.len() as u64)
+                .max()
+                .unwrap_or(0),
+            _ => MAX_STRING,
+        },
+    }
+}
+
+/// Upstream's `MinSerializedSize` of a value of `node`: the shortest JSON it can be.
+pub(crate) fn min_size(node: &Node, _resource_root: bool) -> u64 {
+    if node.int_or_string {
+        return 1;
+    }
+    match node.ty.as_str() {
+        "array" => 2,
+        "object" => {
+            if matches!(node.additional, Some(Additional::Schema(_))) {
+                return 2;
+            }
+            let mut size = 2u64;
+            for r in &node.required {
+                if let Some(p) = node.properties.get(r)
+                    && p.default.is_none()
+                {
+                    size = size
+                        .saturating_add(r.len() as u64)
+                        .saturating_add(min_size(p, p.embedded))
+                        .saturating_add(4);
+                }
+            }
+            size
+        }
+        "string" => match node.format.as_str() {
+            "duration" => 3,
+            "date" => 12,
+            "date-time" => 21,
+            _ => 2,
+        },
+        "boolean" => 4,
+        _ => 1,
     }
 }
 
@@ -289,3 +428,7 @@ mod tests {
         assert!(exceeds("x", 1001, 10).contains("factor of more than 100x"));
     }
 }
+
+#[cfg(test)]
+#[path = "costs_estimate_tests.rs"]
+mod estimate_tests;
