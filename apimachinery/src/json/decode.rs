@@ -30,7 +30,7 @@ impl DecodeError {
 }
 
 /// The JSON type of `v`, as Go's decoder names it.
-fn json_type(v: &Value) -> &'static str {
+pub(crate) fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",

@@ -20,6 +20,7 @@ mod encode;
 use std::sync::Arc;
 
 pub use decode::DecodeError;
+pub(crate) use decode::json_type;
 
 use crate::descriptors::{DescriptorError, Descriptors, MessageDesc};
 

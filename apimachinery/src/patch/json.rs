@@ -20,6 +20,7 @@
 use serde_json::Value;
 
 use super::{Limits, PatchError};
+use crate::json::json_type;
 
 /// Upstream's `maxJSONPatchOperations`.
 pub const MAX_OPERATIONS: usize = 10_000;
@@ -71,28 +72,16 @@ fn decode(patch: &Value) -> Result<&[Value], PatchError> {
     let Value::Array(ops) = patch else {
         return Err(PatchError::BadRequest(format!(
             "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
-            go_type(patch)
+            json_type(patch)
         )));
     };
     if let Some(bad) = ops.iter().find(|o| !o.is_object()) {
         return Err(PatchError::BadRequest(format!(
             "json: cannot unmarshal {} into Go value of type jsonpatch.Operation",
-            go_type(bad)
+            json_type(bad)
         )));
     }
     Ok(ops)
-}
-
-/// How Go's decoder names a JSON value's type in its errors.
-fn go_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// A string field of an operation (`path`, `from`): v4's `Path()` and `From()`.
@@ -102,7 +91,7 @@ fn field<'a>(op: &'a Value, name: &str, missing: &str) -> Result<&'a str, String
         None | Some(Value::Null) => Err(format!("{missing}: {MISSING}")),
         Some(other) => Err(format!(
             "json: cannot unmarshal {} into Go value of type string",
-            go_type(other)
+            json_type(other)
         )),
     }
 }

@@ -137,9 +137,8 @@ impl<R: Resource> Store<R> {
         obj: R,
         dry_run: bool,
     ) -> Result<R, ApiError> {
-        self.update_part(ctx, namespace, obj, dry_run, Part::Main)
+        self.update_in(ctx, namespace, obj, dry_run, Part::Main)
             .await
-            .map(|(o, _)| o)
     }
 
     /// UpdateStatus: the status subresource (upstream's status store): only what the kind's
@@ -151,15 +150,8 @@ impl<R: Resource> Store<R> {
         obj: R,
         dry_run: bool,
     ) -> Result<R, ApiError> {
-        if !self.strategy.has_status() {
-            return Err(ApiError::BadRequest(format!(
-                "{} has no status subresource",
-                self.resource()
-            )));
-        }
-        self.update_part(ctx, namespace, obj, dry_run, Part::Status)
+        self.update_in(ctx, namespace, obj, dry_run, Part::Status)
             .await
-            .map(|(o, _)| o)
     }
 
     /// Update of `part`: the object, its status, or its finalizers (Namespaces).
