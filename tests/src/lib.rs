@@ -13,6 +13,9 @@
 //! - [`watch_gate`]: a proxy in front of storage-svc that holds back watch streams on demand.
 //! - [`fixtures_gc`]: controller-managers (in process, or the real binary) for the garbage
 //!   collector's tests.
+//! - [`http`]: HTTP/1.1 by hand against the REST API.
+//! - [`processes`]: storage-svc and registry-svc as processes of their own (their memory
+//!   measured apart from the test's).
 //! - [`kube`]: the real Kubernetes clients (kubectl 1.29, 1.33, 1.37 and the Python client)
 //!   against registry-svc's REST API, with a kubeconfig, a node agent and a controller-manager.
 
@@ -22,10 +25,12 @@ pub mod fixtures_gc;
 pub mod fixtures_registry;
 pub mod fixtures_storage;
 pub mod fixtures_watch;
+pub mod http;
 pub mod kube;
 pub mod mutate;
 pub mod otlp;
 pub mod pki;
+pub mod processes;
 pub mod proxy;
 pub mod raw;
 pub mod request_seeds;
@@ -49,18 +54,7 @@ pub fn reason(s: &tonic::Status) -> String {
 /// `deps/` directory), for tests that run it as a process. `scripts/test.sh` builds it first
 /// (`cargo build --bins`); missing, the test fails saying so.
 pub fn kubestore_binary() -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|dir| dir.join("kubestore"))
-        .expect("target directory");
-    assert!(
-        bin.exists(),
-        "{} is missing: build it with `cargo build --bins` (scripts/test.sh does)",
-        bin.display()
-    );
-    bin
+    processes::binary("kubestore")
 }
 
 /// What one run of the `kubestore` binary printed.

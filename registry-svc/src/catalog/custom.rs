@@ -366,6 +366,10 @@ impl super::Provider for CustomProvider {
             .is_some_and(|k| k.version(version).is_ok())
     }
 
+    fn generation(&self) -> u64 {
+        self.service.kinds.changes()
+    }
+
     fn all(&self) -> Vec<Arc<dyn Endpoint>> {
         let mut out = Vec::new();
         for kind in self.service.kinds.all() {

@@ -375,6 +375,12 @@ pub trait Provider: Send + Sync + 'static {
 
     /// Every endpoint served now (discovery).
     fn all(&self) -> Vec<Arc<dyn Endpoint>>;
+
+    /// A number that changes whenever what the provider serves changes (documents built from
+    /// [`Self::all`] compare it).
+    fn generation(&self) -> u64 {
+        0
+    }
 }
 
 /// Every endpoint, by group, version and plural.
@@ -497,9 +503,14 @@ impl Catalog {
         all
     }
 
-    /// The number of changes so far (what [`Self::subscribe`] sees).
+    /// A number that changes whenever an endpoint comes, goes or changes, registered or
+    /// provided (documents built from [`Self::all`] compare it).
     pub fn generation(&self) -> u64 {
-        *self.changed.borrow()
+        self.providers()
+            .iter()
+            .fold(*self.changed.borrow(), |n, p| {
+                n.wrapping_add(p.generation())
+            })
     }
 
     /// A receiver that sees a new number whenever the catalog changes.

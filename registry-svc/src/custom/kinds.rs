@@ -107,6 +107,9 @@ pub struct CustomKinds {
     applying: Mutex<()>,
     /// Kinds built (`registry_custom_kind_builds_total`).
     builds: Counter,
+    /// Changes taken in so far (a definition applied or removed): what the documents built
+    /// from the served kinds (OpenAPI) compare to learn they are stale.
+    changes: std::sync::atomic::AtomicU64,
 }
 
 impl CustomKinds {
@@ -118,6 +121,7 @@ impl CustomKinds {
             definitions: RwLock::default(),
             applying: Mutex::default(),
             builds: Counter::default(),
+            changes: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -128,6 +132,16 @@ impl CustomKinds {
             "Served custom kinds built from a definition (every version's schema compiled): once per change of a definition this replica takes in",
             self.builds.clone(),
         );
+    }
+
+    /// How many changes were taken in so far.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn changed(&self) {
+        self.changes
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     /// The served kind `group`/`plural`, if any.
@@ -201,6 +215,8 @@ impl CustomKinds {
         if let (Some(key), Some(served)) = (key, served) {
             kinds.insert(key, Arc::new(served));
         }
+        drop(kinds);
+        self.changed();
     }
 
     /// Forgets a deleted definition.
@@ -215,6 +231,7 @@ impl CustomKinds {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|_, k| k.uid != meta.uid);
+        self.changed();
     }
 
     /// Takes in a fresh list of every definition: those gone are forgotten, the others applied

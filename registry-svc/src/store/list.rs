@@ -207,8 +207,9 @@ impl<R: Resource> Store<R> {
 pub type ItemChunks =
     std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<Bytes, ApiError>> + Send>>;
 
-/// Objects first asked of storage for a chunked list: a list this short is read at once.
-const FIRST_CHUNK: i64 = 500;
+/// Objects first asked of storage for a chunked list (later chunks are sized by what these
+/// weigh): a list this short is read at once, and the first chunk of large objects stays small.
+const FIRST_CHUNK: i64 = 16;
 
 /// What later chunks aim at, by the size of the objects seen so far.
 const CHUNK_BYTES: usize = 1 << 20;
