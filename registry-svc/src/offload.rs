@@ -236,6 +236,21 @@ pub fn validation<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
     })
 }
 
+/// [`validation`] of `validate`'s violations; an interruption is one violation at the root,
+/// in upstream's words (`Invalid value: "object": operation interrupted: ...`).
+pub fn violations(
+    validate: impl FnOnce() -> crate::violations::Violations + Send,
+) -> crate::violations::Violations {
+    validation(validate).unwrap_or_else(|interrupted| {
+        let mut v = crate::violations::Violations::new();
+        v.push((
+            "<root>".into(),
+            format!("Invalid value: \"object\": {interrupted}"),
+        ));
+        v
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Barrier};

@@ -131,7 +131,8 @@ impl Strategy<CustomResourceDefinition> for DefinitionStrategy {
     }
 
     fn validate(&self, crd: &CustomResourceDefinition) -> Violations {
-        offloaded(|| validate_definition(crd))
+        // Compiling and estimating a large schema's rules may take long: off the async workers.
+        crate::offload::violations(|| validate_definition(crd))
     }
 
     fn prepare_for_update(
@@ -161,7 +162,7 @@ impl Strategy<CustomResourceDefinition> for DefinitionStrategy {
         new: &CustomResourceDefinition,
         old: &CustomResourceDefinition,
     ) -> Violations {
-        let mut v = offloaded(|| validate_definition_update(new, Some(old)));
+        let mut v = crate::offload::violations(|| validate_definition_update(new, Some(old)));
         let (Some(n), Some(o)) = (&new.spec, &old.spec) else {
             return v;
         };
@@ -304,21 +305,6 @@ fn names_violations(n: &CustomResourceDefinitionNames, path: &str, v: &mut Viola
     }
 }
 
-/// Validation of a definition (compiling and estimating its rules may take long for a large
-/// schema) off the async workers.
-fn offloaded(validate: impl FnOnce() -> Violations + Send) -> Violations {
-    match crate::offload::validation(validate) {
-        Ok(v) => v,
-        Err(interrupted) => {
-            let mut v = Violations::new();
-            v.push((
-                "<root>".into(),
-                format!("Invalid value: \"object\": {interrupted}"),
-            ));
-            v
-        }
-    }
-}
 
 /// Upstream's `ValidateCustomResourceDefinition` (what we model of it).
 pub fn validate_definition(crd: &CustomResourceDefinition) -> Violations {

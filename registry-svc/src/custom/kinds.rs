@@ -264,12 +264,7 @@ impl CustomKinds {
     /// definition's.
     pub fn objects_of(&self, crd: &CustomResourceDefinition) -> Option<Store<CustomObject>> {
         let spec = crd.spec.as_ref()?;
-        let names = crd
-            .status
-            .as_ref()
-            .and_then(|s| s.accepted_names.clone())
-            .filter(|n| !n.plural.is_empty())
-            .or_else(|| spec.names.clone())?;
+        let names = names_in_use(crd)?;
         // Anything else cannot name a definition's own keys (a record written to storage
         // around the API could hold anything).
         if crate::validation::dns1123_subdomain(&spec.group).is_some()
@@ -324,12 +319,7 @@ impl CustomKinds {
             .map(|m| (m.uid.clone(), m.generation))
             .unwrap_or_default();
         let spec = crd.spec.as_ref()?;
-        let names = crd
-            .status
-            .as_ref()
-            .and_then(|s| s.accepted_names.clone())
-            .filter(|n| !n.plural.is_empty())
-            .or_else(|| spec.names.clone())?;
+        let names = names_in_use(crd)?;
         let namespaced = spec.scope == "Namespaced";
         let store_names = Names {
             kind: names.kind.clone(),
@@ -532,6 +522,18 @@ pub fn cleaning_up(crd: &CustomResourceDefinition) -> bool {
     })
 }
 
+/// The names a definition is served under: those accepted, else (before its controller has
+/// accepted any) those it asks for.
+fn names_in_use(
+    crd: &CustomResourceDefinition,
+) -> Option<kubestore_proto::apiextensions::v1::CustomResourceDefinitionNames> {
+    crd.status
+        .as_ref()
+        .and_then(|s| s.accepted_names.clone())
+        .filter(|n| !n.plural.is_empty())
+        .or_else(|| crd.spec.as_ref()?.names.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -641,3 +643,4 @@ mod tests {
         assert_eq!(k.builds.get(), 1);
     }
 }
+

@@ -25,9 +25,6 @@ use crate::{
     violations::Violations,
 };
 
-/// Objects whose JSON (and old JSON) is at least this long are validated off the async
-/// workers (`offload::validation`), as are all objects of a schema with CEL rules.
-const OFFLOADED_BYTES: usize = 64 * 1024;
 
 /// One served version of a custom kind.
 pub struct CustomStrategy {
@@ -81,20 +78,12 @@ impl CustomStrategy {
         // CEL rules may take up to the per-request budget (about a second), and the schema
         // walk of a large object milliseconds: neither runs on an async worker.
         let bytes = obj.content.len() + old.map_or(0, |o| o.content.len());
-        if !self.schema.has_rules() && bytes < OFFLOADED_BYTES {
+        // Objects of at least `offload::INLINE_BYTES` of JSON (with the old one), and every object
+        // of a schema with rules, are validated off the async workers.
+        if !self.schema.has_rules() && bytes < crate::offload::INLINE_BYTES {
             return validate();
         }
-        match crate::offload::validation(validate) {
-            Ok(v) => v,
-            Err(interrupted) => {
-                let mut v = Violations::new();
-                v.push((
-                    "<root>".into(),
-                    format!("Invalid value: \"object\": {interrupted}"),
-                ));
-                v
-            }
-        }
+        crate::offload::violations(validate)
     }
 }
 
