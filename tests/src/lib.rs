@@ -13,6 +13,7 @@
 //! - [`watch_gate`]: a proxy in front of storage-svc that holds back watch streams on demand.
 //! - [`fixtures_gc`]: controller-managers (in process, or the real binary) for the garbage
 //!   collector's tests.
+//! - [`rest`]: registry-svc's REST API spoken by hand (HTTP/1.1 on raw streams).
 //! - [`kube`]: the real Kubernetes clients (kubectl 1.29, 1.33, 1.37 and the Python client)
 //!   against registry-svc's REST API, with a kubeconfig, a node agent and a controller-manager.
 
@@ -29,6 +30,7 @@ pub mod pki;
 pub mod proxy;
 pub mod raw;
 pub mod request_seeds;
+pub mod rest;
 pub mod services;
 pub mod update;
 pub mod watch_cache;

@@ -22,11 +22,7 @@
 //! - `/healthz`, `/livez`, `/readyz` as upstream answers them, and `405` for a verb a path
 //!   does not take.
 
-use std::{
-    net::SocketAddr,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -38,6 +34,10 @@ use kubestore_tests::{
     Cluster, ClusterOptions,
     kube::KubeCluster,
     otlp::{OtlpReceiver, ReceivedSpan},
+    rest::{
+        CMS, JSON, Reply, assert_status, call, config_map, dechunk, exchange, get, header,
+        metrics_addr, open_watch, post, read_reply, request, wait_closed, wait_until,
+    },
     services::{sample, scrape, spawn_registry_with_kube_api, wait_system_namespaces},
 };
 use rcgen::{
@@ -46,7 +46,7 @@ use rcgen::{
 };
 use serde_json::Value;
 use tokio::{
-    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
+    io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
 };
 use tokio_rustls::{
@@ -56,224 +56,6 @@ use tokio_rustls::{
         pki_types::{CertificateDer, PrivateKeyDer, ServerName, pem::PemObject},
     },
 };
-
-const CMS: &str = "/api/v1/namespaces/default/configmaps";
-
-/// A response read off the wire (a chunked body is de-chunked).
-struct Reply {
-    code: u16,
-    head: String,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {self}"))
-    }
-    /// Asserts the status code.
-    #[track_caller]
-    fn is(self, code: u16) -> Self {
-        assert_eq!(self.code, code, "{self}");
-        self
-    }
-}
-
-impl std::fmt::Display for Reply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let body = String::from_utf8_lossy(&self.body[..self.body.len().min(2000)]);
-        write!(f, "\n{}\n\n{body}", self.head)
-    }
-}
-
-fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
-    head.lines().skip(1).find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
-    })
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-/// The data of a chunked body received so far, and whether its last chunk came.
-fn dechunk(mut raw: &[u8]) -> (Vec<u8>, bool) {
-    let mut out = Vec::new();
-    while let Some(eol) = find(raw, b"\r\n") {
-        let line = String::from_utf8_lossy(&raw[..eol]);
-        let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
-            .unwrap_or_else(|_| panic!("bad chunk size line {line:?}"));
-        if size == 0 {
-            return (out, true);
-        }
-        if raw.len() < eol + 2 + size + 2 {
-            break;
-        }
-        out.extend_from_slice(&raw[eol + 2..eol + 2 + size]);
-        raw = &raw[eol + 2 + size + 2..];
-    }
-    (out, false)
-}
-
-/// The response in `buf` once it is whole (`eof`: the connection has ended).
-fn complete(buf: &[u8], eof: bool) -> Option<Reply> {
-    let end = find(buf, b"\r\n\r\n")?;
-    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-    let code = head.split(' ').nth(1)?.parse().ok()?;
-    let raw = &buf[end + 4..];
-    let body = if header(&head, "transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        let (body, done) = dechunk(raw);
-        done.then_some(body)?
-    } else if let Some(len) = header(&head, "content-length").and_then(|v| v.parse().ok()) {
-        (raw.len() >= len).then(|| raw[..len].to_vec())?
-    } else {
-        eof.then(|| raw.to_vec())?
-    };
-    Some(Reply { code, head, body })
-}
-
-/// Reads one whole response.
-async fn read_reply<S: AsyncRead + Unpin>(s: &mut S) -> std::io::Result<Reply> {
-    let (mut buf, mut chunk) = (Vec::new(), vec![0u8; 64 << 10]);
-    loop {
-        if let Some(r) = complete(&buf, false) {
-            return Ok(r);
-        }
-        let n = s.read(&mut chunk).await?;
-        if n == 0 {
-            return complete(&buf, true).ok_or_else(|| {
-                std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!("connection ended after {} bytes", buf.len()),
-                )
-            });
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-}
-
-/// An HTTP/1.1 request (`Connection: close`; a `Content-Length` when it has a body).
-fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut r = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        r.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if !body.is_empty() {
-        r.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    r.push_str("\r\n");
-    let mut bytes = r.into_bytes();
-    bytes.extend_from_slice(body);
-    bytes
-}
-
-/// Sends `req` on `s` and reads the response (at most 20 s).
-async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
-    s: &mut S,
-    req: &[u8],
-) -> std::io::Result<Reply> {
-    s.write_all(req).await?;
-    s.flush().await?;
-    tokio::time::timeout(Duration::from_secs(20), read_reply(s))
-        .await
-        .map_err(|_| std::io::Error::other("no response within 20 s"))?
-}
-
-/// One request on a connection of its own.
-async fn call(
-    api: SocketAddr,
-    method: &str,
-    path: &str,
-    hdrs: &[(&str, &str)],
-    body: &[u8],
-) -> Reply {
-    let mut s = TcpStream::connect(api)
-        .await
-        .expect("connect to the REST API");
-    exchange(&mut s, &request(method, path, hdrs, body))
-        .await
-        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
-}
-
-const JSON: (&str, &str) = ("Content-Type", "application/json");
-
-fn config_map(name: &str, blob: usize) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name}, "data": {"blob": "x".repeat(blob)},
-    }))
-    .expect("JSON")
-}
-
-async fn post(api: SocketAddr, name: &str, blob: usize) -> Reply {
-    call(api, "POST", CMS, &[JSON], &config_map(name, blob)).await
-}
-
-async fn get(api: SocketAddr, path: &str) -> Reply {
-    call(api, "GET", path, &[], b"").await
-}
-
-/// Polls `check` every 50 ms until it holds; panics with `what` after `within`.
-async fn wait_until<F: Future<Output = bool>>(within: Duration, what: &str, check: impl Fn() -> F) {
-    let until = Instant::now() + within;
-    while !check().await {
-        assert!(Instant::now() < until, "not within {within:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Opens a watch of the ConfigMaps of `default` on `s`: its response head, and what came after.
-async fn open_watch(s: &mut TcpStream) -> (String, Vec<u8>) {
-    let req = request("GET", &format!("{CMS}?watch=1"), &[], b"");
-    s.write_all(&req).await.expect("write");
-    let (mut got, mut buf) = (Vec::new(), vec![0u8; 4096]);
-    while find(&got, b"\r\n\r\n").is_none() {
-        let read = tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf)).await;
-        let n = read.expect("the watch answers").expect("read");
-        assert!(n > 0, "the watch ended at once");
-        got.extend_from_slice(&buf[..n]);
-    }
-    let rest = got.split_off(find(&got, b"\r\n\r\n").expect("head") + 4);
-    let head = String::from_utf8_lossy(&got).into_owned();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    (head, rest)
-}
-
-fn metrics_addr(kube: &KubeCluster) -> SocketAddr {
-    kube.cluster
-        .registry
-        .as_ref()
-        .expect("registry")
-        .metrics_addr
-}
-
-/// `reply` is a `Status` of `code` and `reason`; returns it.
-#[track_caller]
-fn assert_status(reply: &Reply, code: u16, reason: &str) -> Value {
-    assert_eq!(reply.code, code, "{reply}");
-    let json = header(&reply.head, "content-type").is_some_and(|c| c.contains("json"));
-    assert!(json, "{reply}");
-    let s = reply.json();
-    assert_eq!(s["kind"], "Status", "{reply}");
-    assert_eq!(s["apiVersion"], "v1", "{reply}");
-    assert_eq!(s["status"], "Failure", "{reply}");
-    assert_eq!(s["code"], code, "{reply}");
-    assert_eq!(s["reason"], reason, "{reply}");
-    s
-}
-
-/// Reads `s` until the peer closes it (EOF or reset) or `within` passes: when it closed, and
-/// what came before.
-async fn wait_closed(s: &mut TcpStream, within: Duration) -> (Option<Duration>, Vec<u8>) {
-    let (start, mut got, mut buf) = (Instant::now(), Vec::new(), vec![0u8; 16 << 10]);
-    loop {
-        match tokio::time::timeout_at((start + within).into(), s.read(&mut buf)).await {
-            Err(_) => return (None, got),
-            Ok(Ok(0) | Err(_)) => return (Some(start.elapsed()), got),
-            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-}
 
 fn telemetry(name: &str, endpoint: &str) -> (tracing::Dispatch, TelemetryGuard) {
     tracing_setup::build(&TelemetryConfig {
