@@ -8,7 +8,8 @@
 //!   failure), a certificate of another CA fails the handshake, one of the CA (CN=alice,
 //!   O=devs) is served and is the request's user (the REST span's `user.name`); ALPN picks h2
 //!   when offered and HTTP/1.1 when only that is, and requests work over both.
-//! - Bodies: past 3 MiB by `Content-Length` is `413` at once (the body is never waited for),
+//! - Bodies: past 3 MiB by `Content-Length` is `413` at once (the body is never waited for;
+//!   chunked and h2 bodies: `rest_limits.rs`),
 //!   malformed JSON is `400`, an unknown `Content-Type` is `415`, each a `Status`.
 //! - Slow clients: a connection that stops half-way through its headers, or that never sends a
 //!   byte, is closed (the 10 s header bound, with a margin) and cannot hold a connection forever.
@@ -17,8 +18,6 @@
 //!   HTTP attributes (`http.response.status_code` an integer, as the conventions say).
 //! - Metrics: REST calls are counted in `apiserver_request_total` under upstream's labels, and
 //!   a REST watch in `apiserver_longrunning_requests` until its client hangs up.
-//! - A REST watcher that never reads is cut off (`registry_watchers_cut_off_total`, then its
-//!   stream ends with a `429` ERROR event) while others are still answered.
 //! - `/healthz`, `/livez`, `/readyz` as upstream answers them, and `405` for a verb a path
 //!   does not take.
 
@@ -35,8 +34,8 @@ use kubestore_tests::{
     kube::KubeCluster,
     otlp::{OtlpReceiver, ReceivedSpan},
     rest::{
-        CMS, JSON, Reply, assert_status, call, config_map, dechunk, exchange, get, header,
-        metrics_addr, open_watch, post, read_reply, request, wait_closed, wait_until,
+        CMS, JSON, Reply, assert_status, call, config_map, exchange, get, metrics_addr, open_watch,
+        post, read_reply, request, wait_closed, wait_until,
     },
     services::{sample, scrape, spawn_registry_with_kube_api, wait_system_namespaces},
 };
@@ -45,10 +44,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 use serde_json::Value;
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpStream,
-};
+use tokio::{io::AsyncWriteExt, net::TcpStream};
 use tokio_rustls::{
     TlsConnector,
     rustls::{
@@ -487,78 +483,6 @@ async fn rest_calls_are_counted_under_upstreams_labels() {
         closed,
     )
     .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_watcher_that_stops_reading_is_cut_off_and_others_are_served() {
-    let kube = KubeCluster::start().await;
-    wait_system_namespaces(&kube.registry_url()).await;
-    let (metrics, api) = (metrics_addr(&kube), kube.api);
-    post(api, "probe", 1).await.is(201);
-    // A small receive buffer, so that the server's side holds what the watcher does not read.
-    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
-    socket.set_recv_buffer_size(64 << 10).expect("SO_RCVBUF");
-    let mut watch = socket.connect(api).await.expect("connect");
-    let (head, mut raw) = open_watch(&mut watch).await;
-    let chunked = header(&head, "transfer-encoding").is_some_and(|v| v.contains("chunked"));
-    assert!(chunked, "{head}");
-
-    // 20 MiB of changes, far more than every buffer on the way holds; the watcher reads none.
-    // Someone else is served all along.
-    const WRITES: usize = 80;
-    let cut_off = || async { sample(&scrape(metrics).await, "registry_watchers_cut_off_total") };
-    assert_eq!(cut_off().await, Some(0.0));
-    for i in 0..WRITES {
-        post(api, &format!("big-{i}"), 256 << 10).await.is(201);
-        if i % 10 == 0 {
-            get(api, &format!("{CMS}/probe")).await.is(200);
-        }
-    }
-    let cut = || async { cut_off().await == Some(1.0) };
-    wait_until(
-        Duration::from_secs(30),
-        "the stalled watcher is cut off",
-        cut,
-    )
-    .await;
-    get(api, &format!("{CMS}/probe")).await.is(200);
-
-    // Reading now: what was on its way, then the cut-off as an ERROR event, then the end.
-    let mut buf = vec![0u8; 256 << 10];
-    let ended = tokio::time::timeout(Duration::from_secs(30), async {
-        while !dechunk(&raw).1 {
-            match watch.read(&mut buf).await {
-                Ok(0) | Err(_) => return false,
-                Ok(n) => raw.extend_from_slice(&buf[..n]),
-            }
-        }
-        true
-    })
-    .await
-    .expect("the cut-off watch never ended");
-    assert!(ended, "the connection ended before the stream did");
-    let (body, _) = dechunk(&raw);
-    let events: Vec<Value> = body
-        .split(|b| *b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_slice(l).expect("an event per line"))
-        .collect();
-    let added = events.iter().filter(|e| e["type"] == "ADDED").count();
-    assert!(
-        added < WRITES,
-        "{added} of {WRITES} writes delivered: not cut off"
-    );
-    let last = events.last().expect("events");
-    assert_eq!(last["type"], "ERROR", "the stream ends with the cut-off");
-    assert_eq!(last["object"]["kind"], "Status");
-    assert_eq!(last["object"]["code"], 429);
-    assert_eq!(last["object"]["reason"], "TooManyRequests");
-    assert!(
-        last["object"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("did not read its events")),
-        "{last}"
-    );
 }
 
 /// Upstream's health endpoints (`ok`, a line per check with `?verbose`, one check by its path,
