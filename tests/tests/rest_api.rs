@@ -6,8 +6,10 @@
 //!
 //! - TLS with a client CA: no client certificate is upstream's `401` Status (not a handshake
 //!   failure), a certificate of another CA fails the handshake, one of the CA (CN=alice,
-//!   O=devs) is served and is the request's user (the REST span's `user.name`); ALPN picks h2
-//!   when offered and HTTP/1.1 when only that is, and requests work over both.
+//!   O=devs, O=ops) is served and is the request's user (the REST span's `user.name`; its groups
+//!   as the server reads the certificate); ALPN picks h2 when offered and HTTP/1.1 when only
+//!   that is, and requests work over both (h2 without a certificate: 401 too); kubectl 1.37
+//!   works over `https://` with the client certificate.
 //! - Bodies: past 3 MiB by `Content-Length` is `413` at once (the body is never waited for;
 //!   chunked and h2 bodies: `rest_limits.rs`),
 //!   malformed JSON is `400`, an unknown `Content-Type` is `415`, each a `Status`.
@@ -32,7 +34,7 @@ use kubestore_telemetry::{
 };
 use kubestore_tests::{
     Cluster, ClusterOptions,
-    kube::KubeCluster,
+    kube::{KubeCluster, Kubectl},
     otlp::{OtlpReceiver, ReceivedSpan},
     rest::{
         CMS, JSON, Reply, assert_status, call, config_map, exchange, get, metrics_addr, open_watch,
@@ -99,14 +101,19 @@ impl Ca {
         Self { params, key, pem }
     }
 
-    /// A certificate (PEM) and key (PEM) for `cn` in organization `org`, valid for localhost.
-    fn issue(&self, cn: &str, org: Option<&str>) -> (String, String) {
+    /// A certificate (PEM) and key (PEM) for `cn` in the organizations `orgs`, valid for
+    /// localhost.
+    fn issue(&self, cn: &str, orgs: &[&str]) -> (String, String) {
         let mut params = CertificateParams::new(vec!["localhost".to_string()]).expect("params");
         params.distinguished_name.push(DnType::CommonName, cn);
-        if let Some(org) = org {
-            params
-                .distinguished_name
-                .push(DnType::OrganizationName, org);
+        // rcgen keeps one value per attribute type: a second O goes in by its OID (2.5.4.10).
+        for (i, org) in orgs.iter().enumerate() {
+            let kind = if i == 0 {
+                DnType::OrganizationName
+            } else {
+                DnType::CustomDnType(vec![2, 5, 4, 10])
+            };
+            params.distinguished_name.push(kind, *org);
         }
         params.extended_key_usages = vec![
             ExtendedKeyUsagePurpose::ServerAuth,
@@ -182,7 +189,7 @@ async fn tls_client_certificates_are_identities_and_alpn_picks_h2_or_http1() {
         std::fs::write(&p, pem).expect("write PEM");
         p
     };
-    let (server_cert, server_key) = ca.issue("registry-svc", None);
+    let (server_cert, server_key) = ca.issue("registry-svc", &[]);
     let tls = ServerTlsArgs {
         tls_cert_file: Some(file("server.crt", &server_cert)),
         tls_private_key_file: Some(file("server.key", &server_key)),
@@ -197,7 +204,7 @@ async fn tls_client_certificates_are_identities_and_alpn_picks_h2_or_http1() {
     };
     let (mut registry, api) =
         spawn_registry_with_kube_api(config, cluster.storage.url(), Some(dispatch));
-    let alice = ca.issue("alice", Some("devs"));
+    let alice = ca.issue("alice", &["devs", "ops"]);
     let http1 = tls_client(&ca.pem, Some(&alice), &[b"http/1.1"]);
     wait_until(
         Duration::from_secs(20),
@@ -216,7 +223,7 @@ async fn tls_client_certificates_are_identities_and_alpn_picks_h2_or_http1() {
     assert_eq!(status["message"], "Unauthorized", "{r}");
 
     // A certificate another CA signed does not verify: no response at all.
-    let mallory = Ca::new("other").issue("mallory", Some("devs"));
+    let mallory = Ca::new("other").issue("mallory", &["devs"]);
     let foreign = tls_client(&ca.pem, Some(&mallory), &[b"http/1.1"]);
     if let Ok((_, r)) = tls_get(api, &foreign, CMS).await {
         panic!("a certificate of another CA was served: {r}");
@@ -248,11 +255,96 @@ async fn tls_client_certificates_are_identities_and_alpn_picks_h2_or_http1() {
     drop(sender);
     driver.abort();
 
+    // No certificate over h2: upstream's 401 too.
+    let anonymous_h2 = tls_client(&ca.pem, None, &[b"h2"]);
+    let s = tls_connect(api, &anonymous_h2).await.expect("handshake");
+    assert_eq!(s.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(s))
+            .await
+            .expect("h2 handshake");
+    let driver = tokio::spawn(conn);
+    let req = http::Request::get(format!("https://localhost:{}{CMS}", api.port()))
+        .body(http_body_util::Empty::<Bytes>::new())
+        .expect("request");
+    let resp = sender.send_request(req).await.expect("h2 request");
+    assert_eq!(resp.status(), 401);
+    let body = resp.into_body().collect().await.expect("h2 body");
+    let status: Value = serde_json::from_slice(&body.to_bytes()).expect("JSON");
+    assert_eq!(
+        (&status["kind"], &status["reason"]),
+        (&Value::from("Status"), &Value::from("Unauthorized")),
+        "{status}"
+    );
+    drop(sender);
+    driver.abort();
+
+    // Who alice is, as the server reads the certificate it verified: CN the user, every O a
+    // group.
+    let der = CertificateDer::from_pem_slice(alice.0.as_bytes()).expect("alice's certificate");
+    assert_eq!(
+        registry_svc::rest::tls::identity(&der),
+        Some(registry_svc::rest::tls::Identity {
+            user: "alice".into(),
+            groups: vec!["devs".into(), "ops".into()],
+        })
+    );
+
+    // kubectl over https:// with alice's certificate.
+    let kubeconfig = || {
+        let user = format!(
+            "  user:\n    client-certificate: {}\n    client-key: {}\n",
+            file("alice.crt", &alice.0).display(),
+            file("alice.key", &alice.1).display()
+        );
+        file(
+            "kubeconfig",
+            &format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster:\n    server: https://localhost:{}\n    certificate-authority: {}\n\
+                 users:\n- name: u\n{user}contexts:\n- name: k\n  context:\n    cluster: k\n    user: u\n    namespace: default\ncurrent-context: k\n",
+                api.port(),
+                file("ca.crt", &ca.pem).display()
+            ),
+        )
+    };
+    let config = kubeconfig();
+    let kubectl = |args: &'static [&'static str]| {
+        let (home, config) = (dir.path().to_path_buf(), config.clone());
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(Kubectl::V1_37.path())
+                .arg("--kubeconfig")
+                .arg(config)
+                .args(args)
+                .env_remove("KUBECONFIG")
+                .env("HOME", home)
+                .output()
+                .expect("kubectl runs")
+        })
+    };
+    for (args, want) in [
+        (
+            &["create", "configmap", "by-kubectl"][..],
+            "configmap/by-kubectl created\n",
+        ),
+        (
+            &["get", "configmaps", "-o", "name"][..],
+            "configmap/by-kubectl\n",
+        ),
+    ] {
+        let out = kubectl(args).await.expect("kubectl");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            want,
+            "kubectl {args:?} with alice's certificate: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     // Who each request was: the REST span's user.name (the certificate's CN).
     registry.stop();
     let route = "GET /api/v1/namespaces/{namespace}/{resource}";
     let spans = flushed(&receiver, vec![guard], |s| {
-        s.iter().filter(|x| x.span.name == route).count() >= 3
+        s.iter().filter(|x| x.span.name == route).count() >= 5
     })
     .await;
     let mut users: Vec<(Option<i64>, String)> = spans
@@ -266,8 +358,14 @@ async fn tls_client_certificates_are_identities_and_alpn_picks_h2_or_http1() {
         })
         .collect();
     users.sort();
+    // alice over HTTP/1.1, h2 and kubectl (its create is a POST); no one (401) over HTTP/1.1
+    // and h2.
     let alice = (Some(200), "alice".to_string());
-    assert_eq!(users, [alice.clone(), alice, (Some(401), String::new())]);
+    let nobody = (Some(401), String::new());
+    assert_eq!(
+        users,
+        [alice.clone(), alice.clone(), alice, nobody.clone(), nobody]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
