@@ -241,6 +241,38 @@ pub async fn read_lines_to_end(
     lines(&dechunk(&raw).0)
 }
 
+/// Reads `s` (the rest of a chunked body, `raw` what came so far) until the body holds `n`
+/// whole lines (`within` at most): the first `n`, as JSON (a watch's first events).
+pub async fn first_lines(
+    s: &mut TcpStream,
+    raw: &mut Vec<u8>,
+    n: usize,
+    within: Duration,
+) -> Vec<Value> {
+    let mut buf = vec![0u8; 64 << 10];
+    let until = Instant::now() + within;
+    loop {
+        let (body, _) = dechunk(raw);
+        let whole: Vec<&[u8]> = body.split_inclusive(|b| *b == b'\n').collect();
+        let complete: Vec<&[u8]> = whole.into_iter().filter(|l| l.ends_with(b"\n")).collect();
+        if complete.len() >= n {
+            return lines(&complete[..n].concat());
+        }
+        let read = tokio::time::timeout_at(until.into(), s.read(&mut buf)).await;
+        let got = read.unwrap_or_else(|_| {
+            panic!(
+                "{} of {n} lines within {within:?}: {}",
+                complete.len(),
+                String::from_utf8_lossy(&body)
+            )
+        });
+        match got {
+            Ok(0) | Err(_) => panic!("the stream ended: {}", String::from_utf8_lossy(&body)),
+            Ok(k) => raw.extend_from_slice(&buf[..k]),
+        }
+    }
+}
+
 /// The JSON values of a body of one value per line.
 pub fn lines(body: &[u8]) -> Vec<Value> {
     body.split(|b| *b == b'\n')
