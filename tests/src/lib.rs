@@ -47,6 +47,29 @@ pub fn reason(s: &tonic::Status) -> String {
         .unwrap_or_default()
 }
 
+/// Asserts every field of `sent` is in `got` with the same value (lists item by item, of the
+/// same length): what a server stores carries what it was sent, with its own fields and
+/// defaults added. `at` names the value in the failure.
+#[track_caller]
+pub fn assert_carried(sent: &serde_json::Value, got: &serde_json::Value, at: &str) {
+    use serde_json::Value;
+    match sent {
+        Value::Object(m) => {
+            for (k, v) in m {
+                assert_carried(v, &got[k], &format!("{at}.{k}"));
+            }
+        }
+        Value::Array(a) => {
+            let g = got.as_array().unwrap_or_else(|| panic!("{at}: {got}"));
+            assert_eq!(a.len(), g.len(), "{at}: {got}");
+            for (i, (s, g)) in a.iter().zip(g).enumerate() {
+                assert_carried(s, g, &format!("{at}[{i}]"));
+            }
+        }
+        _ => assert_eq!(sent, got, "{at}"),
+    }
+}
+
 /// The `kubestore` binary of this build (`target/<profile>/kubestore`, next to the test's
 /// `deps/` directory), for tests that run it as a process. `scripts/test.sh` builds it first
 /// (`cargo build --bins`); missing, the test fails saying so.

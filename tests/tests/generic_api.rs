@@ -1,7 +1,8 @@
 //! The generic gRPC API (`registry.v1.Resources`) and the typed services serve the same objects
 //! (issue 25): an object written through one is read through the other with the same uid,
-//! resourceVersion and content, for every built-in kind discovery lists; server-side patches
-//! that change nothing write nothing; Namespaces are one registration like every kind, and a
+//! resourceVersion and content (Pods and ConfigMaps both ways here; every built-in kind
+//! discovery lists, Namespaces and definitions included, in `generic_codec.rs`); server-side
+//! patches that change nothing write nothing; Namespaces are one registration like every kind, and a
 //! deleted namespace's content goes before it (the namespace controller): ConfigMaps and custom
 //! objects at once, while an object held by its finalizer or a pod in its grace period keeps
 //! the namespace Terminating, with its finalizer, until they are gone.

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 
 use kubestore_apimachinery::json::Codec;
 use kubestore_tests::{
+    assert_carried,
     kube::KubeCluster,
     rest::{assert_status, call, get},
     services::wait_system_namespaces,
@@ -45,26 +46,6 @@ fn envelope(message: &str, api_version: &str, kind: &str, object: &Value) -> Vec
     let mut body = b"k8s\0".to_vec();
     body.extend(env);
     body
-}
-
-/// Asserts every field of `sent` is in `got` with the same value (the server adds its own).
-#[track_caller]
-fn carried(sent: &Value, got: &Value, at: &str) {
-    match sent {
-        Value::Object(m) => {
-            for (k, v) in m {
-                carried(v, &got[k], &format!("{at}.{k}"));
-            }
-        }
-        Value::Array(a) => {
-            let g = got.as_array().unwrap_or_else(|| panic!("{at}: {got}"));
-            assert_eq!(a.len(), g.len(), "{at}: {got}");
-            for (i, (s, g)) in a.iter().zip(g).enumerate() {
-                carried(s, g, &format!("{at}[{i}]"));
-            }
-        }
-        _ => assert_eq!(sent, got, "{at}"),
-    }
 }
 
 /// `object` as the JSON form of upstream's messages, which the codec encodes: a Quantity is
@@ -176,10 +157,10 @@ async fn pods_events_and_leases_in_protobuf_are_stored_with_every_field() {
         let body = envelope(message, api_version, kind, &object);
         let created = post(api, path, &body).await;
         assert_eq!(created.code, 201, "{kind}: {created}");
-        carried(&object, &created.json(), kind);
+        assert_carried(&object, &created.json(), kind);
         let name = object["metadata"]["name"].as_str().expect("name");
         let stored = get(api, &format!("{path}/{name}")).await.is(200).json();
-        carried(&object, &stored, kind);
+        assert_carried(&object, &stored, kind);
         // int64s past 32 bits are JSON numbers, as upstream writes them.
         if kind == "Pod" {
             assert_eq!(
