@@ -1,7 +1,7 @@
 //! The official Python client (`kubernetes` 37.0.2, strict pydantic models) against the REST
 //! API (rest-api.md §11 case 14): typed lists of every built-in kind decode without a
-//! ValidationError (pods the node agent runs, its events, a controller-manager's lease, a
-//! custom resource definition); a watch from a list's resourceVersion with bookmarks sees
+//! ValidationError (pods the node agent runs, its events, a controller-manager's lease, the
+//! system namespaces, a custom resource definition); a watch from a list's resourceVersion with bookmarks sees
 //! ADDED, MODIFIED and DELETED; an expired resourceVersion is `ApiException(410)` for a list
 //! and for a watch; the `kubernetes.informer` cache converges.
 //!
@@ -33,6 +33,9 @@ for s in v1.list_namespaced_secret("default").items:
     print("secret", s.metadata.name, s.type, s.data)
 for l in client.CoordinationV1Api().list_lease_for_all_namespaces().items:
     print("lease", l.metadata.namespace, l.metadata.name, isinstance(l.spec.lease_duration_seconds, int))
+for n in v1.list_namespace().items:
+    print("namespace", n.metadata.name, n.status.phase, n.spec.finalizers, n.metadata.labels["kubernetes.io/metadata.name"])
+print("one namespace", v1.read_namespace("kube-system").metadata.name)
 for d in client.ApiextensionsV1Api().list_custom_resource_definition().items:
     print("crd", d.metadata.name, sorted(c.type for c in d.status.conditions))
 ct = client.CustomObjectsApi().list_namespaced_custom_object("stable.example.com", "v1", "default", "crontabs")
@@ -79,6 +82,10 @@ async fn every_kind_decodes_into_the_typed_models() {
         "configmap settings {'a': 'b'}",
         "secret pw Opaque {'p': 'cQ=='}",
         "lease kube-system kube-controller-manager True",
+        "namespace default Active ['kubernetes'] default",
+        "namespace kube-public Active ['kubernetes'] kube-public",
+        "namespace kube-system Active ['kubernetes'] kube-system",
+        "one namespace kube-system",
         "crd crontabs.stable.example.com ['Established', 'NamesAccepted']",
         "crontabs ['nightly']",
         "done",
