@@ -255,3 +255,39 @@ async fn sync(ch: &Ch, n: &str) -> Result<bool, Status> {
         Err(s) => Err(s),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Which namespaces are the controller's (pure logic; `tests/tests/namespace_controller.rs`
+    //! runs the controller on a scripted registry, `generic_api.rs` on registry-svc).
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn only_a_namespace_being_deleted_with_the_controllers_finalizer_is_its() {
+        let ns = |deletion: Value, finalizers: Value| {
+            json!({"metadata": {"name": "a", "deletionTimestamp": deletion},
+                   "spec": {"finalizers": finalizers}})
+        };
+        let when = json!("2026-01-01T00:00:00Z");
+        assert!(terminating(&ns(when.clone(), json!(["kubernetes"]))));
+        assert!(terminating(&ns(when.clone(), json!(["x", "kubernetes"]))));
+        // Not being deleted.
+        assert!(!terminating(&ns(Value::Null, json!(["kubernetes"]))));
+        assert!(!terminating(
+            &json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["kubernetes"]}})
+        ));
+        // Finalized already, or another's finalizer only.
+        assert!(!terminating(&ns(when.clone(), json!([]))));
+        assert!(!terminating(&ns(
+            when.clone(),
+            json!(["example.com/kubernetes"])
+        )));
+        assert!(!terminating(
+            &json!({"metadata": {"deletionTimestamp": when}})
+        ));
+        assert_eq!(name(&ns(Value::Null, json!([]))), "a");
+        assert_eq!(name(&json!({})), "");
+    }
+}

@@ -13,7 +13,7 @@
 //! - [`watch_gate`]: a proxy in front of storage-svc that holds back watch streams on demand.
 //! - [`fixtures_gc`]: controller-managers (in process, or the real binary) for the garbage
 //!   collector's tests.
-//! - [`http`]: HTTP/1.1 by hand against the REST API.
+//! - [`rest`]: registry-svc's REST API spoken by hand (HTTP/1.1 on raw streams).
 //! - [`processes`]: storage-svc and registry-svc as processes of their own (their memory
 //!   measured apart from the test's).
 //! - [`kube`]: the real Kubernetes clients (kubectl 1.29, 1.33, 1.37 and the Python client)
@@ -25,7 +25,6 @@ pub mod fixtures_gc;
 pub mod fixtures_registry;
 pub mod fixtures_storage;
 pub mod fixtures_watch;
-pub mod http;
 pub mod kube;
 pub mod mutate;
 pub mod otlp;
@@ -34,6 +33,7 @@ pub mod processes;
 pub mod proxy;
 pub mod raw;
 pub mod request_seeds;
+pub mod rest;
 pub mod services;
 pub mod update;
 pub mod watch_cache;
@@ -48,6 +48,29 @@ pub fn reason(s: &tonic::Status) -> String {
     s.get_details_error_info()
         .map(|i| i.reason)
         .unwrap_or_default()
+}
+
+/// Asserts every field of `sent` is in `got` with the same value (lists item by item, of the
+/// same length): what a server stores carries what it was sent, with its own fields and
+/// defaults added. `at` names the value in the failure.
+#[track_caller]
+pub fn assert_carried(sent: &serde_json::Value, got: &serde_json::Value, at: &str) {
+    use serde_json::Value;
+    match sent {
+        Value::Object(m) => {
+            for (k, v) in m {
+                assert_carried(v, &got[k], &format!("{at}.{k}"));
+            }
+        }
+        Value::Array(a) => {
+            let g = got.as_array().unwrap_or_else(|| panic!("{at}: {got}"));
+            assert_eq!(a.len(), g.len(), "{at}: {got}");
+            for (i, (s, g)) in a.iter().zip(g).enumerate() {
+                assert_carried(s, g, &format!("{at}[{i}]"));
+            }
+        }
+        _ => assert_eq!(sent, got, "{at}"),
+    }
 }
 
 /// The `kubestore` binary of this build (`target/<profile>/kubestore`, next to the test's

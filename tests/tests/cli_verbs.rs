@@ -145,7 +145,8 @@ async fn label_annotate_patch_edit_and_output_templates() {
     // The server applies the patch (upstream's 422, Invalid).
     assert!(
         r.stderr.starts_with("Error from server (Invalid)")
-            && r.stderr.contains("failed at path '/data/color'"),
+            && r.stderr
+                .contains("testing value /data/color failed: test failed"),
         "{}",
         r.stderr
     );

@@ -1,6 +1,7 @@
 //! The schema engine of custom kinds end to end, through registry-svc and storage-svc on real
 //! etcd: patterns with RE2's meaning, compiled once and cheaply (a definition of 20 `\w{200}`
-//! patterns writes promptly, dry run included; an oversize pattern, or one inside `anyOf`, is
+//! patterns writes promptly and in little memory, dry run included, and its patterns match
+//! 1.2 MB of values promptly and in bounded memory; an oversize pattern, or one inside `anyOf`, is
 //! refused at its path), objects nesting 100 levels, reads pruned by the current schema (Get,
 //! List, Watch), updates ratcheted after a schema change (an object the new schema refuses can
 //! still lose its finalizer and go), nulls, transition rules on map-list items, and map values
@@ -21,6 +22,7 @@ use kubestore_proto::{
 use kubestore_tests::{
     Cluster,
     fixtures_custom::{register_established, to_json},
+    raw::{peak_rss_mib, reset_peak_rss, rss_mib},
     reason,
     services::channel,
 };
@@ -194,6 +196,8 @@ async fn patterns_compile_promptly_with_re2s_meaning_and_bad_ones_are_refused_at
     );
     let crd = definition("patterns", "Patterns", fields.into());
     for dry_run in [true, false] {
+        reset_peak_rss();
+        let before = rss_mib();
         let started = Instant::now();
         create_definition(&mut defs, crd.clone(), dry_run)
             .await
@@ -204,20 +208,39 @@ async fn patterns_compile_promptly_with_re2s_meaning_and_bad_ones_are_refused_at
             "dry run {dry_run}: {:?}",
             started.elapsed()
         );
+        // It was 227 MB: the peak resident set (reset before the write) grows by far less.
+        let grown = peak_rss_mib().saturating_sub(before);
+        assert!(
+            grown < 16,
+            "dry run {dry_run}: the peak grew by {grown} MiB"
+        );
     }
     kubestore_tests::fixtures_custom::wait_established(&mut defs, "patterns.example.com").await;
     let mut objects = Objects {
         c: CustomObjectsClient::new(channel(&url).await),
         plural: "patterns",
     };
+    // Matching the twenty patterns on long values: in time and memory too.
+    reset_peak_rss();
+    let before = rss_mib();
+    let started = Instant::now();
+    let mut long: serde_json::Map<String, Value> = (0..20)
+        .map(|i| (format!("w{i}"), json!("x".repeat(60_000))))
+        .collect();
+    long.insert("digits".into(), json!("80"));
+    long.insert("word".into(), json!("a_Z9"));
     objects
-        .create(object(
-            "Patterns",
-            "ascii",
-            json!({"digits": "80", "word": "a_Z9", "w0": "x".repeat(200)}),
-        ))
+        .create(object("Patterns", "ascii", long.into()))
         .await
         .expect("ASCII digits and word characters match");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "20 patterns on 1.2 MB of values: {:?}",
+        started.elapsed()
+    );
+    let grown = peak_rss_mib().saturating_sub(before);
+    // The object itself is 1.2 MB, decoded, validated and encoded in a few copies.
+    assert!(grown < 48, "matching: the peak grew by {grown} MiB");
     assert_invalid(
         objects
             .create(object("Patterns", "arabic", json!({"digits": "٨٠"})))

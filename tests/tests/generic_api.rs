@@ -1,8 +1,11 @@
 //! The generic gRPC API (`registry.v1.Resources`) and the typed services serve the same objects
 //! (issue 25): an object written through one is read through the other with the same uid,
-//! resourceVersion and content, for every built-in kind discovery lists; server-side patches
-//! that change nothing write nothing; Namespaces are one registration like every kind, and a
-//! deleted namespace's content goes before it (the namespace controller).
+//! resourceVersion and content (Pods and ConfigMaps both ways here; every built-in kind
+//! discovery lists, Namespaces and definitions included, in `generic_codec.rs`); server-side
+//! patches that change nothing write nothing; Namespaces are one registration like every kind, and a
+//! deleted namespace's content goes before it (the namespace controller): ConfigMaps and custom
+//! objects at once, while an object held by its finalizer or a pod in its grace period keeps
+//! the namespace Terminating, with its finalizer, until they are gone.
 
 use std::time::Duration;
 
@@ -21,7 +24,7 @@ use kubestore_proto::{
 };
 use kubestore_tests::{
     Cluster,
-    fixtures_gc::{Manager, eventually},
+    fixtures_gc::{Manager, eventually, register_crontab},
     services::channel,
 };
 use prost::Message;
@@ -262,6 +265,54 @@ async fn the_generic_api_and_the_typed_services_answer_the_same_objects() {
     assert_eq!(unknown.code(), Code::NotFound);
 }
 
+fn crontabs() -> Option<ResourceRef> {
+    Some(ResourceRef {
+        group: "stable.example.com".into(),
+        version: "v1".into(),
+        resource: "crontabs".into(),
+    })
+}
+
+/// `namespace/name` of `resource` through the generic API: None once it is gone.
+async fn get(
+    g: &mut ResourcesClient<tonic::transport::Channel>,
+    resource: Option<ResourceRef>,
+    namespace: &str,
+    name: &str,
+) -> Option<Value> {
+    match g
+        .get(GetRequest {
+            resource,
+            namespace: namespace.into(),
+            name: name.into(),
+            subresource: String::new(),
+            output: Output::Object as i32,
+        })
+        .await
+    {
+        Ok(r) => Some(parse(&r.into_inner().json)),
+        Err(e) if e.code() == Code::NotFound => None,
+        Err(e) => panic!("get {namespace}/{name}: {e:?}"),
+    }
+}
+
+/// Asserts, for longer than the controller takes to look again, that the namespace `team-a`
+/// is still there, Terminating, with the controller's finalizer.
+async fn stays_terminating(g: &mut ResourcesClient<tonic::transport::Channel>, why: &str) {
+    let until = std::time::Instant::now() + kubestore_controllers::namespace::RECHECK * 2;
+    while std::time::Instant::now() < until {
+        let ns = get(g, core("namespaces"), "", "team-a")
+            .await
+            .unwrap_or_else(|| panic!("the namespace went while {why}"));
+        assert_eq!(
+            (&ns["status"]["phase"], &ns["spec"]["finalizers"]),
+            (&json!("Terminating"), &json!(["kubernetes"])),
+            "while {why}: {ns}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_deleted_namespace_loses_its_content_then_goes() {
     let cluster = Cluster::full().await;
@@ -279,6 +330,7 @@ async fn a_deleted_namespace_loses_its_content_then_goes() {
             .into_inner();
         assert_eq!(ns.status.expect("status").phase, "Active");
     }
+    register_crontab(&url).await;
     let created = parse(
         &g.create(CreateRequest {
             resource: core("namespaces"),
@@ -297,11 +349,39 @@ async fn a_deleted_namespace_loses_its_content_then_goes() {
         created["metadata"]["labels"]["kubernetes.io/metadata.name"],
         json!("team-a")
     );
-    for name in ["a", "b"] {
+    // The content: two plain ConfigMaps, one held by a finalizer of its own, a custom object,
+    // and a pod bound to a node (no kubelet runs here: deleted, it stays in its grace period).
+    let content = [
+        (
+            core("configmaps"),
+            json!({"metadata": {"name": "a"}, "data": {"k": "v"}}),
+        ),
+        (
+            core("configmaps"),
+            json!({"metadata": {"name": "b"}, "data": {"k": "v"}}),
+        ),
+        (
+            core("configmaps"),
+            json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+        ),
+        (
+            crontabs(),
+            json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+                "metadata": {"name": "nightly"},
+                "spec": {"cronSpec": "0 0 * * *", "image": "backup:1", "replicas": 1}}),
+        ),
+        (
+            core("pods"),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+                "spec": {"nodeName": "node-1",
+                         "containers": [{"name": "c", "image": "nginx:1.27"}]}}),
+        ),
+    ];
+    for (resource, object) in content {
         g.create(CreateRequest {
-            resource: core("configmaps"),
+            resource,
             namespace: "team-a".into(),
-            json: json!({"metadata": {"name": name}, "data": {"k": "v"}}).to_string(),
+            json: object.to_string(),
             options: None,
         })
         .await
@@ -324,24 +404,61 @@ async fn a_deleted_namespace_loses_its_content_then_goes() {
         json!("Terminating")
     );
     let _manager = Manager::start(&url, "m1", Duration::from_secs(15), 4).await;
-    let content_gone = || async {
-        let mut g = generic(&cluster).await;
-        g.list(kubestore_proto::registry::v1::ListRequest {
-            resource: core("configmaps"),
-            namespace: "team-a".into(),
-            options: None,
-            output: Output::Metadata as i32,
-        })
-        .await
-        .map(|l| l.into_inner().items.is_empty())
-        .unwrap_or(false)
-    };
+    // What nothing holds goes; the held ConfigMap and the pod are being deleted.
     eventually(
-        "the namespace's content is deleted",
+        "the namespace's free content is deleted, the rest marked",
         Duration::from_secs(20),
-        content_gone,
+        || async {
+            let mut g = generic(&cluster).await;
+            let deleting = |o: Option<Value>| {
+                o.is_some_and(|o| o["metadata"]["deletionTimestamp"].is_string())
+            };
+            get(&mut g, core("configmaps"), "team-a", "a")
+                .await
+                .is_none()
+                && get(&mut g, core("configmaps"), "team-a", "b")
+                    .await
+                    .is_none()
+                && get(&mut g, crontabs(), "team-a", "nightly").await.is_none()
+                && deleting(get(&mut g, core("configmaps"), "team-a", "held").await)
+                && deleting(get(&mut g, core("pods"), "team-a", "web").await)
+        },
     )
     .await;
+    stays_terminating(
+        &mut g,
+        "a finalizer holds a ConfigMap and a pod is in its grace period",
+    )
+    .await;
+    // The finalizer goes: the ConfigMap with it; the pod still holds the namespace.
+    g.patch(PatchRequest {
+        resource: core("configmaps"),
+        namespace: "team-a".into(),
+        name: "held".into(),
+        subresource: String::new(),
+        patch_type: PatchType::Merge as i32,
+        patch: json!({"metadata": {"finalizers": null}}).to_string(),
+        options: None,
+    })
+    .await
+    .expect("the finalizer removed");
+    assert_eq!(
+        get(&mut g, core("configmaps"), "team-a", "held").await,
+        None
+    );
+    stays_terminating(&mut g, "a pod is in its grace period").await;
+    // The kubelet's final delete; then the namespace goes.
+    g.delete(DeleteRequest {
+        resource: core("pods"),
+        namespace: "team-a".into(),
+        name: "web".into(),
+        options: Some(DeleteOptions {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        }),
+    })
+    .await
+    .expect("the pod's final delete");
     eventually("the namespace is gone", Duration::from_secs(20), || async {
         NamespacesClient::new(channel(&url).await)
             .get(GetNamespaceRequest {

@@ -4,7 +4,8 @@
 //! (`Discovery::run` over the legacy documents, `run_aggregated` over aggregated v2, both
 //! finding a custom kind), and `watcher` with its two initial-list strategies, ListWatch
 //! (paged list, then a watch with bookmarks) and `streaming_lists()` (WatchList), and a
-//! metadata-only watcher (PartialObjectMetadata lists).
+//! metadata-only watcher (PartialObjectMetadata lists), whose list and watch events are seen
+//! over raw REST to carry metadata only.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -17,7 +18,12 @@ use kube::{
     discovery::Discovery,
     runtime::watcher::{self, Event},
 };
-use kubestore_tests::kube::KubeCluster;
+use kubestore_tests::{
+    kube::KubeCluster,
+    rest::{CMS, call, dechunk, find, lines, request},
+};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn client(c: &KubeCluster) -> Client {
     let config = kube::Config::new(c.url().parse().expect("cluster URL"));
@@ -209,10 +215,8 @@ async fn watchers_list_then_watch_and_stream_lists() {
             }
         }
         initial.sort();
-        assert!(
-            initial.starts_with(&["a".to_string(), "b".into(), "c".into()]),
-            "{initial:?}"
-        );
+        // Exactly the objects there are (the previous round's object was deleted), each once.
+        assert_eq!(initial, ["a", "b", "c"], "streaming={streaming}");
         // Changes after the initial list.
         let name = format!("new-{streaming}");
         api.create(&PostParams::default(), &cm(&name, &[]))
@@ -266,7 +270,119 @@ async fn a_metadata_watcher_lists_and_watches_partial_objects() {
     .await
     .expect("patch");
     match next(&mut w).await {
-        Event::Apply(o) => assert_eq!(o.labels().get("x").map(String::as_str), Some("y")),
+        Event::Apply(o) => {
+            assert_eq!(o.labels().get("x").map(String::as_str), Some("y"));
+            assert_eq!(
+                o.types.as_ref().map(|t| t.kind.as_str()),
+                Some("PartialObjectMetadata"),
+                "{o:?}"
+            );
+        }
         other => panic!("{other:?}"),
     }
+}
+
+/// What the metadata watcher above asks for, over raw REST: the list is a
+/// `PartialObjectMetadataList` of `PartialObjectMetadata` items, and watch events carry
+/// `PartialObjectMetadata`; neither carries the objects' `data`.
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_lists_and_watch_events_carry_no_content_over_rest() {
+    let c = KubeCluster::start().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client(&c));
+    for n in ["a", "b"] {
+        api.create(&PostParams::default(), &cm(n, &[("k", "v")]))
+            .await
+            .expect("create");
+    }
+    let partial = |object: &Value| {
+        assert_eq!(
+            (&object["apiVersion"], &object["kind"]),
+            (&json!("meta.k8s.io/v1"), &json!("PartialObjectMetadata")),
+            "{object}"
+        );
+        assert!(object["metadata"]["name"].is_string(), "{object}");
+        assert!(
+            object["metadata"]["resourceVersion"].is_string(),
+            "{object}"
+        );
+        let mut keys: Vec<&String> = object.as_object().expect("an object").keys().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["apiVersion", "kind", "metadata"],
+            "no content: {object}"
+        );
+    };
+    let accept = |as_kind: &str| format!("application/json;as={as_kind};g=meta.k8s.io;v=v1");
+    let list = call(
+        c.api,
+        "GET",
+        CMS,
+        &[("Accept", &accept("PartialObjectMetadataList"))],
+        b"",
+    )
+    .await
+    .is(200)
+    .json();
+    assert_eq!(
+        (&list["apiVersion"], &list["kind"]),
+        (
+            &json!("meta.k8s.io/v1"),
+            &json!("PartialObjectMetadataList")
+        ),
+        "{list}"
+    );
+    let items = list["items"].as_array().expect("items");
+    assert_eq!(items.len(), 2, "{list}");
+    items.iter().for_each(partial);
+    // A watch from the list's version: the change, as PartialObjectMetadata.
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("a version");
+    let mut s = tokio::net::TcpStream::connect(c.api)
+        .await
+        .expect("connect");
+    let path = format!("{CMS}?watch=1&resourceVersion={rv}");
+    let req = request(
+        "GET",
+        &path,
+        &[("Accept", &accept("PartialObjectMetadata"))],
+        b"",
+    );
+    s.write_all(&req).await.expect("write");
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}, "data": {"k2": "v2"}})),
+    )
+    .await
+    .expect("patch");
+    let mut raw = Vec::new();
+    let mut buf = vec![0u8; 16 << 10];
+    let event = loop {
+        if let Some(end) = find(&raw, b"\r\n\r\n") {
+            let (body, _) = dechunk(&raw[end + 4..]);
+            if let Some(line) = lines_so_far(&body).into_iter().next() {
+                break line;
+            }
+        }
+        let n = tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf))
+            .await
+            .expect("an event in time")
+            .expect("read");
+        assert!(n > 0, "the watch ended: {}", String::from_utf8_lossy(&raw));
+        raw.extend_from_slice(&buf[..n]);
+    };
+    assert_eq!(event["type"], "MODIFIED", "{event}");
+    partial(&event["object"]);
+    assert_eq!(event["object"]["metadata"]["labels"]["x"], "y", "{event}");
+}
+
+/// The whole lines of `body` so far, as JSON.
+fn lines_so_far(body: &[u8]) -> Vec<Value> {
+    let whole = body
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(&body[..0], |end| &body[..end]);
+    lines(whole)
 }

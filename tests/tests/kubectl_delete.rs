@@ -3,7 +3,9 @@
 //! bookmark) for a graceful pod deletion finished by the node agent, kubectl 1.33 through a
 //! list and a watch; a ConfigMap held by a finalizer is waited for until the finalizer goes;
 //! `--wait=false` leaves the pod Terminating; and the cascades (background, foreground,
-//! orphan) with the garbage collector of a controller-manager.
+//! orphan) with the garbage collector of a controller-manager: foreground keeps the owner,
+//! being deleted with the `foregroundDeletion` finalizer, while its child (held by a finalizer
+//! of its own) is being deleted, and kubectl waits until both are gone.
 
 use std::time::Duration;
 
@@ -144,8 +146,8 @@ async fn delete_waits_for_finalizers() {
     c.k(&["get", "cm", "held"]).run().fails();
 }
 
-/// A ConfigMap owned by `owner` (its UID read with kubectl).
-fn dependent(c: &KubeCluster, name: &str, owner: &str) {
+/// A ConfigMap owned by `owner` (its UID read with kubectl), held by `finalizers`.
+fn dependent(c: &KubeCluster, name: &str, owner: &str, finalizers: &[&str]) {
     let uid = c
         .k(&["get", "cm", owner, "-o", "jsonpath={.metadata.uid}"])
         .run()
@@ -155,7 +157,7 @@ fn dependent(c: &KubeCluster, name: &str, owner: &str) {
     c.create(
         &format!("{name}.yaml"),
         &format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  ownerReferences:\n  - apiVersion: v1\n    kind: ConfigMap\n    name: {owner}\n    uid: {uid}\n    blockOwnerDeletion: true\n"
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  finalizers: {finalizers:?}\n  ownerReferences:\n  - apiVersion: v1\n    kind: ConfigMap\n    name: {owner}\n    uid: {uid}\n    blockOwnerDeletion: true\n"
         ),
     )
     .ok();
@@ -165,9 +167,13 @@ fn dependent(c: &KubeCluster, name: &str, owner: &str) {
 async fn cascading_deletes_with_the_garbage_collector() {
     let c = KubeCluster::start().await;
     let _gc = c.controller_manager().await;
-    for (owner, child) in [("o1", "c1"), ("o2", "c2"), ("o3", "c3")] {
+    for (owner, child, finalizers) in [
+        ("o1", "c1", &[][..]),
+        ("o2", "c2", &["example.com/hold"][..]),
+        ("o3", "c3", &[][..]),
+    ] {
         c.k(&["create", "configmap", owner]).run().ok();
-        dependent(&c, child, owner);
+        dependent(&c, child, owner, finalizers);
     }
     // Background (kubectl's default): the owner goes at once, the collector takes the child.
     let r = c.k(&["delete", "cm", "o1"]).run().ok();
@@ -179,11 +185,47 @@ async fn cascading_deletes_with_the_garbage_collector() {
     eventually(WAIT, "c1 collected", || {
         c.k(&["get", "cm", "c1"]).run().code == Some(1)
     });
-    // Foreground: kubectl waits while the owner waits for its child.
-    let r = c
-        .k(&["delete", "cm", "o2", "--cascade=foreground"])
-        .run()
-        .ok();
+    // Foreground: the owner stays, marked `foregroundDeletion`, while its child (held by a
+    // finalizer of its own) is being deleted; kubectl waits all along.
+    let mut delete = c
+        .k(&[
+            "delete",
+            "cm",
+            "o2",
+            "--cascade=foreground",
+            "--timeout=60s",
+        ])
+        .spawn();
+    let jsonpath = |name: &str, path: &str| {
+        let r = c
+            .k(&["get", "cm", name, "-o", &format!("jsonpath={path}")])
+            .run();
+        r.succeeded().then(|| r.out().to_string())
+    };
+    eventually(WAIT, "o2 waits for c2, which is being deleted", || {
+        jsonpath("c2", "{.metadata.deletionTimestamp}").is_some_and(|t| !t.is_empty())
+    });
+    for _ in 0..4 {
+        let owner = jsonpath("o2", "{.metadata.deletionTimestamp} {.metadata.finalizers}")
+            .expect("the owner stays while its child does");
+        let (deleted_at, finalizers) = owner.split_once(' ').expect("two fields");
+        assert!(!deleted_at.is_empty(), "o2 is being deleted: {owner}");
+        assert_eq!(finalizers, r#"["foregroundDeletion"]"#, "{owner}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(delete.running(), "kubectl waits while the child is held");
+    c.k(&[
+        "patch",
+        "cm",
+        "c2",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ])
+    .run()
+    .ok();
+    let r = delete.wait(WAIT);
+    assert_eq!(r.code, Some(0), "{r}");
     assert_eq!(
         r.out(),
         "configmap \"o2\" deleted from default namespace",

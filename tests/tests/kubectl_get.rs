@@ -313,19 +313,18 @@ async fn get_watch_prints_a_row_per_change() {
         "Warning: Immediate deletion does not wait for confirmation that the running resource has been terminated. The resource may continue to run on the cluster indefinitely.",
         "{r}"
     );
-    let lines = watch.wait_lines(5, wait);
+    let want = [
+        row(&["NAME", "READY", "STATUS", "RESTARTS"]),
+        row(&["web", "0/1", "Pending", "0"]),
+        row(&["web", "0/1", "Pending", "0"]),
+        row(&["web", "0/1", "Terminating", "0"]),
+        row(&["web", "0/1", "Terminating", "0"]),
+    ];
+    watch.wait_lines(5, wait);
+    // Nothing more comes: the rows are the whole output, no duplicate or stray event.
+    std::thread::sleep(Duration::from_millis(500));
     let run = watch.stop();
-    assert_eq!(
-        table(&lines.join("\n"), 1),
-        [
-            row(&["NAME", "READY", "STATUS", "RESTARTS"]),
-            row(&["web", "0/1", "Pending", "0"]),
-            row(&["web", "0/1", "Pending", "0"]),
-            row(&["web", "0/1", "Terminating", "0"]),
-            row(&["web", "0/1", "Terminating", "0"]),
-        ],
-        "{run}"
-    );
+    assert_eq!(table(run.out(), 1), want, "{run}");
     // Watches ask for Tables from the list's resourceVersion.
     assert!(
         run.requested(&[
@@ -336,9 +335,114 @@ async fn get_watch_prints_a_row_per_change() {
         ]),
         "{run}"
     );
-    // The single-object watch printed the object once, then its changes.
-    let lines = one.wait_lines(5, wait);
+    // The single-object watch printed the object once, then its changes: the same rows.
+    one.wait_lines(5, wait);
+    std::thread::sleep(Duration::from_millis(500));
     let run = one.stop();
-    assert_eq!(lines.len(), 5, "{run}");
-    assert_eq!(cells(&lines[0])[0], "NAME", "{run}");
+    assert_eq!(table(run.out(), 1), want, "{run}");
+}
+
+const EVENT_YAML: &str = "apiVersion: v1
+kind: Event
+metadata:
+  name: web.backoff
+involvedObject:
+  apiVersion: v1
+  kind: Pod
+  name: web
+  namespace: default
+  fieldPath: spec.containers{c}
+reason: BackOff
+message: Back-off restarting failed container
+type: Warning
+count: 3
+firstTimestamp: \"2026-01-02T03:04:05Z\"
+lastTimestamp: \"2026-01-02T03:09:05Z\"
+source:
+  component: kubelet
+  host: node-1
+";
+
+/// Upstream's Event table (its columns and their order, `-o wide`'s too) and the default
+/// table of a definition (NAME and CREATED AT), cell by cell.
+#[tokio::test(flavor = "multi_thread")]
+async fn events_and_definitions_print_upstreams_tables() {
+    let c = KubeCluster::start().await;
+    c.create("ev.yaml", EVENT_YAML).ok();
+    // LAST SEEN (and FIRST SEEN) are ages: left out.
+    let without = |text: &str, drop: &[usize]| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| {
+                cells(l)
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| !drop.contains(i))
+                    .map(|(_, c)| c)
+                    .collect()
+            })
+            .collect()
+    };
+    let r = c.k(&["get", "events"]).run().ok();
+    assert_eq!(
+        without(r.out(), &[0]),
+        [
+            row(&["TYPE", "REASON", "OBJECT", "MESSAGE"]),
+            row(&[
+                "Warning",
+                "BackOff",
+                "pod/web",
+                "Back-off restarting failed container"
+            ]),
+        ],
+        "{r}"
+    );
+    assert!(r.out().starts_with("LAST SEEN"), "{r}");
+    let r = c.k(&["get", "events", "-o", "wide"]).run().ok();
+    assert_eq!(
+        without(r.out(), &[0, 7]),
+        [
+            row(&[
+                "TYPE",
+                "REASON",
+                "OBJECT",
+                "SUBOBJECT",
+                "SOURCE",
+                "MESSAGE",
+                "COUNT",
+                "NAME"
+            ]),
+            row(&[
+                "Warning",
+                "BackOff",
+                "pod/web",
+                "spec.containers{c}",
+                "kubelet, node-1",
+                "Back-off restarting failed container",
+                "3",
+                "web.backoff"
+            ]),
+        ],
+        "{r}"
+    );
+    c.crontab_crd();
+    let r = c.k(&["get", "crd"]).run().ok();
+    let table = table(r.out(), 0);
+    assert_eq!(table.len(), 2, "{r}");
+    assert_eq!(table[0], row(&["NAME", "CREATED AT"]), "{r}");
+    assert_eq!(table[1][0], "crontabs.stable.example.com", "{r}");
+    let created = c
+        .k(&[
+            "get",
+            "crd",
+            "crontabs.stable.example.com",
+            "-o",
+            "jsonpath={.metadata.creationTimestamp}",
+        ])
+        .run()
+        .ok();
+    assert_eq!(
+        table[1][1],
+        created.out(),
+        "CREATED AT is the timestamp: {r}"
+    );
 }

@@ -317,6 +317,29 @@ async fn generators_create_config_maps_and_secrets_with_protobuf_bodies() {
         .run()
         .ok();
     assert_eq!(r.out(), "{\"a\":\"b\",\"c\":\"d\"}", "{r}");
+    // The bodies were protobuf: kubectl's request headers say so (-v=8), and the object came
+    // through whole.
+    let r = c
+        .k(&[
+            "create",
+            "configmap",
+            "c-proto",
+            "--from-literal=k=v",
+            "-v=8",
+        ])
+        .run()
+        .ok();
+    let all = format!("{}{}", r.log, r.stderr);
+    assert!(
+        all.contains("Content-Type: application/vnd.kubernetes.protobuf"),
+        "{r}"
+    );
+    let r = c
+        .k(&["get", "cm", "c-proto", "-o", "jsonpath={.data.k}"])
+        .run()
+        .ok();
+    assert_eq!(r.out(), "v", "{r}");
+    c.k(&["delete", "cm", "c-proto"]).run().ok();
     let r = c.k(&["get", "configmaps"]).run().ok();
     assert_eq!(
         table(r.out(), 1),

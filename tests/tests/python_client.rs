@@ -1,7 +1,7 @@
 //! The official Python client (`kubernetes` 37.0.2, strict pydantic models) against the REST
 //! API (rest-api.md §11 case 14): typed lists of every built-in kind decode without a
-//! ValidationError (pods the node agent runs, its events, a controller-manager's lease, a
-//! custom resource definition); a watch from a list's resourceVersion with bookmarks sees
+//! ValidationError (pods the node agent runs, its events, a controller-manager's lease, the
+//! system namespaces, a custom resource definition); a watch from a list's resourceVersion with bookmarks sees
 //! ADDED, MODIFIED and DELETED; an expired resourceVersion is `ApiException(410)` for a list
 //! and for a watch; the `kubernetes.informer` cache converges.
 //!
@@ -33,6 +33,9 @@ for s in v1.list_namespaced_secret("default").items:
     print("secret", s.metadata.name, s.type, s.data)
 for l in client.CoordinationV1Api().list_lease_for_all_namespaces().items:
     print("lease", l.metadata.namespace, l.metadata.name, isinstance(l.spec.lease_duration_seconds, int))
+for n in v1.list_namespace().items:
+    print("namespace", n.metadata.name, n.status.phase, n.spec.finalizers, n.metadata.labels["kubernetes.io/metadata.name"])
+print("one namespace", v1.read_namespace("kube-system").metadata.name)
 for d in client.ApiextensionsV1Api().list_custom_resource_definition().items:
     print("crd", d.metadata.name, sorted(c.type for c in d.status.conditions))
 ct = client.CustomObjectsApi().list_namespaced_custom_object("stable.example.com", "v1", "default", "crontabs")
@@ -79,6 +82,10 @@ async fn every_kind_decodes_into_the_typed_models() {
         "configmap settings {'a': 'b'}",
         "secret pw Opaque {'p': 'cQ=='}",
         "lease kube-system kube-controller-manager True",
+        "namespace default Active ['kubernetes'] default",
+        "namespace kube-public Active ['kubernetes'] kube-public",
+        "namespace kube-system Active ['kubernetes'] kube-system",
+        "one namespace kube-system",
         "crd crontabs.stable.example.com ['Established', 'NamesAccepted']",
         "crontabs ['nightly']",
         "done",
@@ -102,13 +109,18 @@ gone = v1.delete_namespaced_pod("w1", "default", grace_period_seconds=0)
 print("delete answered", type(gone).__name__, gone.metadata.name)
 w = watch.Watch()
 seen = []
+newest = int(rv)
 for ev in w.stream(v1.list_namespaced_pod, "default", resource_version=rv,
                    allow_watch_bookmarks=True, timeout_seconds=20):
     if ev["type"] == "BOOKMARK":
         seen.append("BOOKMARK")
-        print("bookmark", ev["raw_object"]["kind"], ev["raw_object"]["apiVersion"], w.resource_version is not None)
+        at = ev["raw_object"]["metadata"]["resourceVersion"]
+        # A bookmark's version: at least every event's before it, and where the client resumes.
+        print("bookmark", ev["raw_object"]["kind"], ev["raw_object"]["apiVersion"],
+              int(at) >= newest, w.resource_version == at)
     else:
         o = ev["object"]
+        newest = max(newest, int(o.metadata.resource_version))
         seen.append(ev["type"])
         print("event", ev["type"], o.metadata.name, (o.metadata.labels or {}).get("color"), o.metadata.deletion_timestamp is not None)
     if "DELETED" in seen and "BOOKMARK" in seen:
@@ -146,7 +158,16 @@ async fn a_watch_from_a_listed_version_with_bookmarks() {
         ],
         "{r}"
     );
-    assert!(lines.contains(&"bookmark Pod v1 True"), "{r}");
+    let bookmarks: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("bookmark "))
+        .collect();
+    assert!(!bookmarks.is_empty(), "{r}");
+    assert!(
+        bookmarks.iter().all(|b| *b == "bookmark Pod v1 True True"),
+        "every bookmark at or past the events before it, and resumed from: {r}"
+    );
     assert_eq!(lines.last(), Some(&"seen ADDED True True"), "{r}");
 }
 

@@ -24,8 +24,8 @@ use std::{
 };
 
 use kubestore_tests::{
-    http::{JSON, call, connect_from, exchange, request},
     processes::{ProcessCluster, p99},
+    rest::{JSON, call, connect_from, exchange, request},
     services::{sample, scrape},
 };
 use serde_json::{Value, json};
@@ -153,7 +153,7 @@ fn config_map(name: &str, data: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({"metadata": {"name": name}, "data": data})).expect("JSON")
 }
 
-async fn json_patch(api: SocketAddr, name: &str, ops: &Value) -> kubestore_tests::http::Reply {
+async fn json_patch(api: SocketAddr, name: &str, ops: &Value) -> kubestore_tests::rest::Reply {
     call(
         api,
         "PATCH",

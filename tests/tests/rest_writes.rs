@@ -1,28 +1,157 @@
-//! Issue 30's defects of writes and lists over the REST API, on the whole stack (in process):
+//! Writes over the REST API that kubectl rarely sends, spoken by hand:
 //!
+//! - DELETE of a collection with a label selector deletes what it matches and only that, and
+//!   answers upstream's list of what it deleted (an object held by a finalizer listed with its
+//!   deletionTimestamp, and kept); a dry run of it deletes nothing;
+//! - PUT with `dryRun=All` answers the object as it would be, and stores nothing;
 //! - the system namespaces may not be deleted (upstream's NamespaceLifecycle: 403 `this
 //!   namespace may not be deleted`), over REST, the generic gRPC API and kubectl;
 //! - a PUT that creates answers 201, and is refused in a namespace being deleted as a create
 //!   is;
 //! - 100,000 unknown fields make a bounded set of `Warning` headers (upstream's recorder), and
-//!   the write they warn about is answered and stored;
-//! - a whole collection, read from storage in chunks as it streams, is the list it always was:
-//!   every selected item once, as objects, metadata or a Table.
+//!   the write they warn about is answered and stored.
 
-use std::time::{Duration, Instant};
+use std::{
+    net::SocketAddr,
+    time::{Duration, Instant},
+};
 
 use kubestore_proto::{
     meta::v1::DeleteOptions,
     registry::v1::{DeleteRequest, ResourceRef, resources_client::ResourcesClient},
 };
 use kubestore_tests::{
-    http::{JSON, Reply, call},
     kube::KubeCluster,
-    services::channel,
+    rest::{CMS, JSON, Reply, call, get},
+    services::{channel, wait_system_namespaces},
 };
 use serde_json::{Value, json};
 
-const CMS: &str = "/api/v1/namespaces/default/configmaps";
+async fn started() -> KubeCluster {
+    let kube = KubeCluster::start().await;
+    wait_system_namespaces(&kube.registry_url()).await;
+    kube
+}
+
+async fn create(api: SocketAddr, name: &str, labels: Value, finalizers: Value) -> Value {
+    let body = json!({"metadata": {"name": name, "labels": labels, "finalizers": finalizers},
+        "data": {"k": "v"}});
+    call(api, "POST", CMS, &[JSON], body.to_string().as_bytes())
+        .await
+        .is(201)
+        .json()
+}
+
+/// The names of the items of a list, sorted.
+fn names(list: &Value) -> Vec<String> {
+    let mut n: Vec<String> = list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {list}"))
+        .iter()
+        .map(|i| {
+            i["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    n.sort();
+    n
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_collection_deletes_what_its_selector_matches() {
+    let kube = started().await;
+    let api = kube.api;
+    create(api, "a", json!({"app": "x"}), json!([])).await;
+    create(api, "b", json!({"app": "x"}), json!([])).await;
+    create(api, "c", json!({"app": "y"}), json!([])).await;
+    create(
+        api,
+        "held",
+        json!({"app": "x"}),
+        json!(["example.com/hold"]),
+    )
+    .await;
+
+    // A dry run deletes nothing, and says what it would have.
+    let dry = call(
+        api,
+        "DELETE",
+        &format!("{CMS}?labelSelector=app%3Dx&dryRun=All"),
+        &[],
+        b"",
+    )
+    .await
+    .is(200)
+    .json();
+    assert_eq!(names(&dry), ["a", "b", "held"], "{dry}");
+    assert_eq!(
+        names(&get(api, CMS).await.is(200).json()),
+        ["a", "b", "c", "held"]
+    );
+
+    let deleted = call(
+        api,
+        "DELETE",
+        &format!("{CMS}?labelSelector=app%3Dx"),
+        &[],
+        b"",
+    )
+    .await
+    .is(200)
+    .json();
+    assert_eq!(
+        (&deleted["apiVersion"], &deleted["kind"]),
+        (&json!("v1"), &json!("ConfigMapList")),
+        "{deleted}"
+    );
+    assert_eq!(names(&deleted), ["a", "b", "held"], "{deleted}");
+    let held = deleted["items"]
+        .as_array()
+        .and_then(|i| i.iter().find(|o| o["metadata"]["name"] == "held"))
+        .expect("held listed");
+    assert!(
+        held["metadata"]["deletionTimestamp"].is_string(),
+        "held by its finalizer: marked, kept: {held}"
+    );
+    let left = get(api, CMS).await.is(200).json();
+    assert_eq!(names(&left), ["c", "held"], "{left}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_put_with_dry_run_answers_the_change_and_stores_nothing() {
+    let kube = started().await;
+    let api = kube.api;
+    let created = create(api, "p", json!({}), json!([])).await;
+    let mut changed = created.clone();
+    changed["data"] = json!({"k": "changed"});
+    let path = format!("{CMS}/p");
+    let answered = call(
+        api,
+        "PUT",
+        &format!("{path}?dryRun=All"),
+        &[JSON],
+        changed.to_string().as_bytes(),
+    )
+    .await
+    .is(200)
+    .json();
+    assert_eq!(answered["data"], json!({"k": "changed"}), "{answered}");
+    assert_eq!(answered["metadata"]["uid"], created["metadata"]["uid"]);
+    let stored = get(api, &path).await.is(200).json();
+    assert_eq!(stored, created, "the dry run stored nothing");
+    // The same PUT without the dry run is stored.
+    let put = call(api, "PUT", &path, &[JSON], changed.to_string().as_bytes())
+        .await
+        .is(200)
+        .json();
+    assert_ne!(
+        put["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+    assert_eq!(get(api, &path).await.is(200).json(), put);
+}
 
 fn status_message(r: &Reply) -> String {
     r.json()["message"].as_str().unwrap_or("").to_string()
@@ -247,112 +376,4 @@ async fn many_unknown_fields_make_bounded_warnings_on_a_write_that_is_stored() {
             "299 - \"unknown field \\\"more\\\"\""
         ]
     );
-}
-
-/// Names of the items of a list or the rows of a Table.
-fn names(list: &Value) -> Vec<String> {
-    let items = list["items"]
-        .as_array()
-        .or_else(|| list["rows"].as_array())
-        .expect("items or rows");
-    items
-        .iter()
-        .map(|i| {
-            i["metadata"]["name"]
-                .as_str()
-                .or_else(|| i["cells"][0].as_str())
-                .expect("a name")
-                .to_string()
-        })
-        .collect()
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_whole_collection_read_in_chunks_is_one_list() {
-    let c = KubeCluster::start().await;
-    // 120 objects of ~20 KB: the first chunk holds 16, the later ones ~50 each.
-    let blob = "b".repeat(20 * 1024);
-    for i in 0..120 {
-        let team = if i % 3 == 0 { "a" } else { "b" };
-        let body = json!({"metadata": {"name": format!("cm-{i:03}"), "labels": {"team": team}},
-                          "data": {"blob": blob}});
-        call(
-            c.api,
-            "POST",
-            CMS,
-            &[JSON],
-            &serde_json::to_vec(&body).expect("JSON"),
-        )
-        .await
-        .is(201);
-    }
-    let all: Vec<String> = (0..120).map(|i| format!("cm-{i:03}")).collect();
-    let team_a: Vec<String> = (0..120)
-        .filter(|i| i % 3 == 0)
-        .map(|i| format!("cm-{i:03}"))
-        .collect();
-    let list = call(c.api, "GET", CMS, &[], b"").await.is(200).json();
-    assert_eq!(names(&list), all);
-    assert!(
-        list["metadata"]["continue"].is_null(),
-        "{}",
-        list["metadata"]
-    );
-    assert!(list["metadata"]["resourceVersion"].as_str().is_some());
-    let list = call(
-        c.api,
-        "GET",
-        &format!("{CMS}?labelSelector=team%3Da"),
-        &[],
-        b"",
-    )
-    .await
-    .is(200)
-    .json();
-    assert_eq!(names(&list), team_a);
-    let meta = call(
-        c.api,
-        "GET",
-        CMS,
-        &[(
-            "Accept",
-            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
-        )],
-        b"",
-    )
-    .await
-    .is(200)
-    .json();
-    assert_eq!(meta["kind"], "PartialObjectMetadataList");
-    assert_eq!(names(&meta), all);
-    assert!(meta["items"][0]["data"].is_null());
-    let table = call(
-        c.api,
-        "GET",
-        &format!("{CMS}?labelSelector=team%3Da"),
-        &[("Accept", "application/json;as=Table;g=meta.k8s.io;v=v1")],
-        b"",
-    )
-    .await
-    .is(200)
-    .json();
-    assert_eq!(table["kind"], "Table");
-    assert_eq!(names(&table), team_a);
-    // A list not older than a revision the client names: the first chunk not older than it,
-    // the others at the first one's revision.
-    let rv: u64 = list["metadata"]["resourceVersion"]
-        .as_str()
-        .and_then(|v| v.parse().ok())
-        .expect("a revision");
-    let list = call(
-        c.api,
-        "GET",
-        &format!("{CMS}?resourceVersion={rv}&resourceVersionMatch=NotOlderThan"),
-        &[],
-        b"",
-    )
-    .await
-    .is(200)
-    .json();
-    assert_eq!(names(&list), all);
 }

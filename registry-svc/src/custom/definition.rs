@@ -305,7 +305,6 @@ fn names_violations(n: &CustomResourceDefinitionNames, path: &str, v: &mut Viola
     }
 }
 
-
 /// Upstream's `ValidateCustomResourceDefinition` (what we model of it).
 pub fn validate_definition(crd: &CustomResourceDefinition) -> Violations {
     validate_definition_update(crd, None)

@@ -643,4 +643,3 @@ mod tests {
         assert_eq!(k.builds.get(), 1);
     }
 }
-

@@ -25,7 +25,6 @@ use crate::{
     violations::Violations,
 };
 
-
 /// One served version of a custom kind.
 pub struct CustomStrategy {
     /// Objects live in a namespace.

@@ -308,6 +308,13 @@ impl Background {
         }
     }
 
+    /// Whether it is still running (has not exited by itself).
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
     /// Waits for it to exit by itself (at most `within`), else kills it; what it printed.
     pub fn wait(&mut self, within: Duration) -> Run {
         let until = Instant::now() + within;
