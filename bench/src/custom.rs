@@ -62,6 +62,7 @@ fn config_map(name: String) -> ConfigMap {
         ]
         .into(),
         immutable: None,
+        binary_data: Default::default(),
     }
 }
 

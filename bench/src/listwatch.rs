@@ -48,6 +48,7 @@ pub(crate) fn object(ns: &str, name: &str) -> ConfigMap {
         ]
         .into(),
         immutable: None,
+        binary_data: Default::default(),
     }
 }
 

@@ -46,6 +46,7 @@ pub(crate) fn config_map(name: &str, n: u64) -> ConfigMap {
         ]
         .into(),
         immutable: None,
+        binary_data: Default::default(),
     }
 }
 

@@ -331,6 +331,7 @@ mod tests {
                 .map(|i| (format!("k{i}"), "v".to_string()))
                 .collect(),
             immutable: None,
+            binary_data: Default::default(),
         };
         let req = CreateConfigMapRequest {
             namespace: "default".into(),

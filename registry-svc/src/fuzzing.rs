@@ -51,6 +51,31 @@ fn pods_codec() -> &'static kubestore_apimachinery::json::Codec {
     })
 }
 
+/// What the REST API knows of Pods that a protobuf body's decoding reads (the kind and its
+/// message).
+fn pods_info() -> crate::catalog::ResourceInfo {
+    crate::catalog::ResourceInfo {
+        group: String::new(),
+        version: "v1".into(),
+        plural: "pods".into(),
+        singular: "pod".into(),
+        kind: "Pod".into(),
+        list_kind: "PodList".into(),
+        short_names: vec!["po".into()],
+        categories: vec!["all".into()],
+        namespaced: true,
+        verbs: crate::catalog::ALL_VERBS
+            .iter()
+            .map(|v| v.to_string())
+            .collect(),
+        status: true,
+        finalize: false,
+        storage_version: true,
+        message: Some(".core.v1.Pod".into()),
+        return_deleted_object: true,
+    }
+}
+
 /// A REST request body for Pods: the first byte picks JSON, YAML or Kubernetes protobuf, the
 /// rest is the body. Whatever decodes as a Pod's JSON is encoded to protobuf, decoded by prost,
 /// and written back as JSON, which must parse and decode to the same Pod.
@@ -64,21 +89,15 @@ pub fn rest_body(data: &[u8]) {
             Ok(v) => v,
             Err(_) => return,
         },
-        1 => match serde_yaml_ng::from_slice(body) {
+        1 => match kubestore_apimachinery::yaml::to_json(body) {
             Ok(v) => v,
             Err(_) => return,
         },
-        _ => {
-            let Some(raw) = body.strip_prefix(b"k8s\0") else {
-                return;
-            };
-            let k8s = kubestore_apimachinery::json::Codec::new(kubestore_proto::K8S_DESCRIPTOR_SET)
-                .expect("Kubernetes descriptors decode");
-            match k8s.encode_to_value(".k8s.io.api.core.v1.Pod", raw, Some(("v1", "Pod"))) {
-                Ok(v) => v,
-                Err(_) => return,
-            }
-        }
+        // The REST API's own path: the `k8s\0` envelope, then upstream's Pod transcoded.
+        _ => match crate::rest::protobuf::decode(body, &pods_info()) {
+            Ok(v) => v,
+            Err(_) => return,
+        },
     };
     let codec = pods_codec();
     let mut unknown = Vec::new();

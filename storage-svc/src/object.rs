@@ -373,6 +373,7 @@ mod tests {
             ]
             .into(),
             immutable: Some(true),
+            binary_data: Default::default(),
         }
     }
 

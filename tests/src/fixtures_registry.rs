@@ -58,6 +58,7 @@ pub fn cm(name: &str, finalizers: &[&str]) -> ConfigMap {
         }),
         data: [("k".to_string(), "v".to_string())].into(),
         immutable: None,
+        binary_data: Default::default(),
     }
 }
 

@@ -28,6 +28,7 @@ pub fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         immutable: None,
+        binary_data: Default::default(),
     }
 }
 

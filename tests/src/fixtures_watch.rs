@@ -27,6 +27,7 @@ pub fn cm_in(ns: &str, name: &str, labels: &[(&str, &str)]) -> ConfigMap {
         }),
         data: [("k".to_string(), "v".to_string())].into(),
         immutable: None,
+        binary_data: Default::default(),
     }
 }
 

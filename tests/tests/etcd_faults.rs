@@ -21,6 +21,7 @@ fn big_cm(name: &str) -> ConfigMap {
         }),
         data: [("blob".to_string(), "x".repeat(900_000))].into(),
         immutable: None,
+        binary_data: Default::default(),
     }
 }
 

@@ -157,6 +157,7 @@ async fn the_generic_api_and_the_typed_services_answer_the_same_objects() {
                 }),
                 data: [("k".to_string(), "v".to_string())].into(),
                 immutable: None,
+                binary_data: Default::default(),
             }),
             dry_run: false,
         })

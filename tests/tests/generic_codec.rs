@@ -292,10 +292,9 @@ async fn every_kind_reads_the_same_through_the_generic_and_typed_apis() {
 }
 
 /// Upstream's ConfigMap has `binaryData` (base64 in JSON, bytes in protobuf); registry-svc's
-/// `core.v1.ConfigMap` has no such field, so it is dropped on every write (with an unknown
-/// field warning): `kubectl create configmap --from-file` of a file that is not UTF-8 loses it.
+/// `core.v1.ConfigMap` had no such field, so it was dropped on every write (with an unknown
+/// field warning): `kubectl create configmap --from-file` of a file that is not UTF-8 lost it.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "registry-svc defect (issue 30, point 12.10): ConfigMap.binaryData is not stored"]
 async fn a_config_maps_binary_data_is_stored() {
     let cluster = Cluster::full().await;
     let url = cluster.registry.as_ref().expect("registry").url();

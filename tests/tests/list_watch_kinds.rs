@@ -124,6 +124,7 @@ impl Kind {
             }),
             data: [("v".to_string(), o.value.clone())].into(),
             immutable: None,
+            binary_data: Default::default(),
         }
     }
 

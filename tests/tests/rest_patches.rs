@@ -206,9 +206,8 @@ async fn strategic_merge_patch_directives_as_upstream() {
 
 /// Upstream's `applyRetainKeysDirective` refuses a patch that sets a key its `$retainKeys`
 /// does not list (`ErrBadPatchFormatForRetainKeys`, a `400` through
-/// `interpretStrategicMergePatchError`); registry-svc drops the key and answers 200.
+/// `interpretStrategicMergePatchError`); registry-svc dropped the key and answered 200.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "registry-svc defect (issue 30, point 12.10): a key outside $retainKeys is dropped, not refused"]
 async fn a_strategic_patch_setting_a_key_outside_its_retain_keys_is_a_bad_request() {
     let kube = started().await;
     let api = kube.api;

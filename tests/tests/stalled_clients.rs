@@ -46,6 +46,7 @@ fn big_cm(name: &str, bytes: usize) -> ConfigMap {
         }),
         data: [("blob".to_string(), "x".repeat(bytes))].into(),
         immutable: None,
+        binary_data: Default::default(),
     }
 }
 

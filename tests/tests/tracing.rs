@@ -305,6 +305,7 @@ async fn one_trace_from_client_to_etcd() {
         }),
         data: [("n".to_string(), "0".to_string())].into(),
         immutable: None,
+        binary_data: Default::default(),
     };
     cms.create(CreateConfigMapRequest {
         namespace: "default".into(),

@@ -254,6 +254,7 @@ fn strings_and_map_keys_are_escaped_as_serde_json_escapes_them() {
             ]
             .into(),
             immutable: None,
+            binary_data: Default::default(),
         };
         let text = codec()
             .encode_to_vec(

@@ -32,6 +32,8 @@ const PATCH: &str = "$patch";
 const RETAIN_KEYS: &str = "$retainKeys";
 const SET_ELEMENT_ORDER: &str = "$setElementOrder/";
 const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList/";
+/// Upstream's `ErrBadPatchFormatForRetainKeys`.
+const BAD_RETAIN_KEYS: &str = "invalid patch format of retainKeys";
 
 /// Nesting walked at most (objects are bounded by `json::MAX_DEPTH` already).
 const MAX_DEPTH: usize = 512;
@@ -127,23 +129,28 @@ impl<'a> Walker<'a> {
                 )));
             }
         }
+        // Upstream's `applyRetainKeysDirective`: a list of keys, which every key the patch
+        // sets (not removes) must be among; the original keeps only those.
+        let bad_retain = || PatchError::BadRequest(BAD_RETAIN_KEYS.into());
         let retain = match patch.shift_remove(RETAIN_KEYS) {
             None => None,
             Some(Value::Array(keys)) => Some(
                 keys.iter()
-                    .map(|k| {
-                        k.as_str().map(String::from).ok_or_else(|| {
-                            PatchError::BadRequest("$retainKeys must be a list of strings".into())
-                        })
-                    })
+                    .map(|k| k.as_str().map(String::from).ok_or_else(bad_retain))
                     .collect::<Result<HashSet<_>, _>>()?,
             ),
-            Some(_) => {
-                return Err(PatchError::BadRequest(
-                    "$retainKeys must be a list of strings".into(),
-                ));
-            }
+            Some(_) => return Err(bad_retain()),
         };
+        if let Some(retain) = &retain
+            && patch.iter().any(|(k, v)| {
+                !v.is_null()
+                    && !k.starts_with(SET_ELEMENT_ORDER)
+                    && !k.starts_with(DELETE_FROM_PRIMITIVE_LIST)
+                    && !retain.contains(k)
+            })
+        {
+            return Err(bad_retain());
+        }
         let mut orders = Vec::new();
         let mut deletions = Vec::new();
         let mut members = Vec::with_capacity(patch.len());

@@ -54,7 +54,7 @@ pub fn config_map_columns() -> Vec<Column> {
 pub fn config_map_cells(cm: &ConfigMap, now: i64) -> Vec<Value> {
     vec![
         json!(meta_name(&cm.metadata)),
-        json!(cm.data.len() as i64),
+        json!((cm.data.len() + cm.binary_data.len()) as i64),
         json!(age(created(&cm.metadata), now)),
     ]
 }

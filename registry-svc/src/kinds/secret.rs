@@ -160,7 +160,11 @@ impl Strategy<Secret> for SecretStrategy {
                 format!("Invalid value: {:?}: field is immutable", new.r#type),
             ));
         }
-        validate_immutable(&mut v, (new.immutable, old.immutable), new.data != old.data);
+        validate_immutable(
+            &mut v,
+            (new.immutable, old.immutable),
+            &[("data", new.data != old.data)],
+        );
         v
     }
 

@@ -105,7 +105,7 @@ pub fn decode(
                 .map_err(|e| malformed(endpoint, &e.to_string()))
         }
         "application/vnd.kubernetes.protobuf" => {
-            super::protobuf::decode(raw, endpoint).map(Decoded::Json)
+            super::protobuf::decode(raw, endpoint.info()).map(Decoded::Json)
         }
         _ => Err(ApiError::UnsupportedMediaType(format!(
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml{}",

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use kubestore_apimachinery::json::Codec;
 use serde_json::Value;
 
-use crate::{catalog::Endpoint, error::ApiError};
+use crate::{catalog::ResourceInfo, error::ApiError};
 
 /// The envelope's magic bytes.
 const MAGIC: &[u8] = b"k8s\0";
@@ -41,9 +41,8 @@ fn codec() -> Result<&'static Codec, ApiError> {
         .ok_or_else(|| ApiError::Internal("Kubernetes protobuf descriptors do not decode".into()))
 }
 
-/// A protobuf body as the JSON object it encodes.
-pub fn decode(raw: &[u8], endpoint: &dyn Endpoint) -> Result<Value, ApiError> {
-    let info = endpoint.info();
+/// A protobuf body of the resource `info` describes, as the JSON object it encodes.
+pub fn decode(raw: &[u8], info: &ResourceInfo) -> Result<Value, ApiError> {
     let Some(message) = &info.message else {
         return Err(ApiError::UnsupportedMediaType(
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml".into(),
