@@ -19,7 +19,7 @@
 //! what a release adds or takes back.
 //!
 //! With `--perf-dir`, each block also records the pair with `perf record --call-graph dwarf`
-//! during Create, Get and the one-page List (`<build>-<workload>.data`, read with
+//! during Create, Get, Delete and the one-page List (`<build>-<workload>.data`, read with
 //! `perf report -i`), runs only those, and writes no table: a profiled run is not a measured
 //! one.
 
@@ -251,7 +251,12 @@ async fn block(p: &Plan<'_>, b: usize) -> Result<Vec<Sample>, String> {
         Workload::List,
         Workload::Watch,
     ] {
-        if p.perf_dir.is_some() && !matches!(w, Workload::Create | Workload::Get | Workload::List) {
+        if p.perf_dir.is_some()
+            && !matches!(
+                w,
+                Workload::Create | Workload::Get | Workload::Delete | Workload::List
+            )
+        {
             continue;
         }
         let sample = match w {
@@ -356,7 +361,8 @@ fn services(cpu: &PerOp) -> f64 {
         .sum()
 }
 
-/// `perf record` of the pair while it lives (only with `--perf-dir`: Create, Get, the List).
+/// `perf record` of the pair while it lives (only with `--perf-dir`: Create, Get, Delete, the
+/// List).
 struct Perf(Option<Child>);
 
 impl Perf {

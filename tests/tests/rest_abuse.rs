@@ -373,8 +373,12 @@ async fn lists_nobody_reads_hold_their_slot_but_not_the_list() {
         unread.push(s);
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
+    // Each unread list holds its slot (and the bystander's GET may hold one more).
     let inflight = sample(&scrape(c.metrics).await, "grpc_server_inflight_requests");
-    assert_eq!(inflight, Some(30.0), "each unread list holds its slot");
+    assert!(
+        inflight.is_some_and(|n| (30.0..=31.0).contains(&n)),
+        "{inflight:?} slots held by 30 unread lists"
+    );
     let grown = assert_growth(&c, base, "30 unread lists");
     bystander.finish("30 unread lists").await;
     // The clients go: their slots are free.
