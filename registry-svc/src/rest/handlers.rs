@@ -196,14 +196,12 @@ async fn action(
         }
         (&Method::DELETE, Some(name)) if part == Part::Main => {
             supported("delete")?;
-            let raw = read_raw(rest, req, ctx).await?;
-            Action::Delete(name, delete_options(&query, &raw)?)
+            Action::Delete(name, delete_body(rest, req, ctx, &query).await?)
         }
         (&Method::DELETE, None) if part == Part::Main => {
             supported("deletecollection")?;
             let list = query.list_options()?;
-            let raw = read_raw(rest, req, ctx).await?;
-            Action::DeleteCollection(list, delete_options(&query, &raw)?)
+            Action::DeleteCollection(list, delete_body(rest, req, ctx, &query).await?)
         }
         _ => return Err(not_supported(&method, &info.qualified())),
     })
@@ -386,13 +384,30 @@ fn json_body(body: Decoded, kind: &str) -> Result<Value, ApiError> {
     }
 }
 
-/// DeleteOptions from the body (JSON, or empty) and the query, as upstream reads them.
-fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> {
-    let body: Value = if raw.iter().all(u8::is_ascii_whitespace) {
-        Value::Object(Default::default())
-    } else {
-        serde_json::from_slice(raw)
-            .map_err(|e| ApiError::BadRequest(format!("error decoding DeleteOptions: {e}")))?
+/// A DELETE's options: its body's, in any media type the other verbs take, or, without a
+/// body, the query's (upstream's `DeleteResource` reads the query only then).
+async fn delete_body(
+    rest: &Rest,
+    req: http::Request<hyper::body::Incoming>,
+    ctx: &Ctx,
+    query: &Query,
+) -> Result<DeleteOptions, ApiError> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let raw = read_raw(rest, req, ctx).await?;
+    let body = super::body::delete_options(&content_type, &raw)?;
+    delete_options(query, body)
+}
+
+/// DeleteOptions from a body's JSON object, or, without one, from the query.
+fn delete_options(query: &Query, body: Option<Value>) -> Result<DeleteOptions, ApiError> {
+    let body = match body {
+        Some(b) => b,
+        None => query_delete_options(query)?,
     };
     let get = |k: &str| body.get(k).filter(|v| !v.is_null());
     let grace_period_seconds =
@@ -400,21 +415,11 @@ fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> 
             Some(v) => Some(v.as_i64().ok_or_else(|| {
                 ApiError::BadRequest("gracePeriodSeconds must be an integer".into())
             })?),
-            None => match query.get("gracePeriodSeconds") {
-                Some(v) if !v.is_empty() => Some(v.parse().map_err(|_| {
-                    ApiError::BadRequest(format!("invalid gracePeriodSeconds {v:?}"))
-                })?),
-                _ => None,
-            },
+            None => None,
         };
-    let policy = get("propagationPolicy")
-        .and_then(Value::as_str)
-        .map(String::from)
-        .or_else(|| query.get("propagationPolicy").map(String::from));
-    let orphan = get("orphanDependents")
-        .and_then(Value::as_bool)
-        .or(query.flag("orphanDependents")?);
-    let propagation_policy = match (policy.as_deref(), orphan) {
+    let policy = get("propagationPolicy").and_then(Value::as_str);
+    let orphan = get("orphanDependents").and_then(Value::as_bool);
+    let propagation_policy = match (policy, orphan) {
         (Some("Orphan"), _) => PropagationPolicy::Orphan,
         (Some("Background"), _) => PropagationPolicy::Background,
         (Some("Foreground"), _) => PropagationPolicy::Foreground,
@@ -442,8 +447,22 @@ fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> 
         }
     });
     let dry_run = match get("dryRun") {
-        Some(Value::Array(a)) => a.iter().any(|v| v.as_str() == Some("All")),
-        _ => query.write_options()?.dry_run,
+        Some(Value::Array(a)) => {
+            for v in a {
+                if v.as_str() != Some("All") {
+                    return Err(ApiError::invalid(
+                        "",
+                        "",
+                        vec![(
+                            "dryRun".to_string(),
+                            format!("Unsupported value: {v}: supported values: \"All\""),
+                        )],
+                    ));
+                }
+            }
+            !a.is_empty()
+        }
+        _ => false,
     };
     Ok(DeleteOptions {
         grace_period_seconds,
@@ -451,6 +470,27 @@ fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> 
         propagation_policy,
         dry_run,
     })
+}
+
+/// The query's DeleteOptions parameters as the JSON object a body would carry.
+fn query_delete_options(query: &Query) -> Result<Value, ApiError> {
+    let mut m = serde_json::Map::new();
+    if let Some(v) = query.get("gracePeriodSeconds").filter(|v| !v.is_empty()) {
+        let g: i64 = v
+            .parse()
+            .map_err(|_| ApiError::BadRequest(format!("invalid gracePeriodSeconds {v:?}")))?;
+        m.insert("gracePeriodSeconds".into(), g.into());
+    }
+    if let Some(p) = query.get("propagationPolicy") {
+        m.insert("propagationPolicy".into(), p.into());
+    }
+    if let Some(o) = query.flag("orphanDependents")? {
+        m.insert("orphanDependents".into(), o.into());
+    }
+    if query.write_options()?.dry_run {
+        m.insert("dryRun".into(), serde_json::json!(["All"]));
+    }
+    Ok(Value::Object(m))
 }
 
 /// A List (or Table) response, written as it streams: the envelope, then each item as the
@@ -538,20 +578,96 @@ mod tests {
         );
     }
 
+    fn body(content_type: &str, raw: &[u8]) -> Option<Value> {
+        crate::rest::body::delete_options(content_type, raw).expect("a body")
+    }
+
+    /// Upstream's `DeleteResource`: a body's options, or the query's without a body.
     #[test]
-    fn delete_options_read_body_and_query() {
+    fn delete_options_come_from_the_body_else_the_query() {
+        let q = Query::parse(Some("gracePeriodSeconds=5&propagationPolicy=Orphan"));
         let o = delete_options(
-            &Query::parse(Some("gracePeriodSeconds=5")),
-            br#"{"propagationPolicy":"Foreground","preconditions":{"uid":"u"}}"#,
+            &q,
+            body(
+                "application/json",
+                br#"{"propagationPolicy":"Foreground","preconditions":{"uid":"u"}}"#,
+            ),
         )
         .expect("valid");
-        assert_eq!(o.grace_period_seconds, Some(5));
+        assert_eq!(o.grace_period_seconds, None, "the query is not read");
         assert_eq!(o.propagation_policy, PropagationPolicy::Foreground as i32);
         assert_eq!(o.preconditions.and_then(|p| p.uid).as_deref(), Some("u"));
-        let o = delete_options(&Query::default(), b"").expect("empty body");
+        let o = delete_options(&q, body("", b"")).expect("no body");
+        assert_eq!(o.grace_period_seconds, Some(5));
+        assert_eq!(o.propagation_policy, PropagationPolicy::Orphan as i32);
+        let o = delete_options(&Query::default(), None).expect("nothing");
         assert_eq!(o.propagation_policy, PropagationPolicy::Unspecified as i32);
-        assert!(delete_options(&Query::default(), br#"{"propagationPolicy":"Nope"}"#).is_err());
-        let o = delete_options(&Query::default(), br#"{"dryRun":["All"]}"#).expect("dry run");
+        assert!(
+            delete_options(
+                &Query::default(),
+                body("application/json", br#"{"propagationPolicy":"Nope"}"#)
+            )
+            .is_err()
+        );
+        let o = delete_options(
+            &Query::default(),
+            body(
+                "application/yaml",
+                b"dryRun: [All]\ngracePeriodSeconds: 0\n",
+            ),
+        )
+        .expect("dry run");
         assert!(o.dry_run);
+        assert_eq!(o.grace_period_seconds, Some(0));
+    }
+
+    /// Helm's delete of its release record: client-go's typed client sends an envelope of kind
+    /// DeleteOptions, apiVersion `v1`, with an empty message (the bytes Helm 3.18 and 4.1 send).
+    #[test]
+    fn delete_options_in_kubernetes_protobuf() {
+        let helm = b"k8s\0\x0a\x13\x0a\x02v1\x12\x0dDeleteOptions\x12\x00\x1a\x00\x22\x00";
+        let o = delete_options(
+            &Query::default(),
+            body("application/vnd.kubernetes.protobuf", helm),
+        )
+        .expect("Helm's body");
+        assert_eq!(o.propagation_policy, PropagationPolicy::Unspecified as i32);
+        assert!(!o.dry_run);
+        // grace 0, preconditions {uid u1, resourceVersion 5}, Foreground, dryRun All (protoc).
+        let mut full = b"k8s\0".to_vec();
+        let raw = [
+            0x08, 0x00, 0x12, 0x07, 0x0a, 0x02, b'u', b'1', 0x12, 0x01, b'5', 0x22, 0x0a,
+        ];
+        let mut message = raw.to_vec();
+        message.extend_from_slice(b"Foreground");
+        message.extend_from_slice(&[0x2a, 0x03]);
+        message.extend_from_slice(b"All");
+        let mut type_meta = vec![0x0a, 14];
+        type_meta.extend_from_slice(b"meta.k8s.io/v1");
+        type_meta.extend_from_slice(&[0x12, 13]);
+        type_meta.extend_from_slice(b"DeleteOptions");
+        let mut unknown = vec![0x0a, type_meta.len() as u8];
+        unknown.extend_from_slice(&type_meta);
+        unknown.extend_from_slice(&[0x12, message.len() as u8]);
+        unknown.extend_from_slice(&message);
+        full.extend_from_slice(&unknown);
+        let o = delete_options(
+            &Query::default(),
+            body("application/vnd.kubernetes.protobuf", &full),
+        )
+        .expect("decodes");
+        assert_eq!(o.grace_period_seconds, Some(0));
+        assert_eq!(o.propagation_policy, PropagationPolicy::Foreground as i32);
+        assert!(o.dry_run);
+        let p = o.preconditions.expect("preconditions");
+        assert_eq!(
+            (p.uid.as_deref(), p.resource_version.as_deref()),
+            (Some("u1"), Some("5"))
+        );
+        // An envelope of another kind is refused.
+        let pod = b"k8s\0\x0a\x09\x0a\x02v1\x12\x03Pod";
+        assert!(
+            crate::rest::body::delete_options("application/vnd.kubernetes.protobuf", pod).is_err()
+        );
     }
 }

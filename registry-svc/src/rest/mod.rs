@@ -6,7 +6,7 @@
 //! - [`route`]: paths; [`params`]: query parameters and content negotiation;
 //! - [`handlers`]: the verbs of every resource; [`watch`]: watches as chunked JSON lines;
 //! - [`body`]: request bodies (3 MiB, JSON / YAML / [`protobuf`]);
-//! - [`discovery`], [`openapi`]: what clients learn the API from;
+//! - [`discovery`], [`openapi`] (and [`openapi_v2`]): what clients learn the API from;
 //! - [`status`]: errors as `Status` bodies; [`reply`]: responses;
 //! - [`tls`]: HTTPS with the service's certificate, client certificates as identities;
 //! - [`conn`]: one connection (HTTP/1.1 or h2, a bound on how long its client takes to start);
@@ -17,6 +17,7 @@ pub mod conn;
 pub mod discovery;
 pub mod handlers;
 pub mod openapi;
+pub mod openapi_v2;
 pub mod params;
 pub mod protobuf;
 pub mod reply;
@@ -305,7 +306,7 @@ impl Rest {
                     .map(|v| reply::value(StatusCode::OK, &v))
                     .ok_or_else(no_route)
             }
-            Route::OpenApiV3 | Route::OpenApiV3Doc(_) => {
+            Route::OpenApiV3 | Route::OpenApiV3Doc(_) | Route::OpenApiV2 => {
                 get_only(&req)?;
                 // Counted in the in-flight limit, as every request but watches.
                 let permit = match self.inflight.as_ref().map(InflightLimitLayer::try_acquire) {
@@ -317,14 +318,35 @@ impl Rest {
                 let response = match &route {
                     Route::OpenApiV3Doc(path) => {
                         let doc = built.documents.get(path).ok_or_else(no_route)?;
-                        openapi_document(&req, doc)
+                        openapi_document(&req, doc, reply::JSON)
+                    }
+                    Route::OpenApiV2 => {
+                        let accept = req
+                            .headers()
+                            .get(header::ACCEPT)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("");
+                        match openapi_v2::media(accept) {
+                            Some(openapi_v2::Media::Protobuf) => {
+                                openapi_document(&req, &built.v2_protobuf, openapi_v2::PROTOBUF)
+                            }
+                            Some(openapi_v2::Media::Json) => {
+                                openapi_document(&req, &built.v2_json, reply::JSON)
+                            }
+                            None => {
+                                return Err(ApiError::NotAcceptable(format!(
+                                    "only application/json and {} are served",
+                                    openapi_v2::PROTOBUF_ACCEPT
+                                )));
+                            }
+                        }
                     }
                     _ => reply::bytes(StatusCode::OK, reply::JSON, built.index.clone()),
                 };
                 drop(permit);
                 Ok(response)
             }
-            Route::OpenApiV2 | Route::NotFound => Err(no_route()),
+            Route::NotFound => Err(no_route()),
             Route::Health { endpoint, check } => {
                 get_only(&req)?;
                 Ok(self.health(&endpoint, check.as_deref(), req.uri().query()))
@@ -437,6 +459,7 @@ async fn within<T>(
 fn openapi_document(
     req: &http::Request<hyper::body::Incoming>,
     doc: &openapi::Document,
+    content_type: &str,
 ) -> http::Response<Body> {
     let etag = format!("\"{}\"", doc.hash);
     let has_it = req
@@ -448,9 +471,9 @@ fn openapi_document(
         .any(|t| t.trim() == etag || t.trim() == "*");
     let asked_by_hash = params::Query::parse(req.uri().query()).get("hash") == Some(&doc.hash);
     let mut r = if has_it {
-        reply::bytes(StatusCode::NOT_MODIFIED, reply::JSON, Bytes::new())
+        reply::bytes(StatusCode::NOT_MODIFIED, content_type, Bytes::new())
     } else {
-        reply::bytes(StatusCode::OK, reply::JSON, doc.body.clone())
+        reply::bytes(StatusCode::OK, content_type, doc.body.clone())
     };
     let cache = if asked_by_hash {
         "public, immutable"

@@ -6,6 +6,8 @@
 //! kinds (the same fields the JSON codec reads and writes), a definition's `openAPIV3Schema`
 //! for custom kinds.
 //!
+//! Built-in kinds' schemas carry upstream's descriptions of their fields (`description`).
+//!
 //! The documents are built once per change of the catalog (a definition added, changed or
 //! removed), off the async workers, and served from memory: building them took ~100 ms of CPU
 //! with one 1 MB definition, and clients that asked in a loop once built them per request. The
@@ -44,14 +46,38 @@ pub struct Built {
     pub index: Bytes,
     /// Each group version's document, by path (`api/v1`, `apis/G/V`).
     pub documents: HashMap<String, Document>,
+    /// `/openapi/v2` in JSON (`super::openapi_v2`).
+    pub v2_json: Document,
+    /// `/openapi/v2` in gnostic's protobuf, what kubectl asks for.
+    pub v2_protobuf: Document,
 }
 
 /// One document, and the hash that names it.
 pub struct Document {
-    /// The JSON.
+    /// The document (JSON, or protobuf for OpenAPI v2's).
     pub body: Bytes,
     /// Its hash (16 hex digits), the index's `?hash=` and the document's `ETag`.
     pub hash: String,
+}
+
+impl Document {
+    fn of(body: Bytes) -> Self {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        h.write(&body);
+        Self {
+            hash: format!("{:016X}", h.finish()),
+            body,
+        }
+    }
+}
+
+/// The Kubernetes version the documents describe (`v1.33.0`).
+fn kubernetes_version() -> String {
+    format!(
+        "v{}.{}.0",
+        super::discovery::KUBERNETES_MAJOR,
+        super::discovery::KUBERNETES_MINOR
+    )
 }
 
 /// The upstream schema name of a proto message (`io.k8s.api.core.v1.Pod`).
@@ -111,25 +137,28 @@ impl OpenApi {
         })
     }
 
-    /// Every document, and the index naming them by hash.
+    /// Every document, the index naming them by hash, and OpenAPI v2.
     fn build(&self, rest: &Rest, generation: u64) -> Built {
         let mut documents = HashMap::new();
         let mut paths = Map::new();
+        let mut values = Vec::new();
         for (path, endpoints) in group_versions(rest) {
-            let body = Bytes::from(self.document(&endpoints).to_string());
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            h.write(&body);
-            let hash = format!("{:016X}", h.finish());
+            let value = self.document(&endpoints);
+            let document = Document::of(Bytes::from(value.to_string()));
             paths.insert(
                 path.clone(),
-                json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={hash}")}),
+                json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={}", document.hash)}),
             );
-            documents.insert(path, Document { body, hash });
+            documents.insert(path, document);
+            values.push(value);
         }
+        let v2 = super::openapi_v2::document(values.iter(), &kubernetes_version());
         Built {
             generation,
             index: Bytes::from(json!({"paths": paths}).to_string()),
             documents,
+            v2_protobuf: Document::of(Bytes::from(super::openapi_v2::protobuf(&v2))),
+            v2_json: Document::of(Bytes::from(v2.to_string())),
         }
     }
 
@@ -175,7 +204,7 @@ impl OpenApi {
         }
         json!({
             "openapi": "3.0.0",
-            "info": {"title": "Kubernetes", "version": format!("v{}.{}.0", super::discovery::KUBERNETES_MAJOR, super::discovery::KUBERNETES_MINOR)},
+            "info": {"title": "Kubernetes", "version": kubernetes_version()},
             "paths": paths,
             "components": {"schemas": schemas},
         })
@@ -197,6 +226,15 @@ impl OpenApi {
             Some(m) => json!({"$ref": format!("#/components/schemas/{}", schema_name(m))}),
             None => json!({"$ref": format!("#/components/schemas/{}", custom_schema_name(info))}),
         };
+        // A PATCH says which patches it takes (kubectl's apply picks its patch by them): a
+        // strategic merge patch only for built-in kinds, as upstream.
+        let mut patch_types = vec![
+            "application/json-patch+json",
+            "application/merge-patch+json",
+        ];
+        if info.message.is_some() {
+            patch_types.push("application/strategic-merge-patch+json");
+        }
         let op = |action: &str, write: bool| -> Value {
             let mut o = Map::new();
             o.insert("x-kubernetes-action".into(), json!(action));
@@ -214,9 +252,18 @@ impl OpenApi {
                         {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
                     ]),
                 );
+                let types: Vec<&str> = if action == "patch" {
+                    patch_types.clone()
+                } else {
+                    vec!["application/json"]
+                };
+                let content: Map<String, Value> = types
+                    .into_iter()
+                    .map(|t| (t.to_string(), json!({"schema": body_ref})))
+                    .collect();
                 o.insert(
                     "requestBody".into(),
-                    json!({"content": {"application/json": {"schema": body_ref}}, "required": true}),
+                    json!({"content": content, "required": true}),
                 );
             }
             Value::Object(o)
@@ -282,13 +329,35 @@ impl OpenApi {
                     one
                 }
             };
+            let mut schema = schema;
+            if let (Some(d), Value::Object(o)) = (description(&name, &f.json_name), &mut schema) {
+                o.insert("description".into(), json!(d));
+            }
             properties.insert(f.json_name.clone(), schema);
         }
-        schemas.insert(name, json!({"type": "object", "properties": properties}));
+        let mut schema = json!({"type": "object", "properties": properties});
+        if let (Some(d), Value::Object(o)) = (description(&name, ""), &mut schema) {
+            o.insert("description".into(), json!(d));
+        }
+        schemas.insert(name, schema);
         for m in nested {
             self.message_schemas(d, &m, schemas);
         }
     }
+}
+
+/// Upstream's description of the schema `name` (`field` ""), or of its `field`: upstream's API
+/// documentation for the fields kubestore models (`descriptions.json`, made by
+/// `scripts/openapi-descriptions.py`), so that `kubectl explain` prints what it prints against
+/// kube-apiserver.
+fn description(name: &str, field: &str) -> Option<&'static str> {
+    static DESCRIPTIONS: std::sync::OnceLock<HashMap<String, HashMap<String, String>>> =
+        std::sync::OnceLock::new();
+    DESCRIPTIONS
+        .get_or_init(|| serde_json::from_str(include_str!("descriptions.json")).unwrap_or_default())
+        .get(name)?
+        .get(field)
+        .map(String::as_str)
 }
 
 /// A custom kind's schema name (`com.example.stable.v1.CronTab`, as upstream reverses the group).

