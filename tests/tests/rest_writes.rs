@@ -377,3 +377,59 @@ async fn many_unknown_fields_make_bounded_warnings_on_a_write_that_is_stored() {
         ]
     );
 }
+
+/// Errors name a grouped resource with its group, as upstream's `GroupResource` does
+/// (`leases.coordination.k8s.io "x" not found`, `details.group`), built-in and custom kinds
+/// alike (issue 31, point 8).
+#[tokio::test(flavor = "multi_thread")]
+async fn errors_name_the_group_qualified_resource() {
+    let c = KubeCluster::start().await;
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let r = call(c.api, "GET", &format!("{leases}/nope"), &[], b"")
+        .await
+        .is(404);
+    let status = r.json();
+    assert_eq!(
+        status["message"], "leases.coordination.k8s.io \"nope\" not found",
+        "{r}"
+    );
+    assert_eq!(
+        status["details"],
+        json!({"name": "nope", "group": "coordination.k8s.io", "kind": "leases"})
+    );
+    let lease = json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}});
+    call(c.api, "POST", leases, &[JSON], lease.to_string().as_bytes())
+        .await
+        .is(201);
+    let r = call(c.api, "POST", leases, &[JSON], lease.to_string().as_bytes())
+        .await
+        .is(409);
+    assert_eq!(
+        r.json()["message"],
+        "leases.coordination.k8s.io \"l\" already exists",
+        "{r}"
+    );
+    let stale =
+        json!({"metadata": {"name": "l", "resourceVersion": "1"}, "spec": {"holderIdentity": "b"}});
+    let r = call(
+        c.api,
+        "PUT",
+        &format!("{leases}/l"),
+        &[JSON],
+        stale.to_string().as_bytes(),
+    )
+    .await
+    .is(409);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .is_some_and(|m| m
+                .starts_with("Operation cannot be fulfilled on leases.coordination.k8s.io \"l\"")),
+        "{r}"
+    );
+    // The core group's resources have no group.
+    let r = call(c.api, "GET", &format!("{CMS}/nope"), &[], b"")
+        .await
+        .is(404);
+    assert_eq!(r.json()["message"], "configmaps \"nope\" not found");
+}
