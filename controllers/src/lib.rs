@@ -5,7 +5,8 @@
 //! - [`client`]: discovery, and the metadata of every kind, built-in or custom, through the
 //!   generic API (`registry.v1.Resources`);
 //! - [`gc`]: the garbage collector (background, foreground and orphan propagation);
-//! - [`namespace`]: the namespace controller (a deleted namespace's content, then the namespace);
+//! - [`namespace`]: the namespace controller (a deleted namespace's content, then the namespace),
+//!   and [`namespace_status`], the conditions that say why a namespace is still Terminating;
 //! - [`leader`]: leader election on a `coordination.v1` Lease;
 //! - [`manager`]: `kubestore controller-manager` (leader election, then the controllers);
 //! - [`events`], [`metrics`]: what they report; [`backoff`]: how refused calls are retried.
@@ -19,6 +20,7 @@ pub mod leader;
 pub mod manager;
 pub mod metrics;
 pub mod namespace;
+pub mod namespace_status;
 pub mod ratelimit;
 
 use kubestore_telemetry::GrpcTraceService;

@@ -3,7 +3,8 @@
 //! every namespaced kind discovery lists, built in or custom, and once nothing is left, the
 //! finalizer removed through the `finalize` subresource; registry-svc then deletes the
 //! namespace. Objects held by their own finalizers or grace periods keep it Terminating, and it
-//! is looked at again every [`RECHECK`] until they are gone.
+//! is looked at again every [`RECHECK`] until they are gone; meanwhile its status says why
+//! (`namespace_status`: upstream's deletion conditions).
 
 use std::{collections::HashSet, time::Duration};
 
@@ -23,6 +24,7 @@ use crate::{
     Ch,
     client::{CALL_TIMEOUT, Kind, KindClient, discover},
     informer::{self, Delta, Events, Source},
+    namespace_status::Totals,
 };
 
 /// The finalizer the controller owns.
@@ -187,48 +189,44 @@ async fn sync(ch: &Ch, n: &str) -> Result<bool, Status> {
     if !terminating(&ns) {
         return Ok(true);
     }
-    let kinds: Vec<Kind> = discover(ch)
-        .await?
-        .into_iter()
-        .filter(|k| k.namespaced && k.can("list"))
-        .collect();
-    let mut remaining = 0usize;
-    for kind in &kinds {
-        let reference = ResourceRef {
-            group: kind.group().into(),
-            version: kind.version().into(),
-            resource: kind.resource.clone(),
-        };
-        if kind.can("deletecollection") {
-            client
-                .delete_collection(request(DeleteCollectionRequest {
-                    resource: Some(reference.clone()),
-                    namespace: n.into(),
-                    list_options: None,
-                    options: Some(DeleteOptions::default()),
-                }))
-                .await?;
-        } else if kind.can("delete") {
-            let each = KindClient::new(ch.clone(), std::sync::Arc::new(kind.clone()));
-            for meta in each.list(n, ListOptions::default()).await?.items {
-                each.delete(n, &meta.name, DeleteOptions::default()).await?;
-            }
+    let mut totals = Totals::default();
+    let kinds: Vec<Kind> = match discover(ch).await {
+        Ok(kinds) => kinds
+            .into_iter()
+            .filter(|k| k.namespaced && k.can("list"))
+            .collect(),
+        Err(e) => {
+            totals.discovery_failures.push(e.message().to_string());
+            record(&mut client, ns, &totals).await?;
+            return Err(e);
         }
-        let left = client
-            .list(request(ListRequest {
-                resource: Some(reference),
-                namespace: n.into(),
-                options: Some(ListOptions {
-                    limit: 1,
-                    ..Default::default()
-                }),
-                output: Output::Metadata as i32,
-            }))
-            .await?
-            .into_inner();
-        remaining += left.items.len();
+    };
+    for kind in &kinds {
+        // Upstream names a resource `plural.group`, the core group's `plural.`.
+        let resource = format!("{}.{}", kind.resource, kind.group());
+        if let Err(e) = delete_content(ch, &mut client, kind, n).await {
+            totals
+                .deletion_failures
+                .push(format!("{resource}: {}", e.message()));
+            continue;
+        }
+        let each = KindClient::new(ch.clone(), std::sync::Arc::new(kind.clone()));
+        match each.list(n, ListOptions::default()).await {
+            Ok(left) => {
+                for meta in left.items {
+                    totals.remaining(&resource, &meta.finalizers);
+                }
+            }
+            Err(e) => totals
+                .deletion_failures
+                .push(format!("{resource}: {}", e.message())),
+        }
     }
-    if remaining > 0 {
+    let ns = record(&mut client, ns, &totals).await?;
+    if !totals.deletion_failures.is_empty() {
+        return Err(Status::unavailable(totals.deletion_failures.join(", ")));
+    }
+    if !totals.remaining.is_empty() {
         return Ok(false);
     }
     // Nothing left: remove our finalizer (the resourceVersion read guards against a change).
@@ -254,6 +252,75 @@ async fn sync(ch: &Ch, n: &str) -> Result<bool, Status> {
         Err(s) if s.code() == Code::NotFound => Ok(true),
         Err(s) => Err(s),
     }
+}
+
+/// Deletes the objects of `kind` in `n`: one DeleteCollection where the kind has it, else one
+/// Delete per object.
+async fn delete_content(
+    ch: &Ch,
+    client: &mut ResourcesClient<Ch>,
+    kind: &Kind,
+    n: &str,
+) -> Result<(), Status> {
+    if kind.can("deletecollection") {
+        client
+            .delete_collection(request(DeleteCollectionRequest {
+                resource: Some(ResourceRef {
+                    group: kind.group().into(),
+                    version: kind.version().into(),
+                    resource: kind.resource.clone(),
+                }),
+                namespace: n.into(),
+                list_options: None,
+                options: Some(DeleteOptions::default()),
+            }))
+            .await?;
+    } else if kind.can("delete") {
+        let each = KindClient::new(ch.clone(), std::sync::Arc::new(kind.clone()));
+        for meta in each.list(n, ListOptions::default()).await?.items {
+            each.delete(n, &meta.name, DeleteOptions::default()).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the conditions of a pass that found `totals` to the namespace's status
+/// (`namespace_status`), when they changed; the namespace as it now is.
+async fn record(
+    client: &mut ResourcesClient<Ch>,
+    mut ns: Value,
+    totals: &Totals,
+) -> Result<Value, Status> {
+    let old: Vec<Value> = ns
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let now = kubestore_apimachinery::time::format(i64::try_from(now).unwrap_or(0), 0);
+    let new = crate::namespace_status::conditions(&old, totals, &now);
+    if new == old {
+        return Ok(ns);
+    }
+    if let Some(status) = ns.get_mut("status").and_then(Value::as_object_mut) {
+        status.insert("conditions".into(), Value::Array(new));
+    } else if let Some(o) = ns.as_object_mut() {
+        o.insert("status".into(), serde_json::json!({"conditions": new}));
+    }
+    let written = client
+        .update(request(UpdateRequest {
+            resource: Some(namespaces()),
+            namespace: String::new(),
+            name: name(&ns),
+            subresource: "status".into(),
+            json: ns.to_string(),
+            options: None,
+        }))
+        .await?
+        .into_inner();
+    serde_json::from_str(&written.json).map_err(|e| Status::internal(e.to_string()))
 }
 
 #[cfg(test)]

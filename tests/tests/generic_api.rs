@@ -431,6 +431,47 @@ async fn a_deleted_namespace_loses_its_content_then_goes() {
         "a finalizer holds a ConfigMap and a pod is in its grace period",
     )
     .await;
+    // Its status says why (upstream's deletion conditions).
+    let ns = get(&mut g, core("namespaces"), "", "team-a")
+        .await
+        .expect("the namespace");
+    let condition = |kind: &str| {
+        ns["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == kind))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kind} condition: {ns}"))
+    };
+    let remaining = condition("NamespaceContentRemaining");
+    assert_eq!(
+        (
+            &remaining["status"],
+            &remaining["reason"],
+            &remaining["message"]
+        ),
+        (
+            &json!("True"),
+            &json!("SomeResourcesRemain"),
+            &json!(
+                "Some resources are remaining: configmaps. has 1 resource instances, pods. has 1 resource instances"
+            )
+        ),
+        "{ns}"
+    );
+    let finalizers = condition("NamespaceFinalizersRemaining");
+    assert_eq!(
+        finalizers["message"],
+        "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances",
+        "{ns}"
+    );
+    assert_eq!(
+        condition("NamespaceDeletionContentFailure")["status"],
+        "False"
+    );
+    assert_eq!(
+        condition("NamespaceDeletionDiscoveryFailure")["reason"],
+        "ResourcesDiscovered"
+    );
     // The finalizer goes: the ConfigMap with it; the pod still holds the namespace.
     g.patch(PatchRequest {
         resource: core("configmaps"),

@@ -183,7 +183,9 @@ impl Resources for Fake {
         s.calls
             .push(format!("update namespaces {}/{}", r.name, r.subresource));
         let body: Value = serde_json::from_str(&r.json).expect("the controller writes JSON");
-        s.finalized.push(body.clone());
+        if r.subresource == "finalize" {
+            s.finalized.push(body.clone());
+        }
         s.namespaces.insert(r.name, body.clone());
         Ok(Response::new(WriteResponse {
             json: body.to_string(),
