@@ -330,6 +330,52 @@ mod tests {
 
     const HINT: &str = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
 
+    /// The `messageExpression` of upstream's "Validation rules" documentation, a string
+    /// concatenated with `string()` of integers, is refused by kube-apiserver too: cel-go
+    /// (v0.23, Kubernetes 1.33) gives `string(int)` no size, so the concatenation's estimated
+    /// size, and cost, is unbounded (kubernetes/kubernetes#124234 reports these three errors for
+    /// `'invalid attempts: ' + string(self.attempts)`, with `minimum` and `maximum` set).
+    #[test]
+    fn a_message_concatenating_string_of_an_integer_is_refused_as_upstream_refuses_it() {
+        for bounds in [
+            json!({}),
+            json!({"minimum": -2147483648i64, "maximum": 2147483647}),
+        ] {
+            let mut int = json!({"type": "integer"});
+            int.as_object_mut()
+                .expect("an object")
+                .extend(bounds.as_object().expect("an object").clone());
+            let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+                "x-kubernetes-validations": [{"rule": "self.replicas <= self.maxReplicas",
+                    "messageExpression": "'replicas ' + string(self.replicas) + ' is above maxReplicas ' + string(self.maxReplicas)"}],
+                "properties": {"replicas": int, "maxReplicas": int}}}});
+            let at = "properties[spec].x-kubernetes-validations[0].messageExpression";
+            assert_eq!(
+                problems(schema, true),
+                [
+                    (
+                        at.to_string(),
+                        format!("Forbidden: estimated messageExpression cost exceeds budget by factor of more than 100x {HINT}")
+                    ),
+                    (
+                        at.to_string(),
+                        "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema".to_string()
+                    ),
+                    (
+                        String::new(),
+                        format!("Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {HINT}")
+                    ),
+                ]
+            );
+        }
+        // A message of the values' own strings is bounded by their schema, and accepted.
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.a == self.b",
+                "messageExpression": "'a ' + self.a + ' is not b ' + self.b"}],
+            "properties": {"a": {"type": "string", "maxLength": 64}, "b": {"type": "string", "maxLength": 64}}}}});
+        assert_eq!(problems(schema, true), []);
+    }
+
     #[test]
     fn a_rule_over_the_limit_is_refused_with_upstreams_message() {
         let items = |max: Option<u64>| {
