@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes a local CA and certificates for TLS on every hop (README, "TLS"), with openssl:
+# Makes a local CA and certificates for TLS on every hop (docs/tls.md), with openssl:
 #   DIR/ca.crt, DIR/ca.key            the CA
 #   DIR/etcd.{crt,key}                etcd's server certificate
 #   DIR/storage-svc.{crt,key}         storage-svc: server, and client of etcd

@@ -28,7 +28,7 @@ pub enum Route {
     OpenApiV3,
     /// `/openapi/v3/<api/v1 | apis/G/V>`.
     OpenApiV3Doc(String),
-    /// `/openapi/v2` (not served: kubectl 1.27 and 1.28 validate against it; see the README).
+    /// `/openapi/v2` (Swagger 2.0 from the v3 documents: `openapi_v2`).
     OpenApiV2,
     /// `/healthz`, `/livez`, `/readyz` and their `/NAME` checks.
     Health {
