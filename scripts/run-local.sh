@@ -26,6 +26,9 @@ while [ $# -gt 0 ]; do
 done
 
 scripts/deps.sh
+if [ ! -x "${CARGO_TARGET_DIR:-target}/debug/registry-svc" ]; then
+  echo "run-local: building the binaries (the first build takes about 5 minutes on 2 cores)"
+fi
 cargo build --quiet --bins
 bin="${CARGO_TARGET_DIR:-target}/debug"
 data=$(mktemp -d)

@@ -13,6 +13,7 @@ scripts/kube-clients.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # The binaries some tests run as processes (kubestore controller-manager).
+[ -x target/debug/registry-svc ] || echo "test: building (the first build takes about 5 minutes on 2 cores; the tests then about 25)"
 cargo build --bins
 set +e
 echo "== with the watch cache (default)"

@@ -219,8 +219,8 @@ struct Outcome {
     done: bool,
 }
 
-/// Target of the access log: one line per served call at `info`
-/// (`RUST_LOG=info,kubestore::access=off` silences it).
+/// Target of the access log: one line per served call at `info`, repeats on one connection
+/// folded (`crate::access`; `RUST_LOG=info,kubestore::access=off` silences it).
 pub const ACCESS_LOG: &str = "kubestore::access";
 
 impl Outcome {
@@ -238,16 +238,20 @@ impl Outcome {
             && tracing::enabled!(target: ACCESS_LOG, tracing::Level::INFO)
             && let Some(labels) = &self.labels
         {
-            tracing::info!(
-                target: ACCESS_LOG,
-                parent: None,
-                method = %format_args!("/{}/{}", labels.grpc_service, labels.grpc_method),
-                code = grpc_code_name(code),
-                duration_ms = (elapsed.as_secs_f64() * 1e6).round() / 1e3,
-                peer = %self.peer.map_or_else(|| "-".to_string(), |p| p.to_string()),
-                trace_id = self.trace_id.as_deref().unwrap_or("-"),
-                "handled"
-            );
+            let method = format!("/{}/{}", labels.grpc_service, labels.grpc_method);
+            if let Some(repeated) = crate::access::fold(&method, grpc_code_name(code), self.peer) {
+                tracing::info!(
+                    target: ACCESS_LOG,
+                    parent: None,
+                    method = %method,
+                    code = grpc_code_name(code),
+                    duration_ms = (elapsed.as_secs_f64() * 1e6).round() / 1e3,
+                    peer = %self.peer.map_or_else(|| "-".to_string(), |p| p.to_string()),
+                    trace_id = self.trace_id.as_deref().unwrap_or("-"),
+                    repeated,
+                    "handled"
+                );
+            }
         }
         if let (Some(m), Some(labels)) = (&self.metrics, self.labels.take()) {
             if self.unary {

@@ -15,6 +15,7 @@
 //! - [`serving`]: health, reflection, stop signal and the trace layer around every server.
 //! - [`tls`]: TLS and mutual TLS flags of servers and clients, and the client-name allow-list.
 
+pub mod access;
 pub mod deadline;
 pub mod grpc_trace;
 pub mod health;

@@ -239,18 +239,29 @@ impl Rest {
         if code >= 500 {
             span.record("otel.status_code", "ERROR");
         }
-        let trace_id = kubestore_telemetry::grpc_trace::trace_id(&span);
-        tracing::info!(
-            target: "kubestore::access",
-            parent: &span,
-            method = %method,
-            path = %path,
-            code,
-            duration_ms = start.elapsed().as_secs_f64() * 1000.0,
-            peer = %peer,
-            trace_id = trace_id.as_deref().unwrap_or(""),
-            "handled"
-        );
+        // Repeats on one connection are folded (`kubestore_telemetry::access`); the method and
+        // the route's template (not the path, which names objects) say what repeats.
+        if tracing::enabled!(target: kubestore_telemetry::grpc_trace::ACCESS_LOG, tracing::Level::INFO)
+            && let Some(repeated) = kubestore_telemetry::access::fold(
+                &format!("{method} {template}"),
+                &code.to_string(),
+                Some(peer),
+            )
+        {
+            let trace_id = kubestore_telemetry::grpc_trace::trace_id(&span);
+            tracing::info!(
+                target: "kubestore::access",
+                parent: &span,
+                method = %method,
+                path = %path,
+                code,
+                duration_ms = start.elapsed().as_secs_f64() * 1000.0,
+                peer = %peer,
+                trace_id = trace_id.as_deref().unwrap_or(""),
+                repeated,
+                "handled"
+            );
+        }
         response
     }
 
