@@ -26,6 +26,7 @@ use bytes::Bytes;
 use kubestore_apimachinery::{
     descriptors::{Descriptors, FieldType},
     json::Codec,
+    rules::ListStrategy,
 };
 use serde_json::{Map, Value, json};
 
@@ -333,6 +334,9 @@ impl OpenApi {
             if let (Some(d), Value::Object(o)) = (description(&name, &f.json_name), &mut schema) {
                 o.insert("description".into(), json!(d));
             }
+            if let Value::Object(o) = &mut schema {
+                patch_extensions(f.rule.list, o);
+            }
             properties.insert(f.json_name.clone(), schema);
         }
         let mut schema = json!({"type": "object", "properties": properties});
@@ -358,6 +362,24 @@ fn description(name: &str, field: &str) -> Option<&'static str> {
         .get(name)?
         .get(field)
         .map(String::as_str)
+}
+
+/// Upstream's `x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key` of a list
+/// field (its `patchStrategy` and `patchMergeKey` tags, `kubestore_apimachinery::rules`).
+/// kubectl's client-side apply builds its strategic merge patch from these once the PATCH
+/// operation says it takes one: without them every list is atomic to it, and a Pod applied
+/// twice is patched with its whole `containers` list ("configured", not "unchanged").
+fn patch_extensions(list: Option<ListStrategy>, schema: &mut Map<String, Value>) {
+    let (strategy, key) = match list {
+        Some(ListStrategy::MergeByKey(key)) => ("merge", Some(key)),
+        Some(ListStrategy::MergeByKeyRetainKeys(key)) => ("merge,retainKeys", Some(key)),
+        Some(ListStrategy::MergePrimitives) => ("merge", None),
+        Some(ListStrategy::Replace) | None => return,
+    };
+    schema.insert("x-kubernetes-patch-strategy".into(), json!(strategy));
+    if let Some(key) = key {
+        schema.insert("x-kubernetes-patch-merge-key".into(), json!(key));
+    }
 }
 
 /// A custom kind's schema name (`com.example.stable.v1.CronTab`, as upstream reverses the group).
