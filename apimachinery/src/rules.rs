@@ -10,6 +10,9 @@
 //!   number (`cpu: 1` in YAML) and always writes as a string.
 //! - **patch**: `patchStrategy` and `patchMergeKey` (strategic merge patch). A list without one
 //!   is replaced whole by a patch, as upstream does.
+//! - **json**: a string field holding JSON text (a definition's schema travels so over gRPC, where
+//!   a `Struct` nests past generated clients' recursion limits), the JSON value it holds in
+//!   Kubernetes JSON.
 
 /// How a strategic merge patch treats a list field (upstream's `patchStrategy` tag).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,29 +37,34 @@ pub struct FieldRule {
     pub quantity: bool,
     /// Strategic merge patch strategy of a list field.
     pub list: Option<ListStrategy>,
+    /// A string holding JSON text, written and read as the JSON value it holds.
+    pub json: bool,
 }
 
-const ALWAYS: FieldRule = FieldRule {
-    always: true,
+const NONE: FieldRule = FieldRule {
+    always: false,
     quantity: false,
     list: None,
+    json: false,
+};
+const ALWAYS: FieldRule = FieldRule {
+    always: true,
+    ..NONE
 };
 const QUANTITY: FieldRule = FieldRule {
-    always: false,
     quantity: true,
-    list: None,
+    ..NONE
 };
+const JSON: FieldRule = FieldRule { json: true, ..NONE };
 const fn merge_by(key: &'static str) -> FieldRule {
     FieldRule {
-        always: false,
-        quantity: false,
         list: Some(ListStrategy::MergeByKey(key)),
+        ..NONE
     }
 }
 const MERGE_PRIMITIVES: FieldRule = FieldRule {
-    always: false,
-    quantity: false,
     list: Some(ListStrategy::MergePrimitives),
+    ..NONE
 };
 
 /// Upstream's tags for the fields kubestore models (`k8s.io/api` types.go of each kind).
@@ -75,9 +83,8 @@ const RULES: &[(&str, FieldRule)] = &[
     (
         ".core.v1.PodSpec.volumes",
         FieldRule {
-            always: false,
-            quantity: false,
             list: Some(ListStrategy::MergeByKeyRetainKeys("name")),
+            ..NONE
         },
     ),
     (".core.v1.PodSpec.tolerations", FieldRule::EMPTY),
@@ -184,15 +191,15 @@ const RULES: &[(&str, FieldRule)] = &[
         ALWAYS,
     ),
     (".apiextensions.v1.SelectableField.json_path", ALWAYS),
+    (
+        ".apiextensions.v1.CustomResourceValidation.open_api_v3_schema",
+        JSON,
+    ),
 ];
 
 impl FieldRule {
     /// No rule.
-    pub const EMPTY: FieldRule = FieldRule {
-        always: false,
-        quantity: false,
-        list: None,
-    };
+    pub const EMPTY: FieldRule = NONE;
 }
 
 /// The rule of the field `full_name` (`.core.v1.PodSpec.containers`).

@@ -37,12 +37,8 @@ const SERVICE_MONITOR: &str =
 
 /// A manifest as the request body (without `apiVersion`/`kind`).
 fn definition(text: &str) -> Result<CustomResourceDefinition, String> {
-    let mut v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    if let Some(m) = v.as_object_mut() {
-        m.remove("apiVersion");
-        m.remove("kind");
-    }
-    serde_json::from_value(v).map_err(|e| e.to_string())
+    let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    CustomResourceDefinition::from_manifest(v).map_err(|e| e.to_string())
 }
 
 fn to_struct(v: Value) -> Result<pbjson_types::Struct, String> {

@@ -3,7 +3,9 @@
 # stack of scripts/run-local.sh): Python (stubs from grpcio-tools), Node (@grpc/grpc-js with
 # @grpc/proto-loader) and Go (protoc-gen-go and protoc-gen-go-grpc, built offline with Debian's
 # packaged Go modules in GOPATH mode). Each creates, gets, lists, watches and deletes a
-# ConfigMap and exits non-zero on any surprise. Tools are installed once under target/tools.
+# ConfigMap, then creates, reads back, lists and deletes every published definition of
+# tests/fixtures/crds/ (their schemas compared with the manifests'), and exits non-zero on any
+# surprise. Tools are installed once under target/tools.
 #
 #   examples/clients/run.sh [ADDRESS]          all three
 #   CLIENTS="python node" examples/clients/run.sh
@@ -34,9 +36,11 @@ for client in $clients; do
     fi
     rm -rf "$gen/python" && mkdir -p "$gen/python"
     "$tools/py/bin/python" -m grpc_tools.protoc -I proto --python_out="$gen/python" \
-      --grpc_python_out="$gen/python" proto/meta/v1/meta.proto proto/core/v1/core.proto
+      --grpc_python_out="$gen/python" proto/meta/v1/meta.proto proto/core/v1/core.proto \
+      proto/apiextensions/v1/apiextensions.proto
     echo "== python"
     PYTHONPATH="$gen/python" "$tools/py/bin/python" examples/clients/python/configmaps.py "$address"
+    PYTHONPATH="$gen/python" "$tools/py/bin/python" examples/clients/python/definitions.py "$address" tests/fixtures/crds
     ;;
   node)
     if ! [ -d "$tools/node/node_modules/@grpc/proto-loader" ]; then
@@ -47,6 +51,7 @@ for client in $clients; do
     fi
     echo "== node"
     NODE_PATH="$tools/node/node_modules" node examples/clients/node/configmaps.js "$address" "$root/proto"
+    NODE_PATH="$tools/node/node_modules" node examples/clients/node/definitions.js "$address" "$root/proto" tests/fixtures/crds
     ;;
   go)
     # grpc's codec goes through github.com/golang/protobuf: its 1.5 line (APIv2 underneath)
@@ -54,17 +59,22 @@ for client in $clients; do
     apt_install golang-go protobuf-compiler protoc-gen-go protoc-gen-go-grpc \
       golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
     gopath=$gen/gopath
-    rm -rf "$gopath" && mkdir -p "$gopath/src/kubestore.io/examples/configmaps"
+    rm -rf "$gopath" && mkdir -p "$gopath/src/kubestore.io/examples/configmaps" \
+      "$gopath/src/kubestore.io/examples/definitions"
     protoc -I proto --go_out="$gopath/src" --go-grpc_out="$gopath/src" \
-      proto/meta/v1/meta.proto proto/core/v1/core.proto
+      proto/meta/v1/meta.proto proto/core/v1/core.proto proto/apiextensions/v1/apiextensions.proto
     cp examples/clients/go/main.go "$gopath/src/kubestore.io/examples/configmaps/"
+    cp examples/clients/go/definitions/main.go "$gopath/src/kubestore.io/examples/definitions/"
     echo "== go"
     # GOPATH mode: the generated packages under their go_package paths, Debian's grpc and
     # protobuf modules from /usr/share/gocode; nothing is downloaded.
-    (cd "$gopath/src/kubestore.io/examples/configmaps" &&
-      GO111MODULE=off GOPATH="$gopath:/usr/share/gocode" GOFLAGS= GOCACHE="$tools/go-cache" \
-        go build -o "$gen/configmaps-go" .)
+    for example in configmaps definitions; do
+      (cd "$gopath/src/kubestore.io/examples/$example" &&
+        GO111MODULE=off GOPATH="$gopath:/usr/share/gocode" GOFLAGS= GOCACHE="$tools/go-cache" \
+          go build -o "$gen/$example-go" .)
+    done
     "$gen/configmaps-go" "$address"
+    "$gen/definitions-go" "$address" tests/fixtures/crds
     ;;
   *)
     echo "unknown client $client (python, node, go)" >&2

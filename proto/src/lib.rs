@@ -11,7 +11,8 @@
 //! - [`depth`]: how deeply a message nests, checked before decoding (prost's own recursion
 //!   limit is off);
 //! - [`limits`]: sizes both services agree on, and bounded error texts;
-//! - [`parse_revision`]: a resourceVersion's text, as upstream reads it.
+//! - [`parse_revision`]: a resourceVersion's text, as upstream reads it;
+//! - `CustomResourceDefinition::from_manifest`: a definition from upstream's JSON (`manifest`).
 //!
 //! Maps are generated as `BTreeMap` so that encoding is deterministic (see `build.rs`).
 
@@ -21,6 +22,7 @@ pub mod amplification;
 pub mod codec;
 pub mod depth;
 pub mod limits;
+mod manifest;
 mod meta_rv;
 
 pub use meta_rv::parse_revision;

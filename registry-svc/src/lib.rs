@@ -500,6 +500,7 @@ pub async fn run_with_listeners(
     catalog.add_provider(Arc::new(catalog::custom::CustomProvider::new(
         custom.clone(),
     )));
+    let generic = grpc::generic::GenericService::new(catalog.clone(), stop.clone());
     let server = serving
         .server(
             config.max_requests_inflight,
@@ -519,18 +520,19 @@ pub async fn run_with_listeners(
         .add_service(serve!(LeasesServer, leases))
         .add_service(serve!(NamespacesServer, namespaces.clone()))
         .add_service(
-            kubestore_proto::registry::v1::resources_server::ResourcesServer::new(
-                grpc::generic::GenericService::new(catalog.clone(), stop.clone()),
-            )
-            .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+            kubestore_proto::registry::v1::resources_server::ResourcesServer::new(generic.clone())
+                .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
         )
         .add_service(
             CustomResourceDefinitionsServer::new(ResourceService::new(definitions, stop.clone()))
                 .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
         )
         .add_service(grpc::custom_passthrough::ObjectsPassThrough::new(
-            CustomObjectsServer::new(custom.clone())
-                .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
+            CustomObjectsServer::new(grpc::custom::CustomObjectsAlias::new(
+                custom.clone(),
+                generic,
+            ))
+            .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
             custom,
         ))
         .serve_with_incoming_shutdown(serving::incoming(listener), serving.drained());

@@ -14,8 +14,31 @@ use tonic::transport::Channel;
 
 /// The CronTab manifest (`tests/fixtures/crds/crontab.json`), as the request body.
 pub fn crontab_crd() -> CustomResourceDefinition {
-    serde_json::from_str(include_str!("../fixtures/crds/crontab.json"))
-        .expect("the CronTab manifest parses as a CustomResourceDefinition")
+    definition(
+        serde_json::from_str(include_str!("../fixtures/crds/crontab.json"))
+            .expect("the CronTab manifest is JSON"),
+    )
+}
+
+/// A definition from its manifest's JSON (upstream's form, each version's `openAPIV3Schema` an
+/// object) as the gRPC message, whose schema is JSON text.
+pub fn definition(manifest: Value) -> CustomResourceDefinition {
+    try_definition(manifest).expect("the manifest parses as a CustomResourceDefinition")
+}
+
+/// [`definition`], or why not.
+pub fn try_definition(manifest: Value) -> Result<CustomResourceDefinition, String> {
+    CustomResourceDefinition::from_manifest(manifest).map_err(|e| e.to_string())
+}
+
+/// A version's schema (JSON text in the message) as JSON.
+pub fn schema_of(
+    version: &kubestore_proto::apiextensions::v1::CustomResourceDefinitionVersion,
+) -> Value {
+    version
+        .schema_value()
+        .expect("the version has a schema")
+        .expect("the schema is JSON text")
 }
 
 /// Creates `crd` and waits until it is established; its state then.

@@ -43,7 +43,7 @@ const NS: &str = "default";
 
 /// A definition `<plural>.example.com` of kind `kind` whose `spec` has `spec_schema`.
 fn definition(plural: &str, kind: &str, spec_schema: Value) -> CustomResourceDefinition {
-    serde_json::from_value(json!({
+    kubestore_tests::fixtures_custom::definition(json!({
         "metadata": {"name": format!("{plural}.example.com")},
         "spec": {
             "group": "example.com",
@@ -55,7 +55,6 @@ fn definition(plural: &str, kind: &str, spec_schema: Value) -> CustomResourceDef
             }]
         }
     }))
-    .expect("a CustomResourceDefinition")
 }
 
 /// Creates an object of `plural` (a dry run, when asked) within `timeout`.

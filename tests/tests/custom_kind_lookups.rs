@@ -52,13 +52,12 @@ fn many_versions(served: usize) -> CustomResourceDefinition {
                 "schema": schema()})
         })
         .collect();
-    serde_json::from_value(json!({
+    kubestore_tests::fixtures_custom::definition(json!({
         "metadata": {"name": "widgets.example.com"},
         "spec": {"group": "example.com", "scope": "Namespaced",
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
             "versions": versions}
     }))
-    .expect("a definition")
 }
 
 fn get(version: &str) -> GetCustomObjectRequest {

@@ -117,6 +117,30 @@ async fn crontab_keys(cluster: &Cluster) -> Vec<String> {
         .collect()
 }
 
+/// Rewrites the CronTab definition's record in etcd, around the API, as `change` says, with
+/// its generation moved as a spec change through the API moves it (replicas reuse a
+/// generation's schemas).
+async fn rewrite_stored_definition(
+    cluster: &Cluster,
+    change: impl FnOnce(&mut CustomResourceDefinition),
+) {
+    let mut etcd = cluster.etcd.client().await;
+    let stored = etcd
+        .get(CRONTAB_DEFINITION_KEY, None)
+        .await
+        .expect("etcd get")
+        .take_kvs()
+        .into_iter()
+        .next()
+        .expect("the definition's record");
+    let mut crd = CustomResourceDefinition::decode(stored.value()).expect("a definition");
+    change(&mut crd);
+    crd.metadata.as_mut().expect("metadata").generation += 1;
+    etcd.put(CRONTAB_DEFINITION_KEY, crd.encode_to_vec(), None)
+        .await
+        .expect("etcd put");
+}
+
 /// Where CronTabs live in etcd.
 const CRONTABS_PREFIX: &str = "/registry/stable.example.com/crontabs/";
 /// Where the CronTab definition lives in etcd.
@@ -517,35 +541,20 @@ async fn deleting_a_definition_deletes_its_objects_even_when_no_version_is_serve
     // carries the cleanup finalizer already: the API's first Delete adds it with an update
     // that validates the definition, which this record fails; with the finalizer there, the
     // Delete below only marks the definition for deletion, as for any definition.
-    let mut etcd = cluster.etcd.client().await;
-    let stored = etcd
-        .get(CRONTAB_DEFINITION_KEY, None)
-        .await
-        .expect("etcd get")
-        .take_kvs()
-        .into_iter()
-        .next()
-        .expect("the definition's record");
-    let mut crd = CustomResourceDefinition::decode(stored.value()).expect("a definition");
-    let meta = crd.metadata.as_mut().expect("metadata");
-    meta.finalizers
-        .push("customresourcecleanup.apiextensions.k8s.io".into());
-    // A spec change moves the generation, as through the API (replicas reuse a generation's
-    // schemas).
-    meta.generation += 1;
-    for v in &mut crd.spec.as_mut().expect("spec").versions {
-        let schema = v
-            .schema
+    rewrite_stored_definition(&cluster, |crd| {
+        crd.metadata
             .as_mut()
-            .and_then(|s| s.open_api_v3_schema.as_mut())
-            .expect("a schema");
-        let mut json = serde_json::to_value(&*schema).expect("json");
-        json["type"] = json!("string");
-        *schema = to_struct(json);
-    }
-    etcd.put(CRONTAB_DEFINITION_KEY, crd.encode_to_vec(), None)
-        .await
-        .expect("etcd put");
+            .expect("metadata")
+            .finalizers
+            .push("customresourcecleanup.apiextensions.k8s.io".into());
+        for v in &mut crd.spec.as_mut().expect("spec").versions {
+            let schema = &mut v.schema.as_mut().expect("a schema").open_api_v3_schema;
+            let mut json: serde_json::Value = serde_json::from_str(schema).expect("JSON text");
+            json["type"] = json!("string");
+            *schema = json.to_string();
+        }
+    })
+    .await;
     let until = Instant::now() + Duration::from_secs(10);
     loop {
         match get_tab(&mut objects, "c0").await {
@@ -591,6 +600,7 @@ async fn deleting_a_definition_deletes_its_objects_even_when_no_version_is_serve
     }
     // The held object is released (in etcd: its kind is not served) and goes on the
     // controller's next pass, and the definition with it.
+    let mut etcd = cluster.etcd.client().await;
     let raw = etcd
         .get(held_key.as_str(), None)
         .await
@@ -957,7 +967,7 @@ async fn two_served_versions_store_in_one_and_answer_in_the_one_asked() {
 
 /// A definition with CEL rules: `self` and transition rules (`oldSelf`), message and reason.
 fn widget_crd(rule: &str) -> CustomResourceDefinition {
-    serde_json::from_value(json!({
+    kubestore_tests::fixtures_custom::definition(json!({
         "metadata": {"name": "widgets.example.com"},
         "spec": {
             "group": "example.com",
@@ -983,7 +993,6 @@ fn widget_crd(rule: &str) -> CustomResourceDefinition {
             }]
         }
     }))
-    .expect("a CustomResourceDefinition")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1157,5 +1166,110 @@ async fn selectable_fields_select_in_lists_and_watches() {
     assert_eq!(
         to_json(ev.object.as_ref().expect("object"))["metadata"]["name"],
         json!("b1")
+    );
+}
+
+/// A definition stored before schemas travelled as JSON text (its `openAPIV3Schema` a
+/// `google.protobuf.Struct` in field 1) is read as text, and served by its schema: the record
+/// is rewritten in etcd around the API in the old form, with a lower `maximum`, which objects
+/// then meet.
+#[tokio::test(flavor = "multi_thread")]
+#[allow(deprecated)]
+async fn a_definition_stored_with_a_struct_schema_reads_as_text_and_serves() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    register(&mut defs, crontab_crd()).await;
+    let mut objects = CustomObjectsClient::new(channel(&url).await);
+    let five = || crontab("five", json!({"cronSpec": "* * * * *", "replicas": 5}));
+    create_with(&mut objects, five(), true)
+        .await
+        .expect("5 replicas are within the schema's maximum of 10");
+
+    let mut want = None;
+    rewrite_stored_definition(&cluster, |crd| {
+        for v in &mut crd.spec.as_mut().expect("spec").versions {
+            let s = v.schema.as_mut().expect("a schema");
+            let mut json: Value = serde_json::from_str(&s.open_api_v3_schema).expect("JSON text");
+            json["properties"]["spec"]["properties"]["replicas"]["maximum"] = json!(3);
+            s.open_api_v3_schema.clear();
+            s.open_api_v3_schema_struct = Some(to_struct(json.clone()));
+            want = Some(json);
+        }
+    })
+    .await;
+
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        match create_with(&mut objects, five(), true).await {
+            Err(e) if e.code() == Code::InvalidArgument => {
+                assert!(
+                    e.message().contains("should be less than or equal to 3"),
+                    "{e:?}"
+                );
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => panic!("create: {e:?}"),
+        }
+        assert!(
+            Instant::now() < until,
+            "the schema stored as a Struct is not served"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let d = definition(&mut defs, CRONTABS)
+        .await
+        .expect("the definition");
+    let v = &d.spec.as_ref().expect("spec").versions[0];
+    let s = v.schema.as_ref().expect("a schema");
+    assert_eq!(s.open_api_v3_schema_struct, None, "never written");
+    assert_eq!(
+        kubestore_tests::fixtures_custom::schema_of(v),
+        want.expect("a version"),
+        "read as the JSON text of the stored Struct"
+    );
+}
+
+/// A schema's text that is not a JSON object is refused with the field it is in, and nothing
+/// is stored.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_schema_that_is_not_json_text_of_an_object_is_refused() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
+    for (text, why) in [
+        (
+            "{\"type\": \"object\"",
+            "must be JSON text of an object: EOF",
+        ),
+        ("[1]", "must be JSON text of an object"),
+        ("\"object\"", "must be JSON text of an object"),
+    ] {
+        let mut crd = crontab_crd();
+        crd.spec.as_mut().expect("spec").versions[0]
+            .schema
+            .as_mut()
+            .expect("a schema")
+            .open_api_v3_schema = text.into();
+        let e = defs
+            .create(CreateCustomResourceDefinitionRequest {
+                custom_resource_definition: Some(crd),
+                dry_run: false,
+            })
+            .await
+            .expect_err("refused");
+        assert_eq!(e.code(), Code::InvalidArgument, "{text}: {e:?}");
+        assert!(
+            e.message()
+                .contains("spec.versions[0].schema.openAPIV3Schema: Invalid value: ")
+                && e.message().contains(why),
+            "{text}: {e:?}"
+        );
+        assert_eq!(reason(&e), "Invalid", "{e:?}");
+    }
+    assert!(
+        definition(&mut defs, CRONTABS).await.is_none(),
+        "nothing stored"
     );
 }

@@ -28,7 +28,7 @@ const GROUP: &str = "stable.example.com";
 
 /// A cluster-scoped kind of the same group.
 fn cluster_crd() -> CustomResourceDefinition {
-    serde_json::from_value(json!({
+    kubestore_tests::fixtures_custom::definition(json!({
         "metadata": {"name": "clusterwidgets.stable.example.com"},
         "spec": {
             "group": GROUP,
@@ -39,7 +39,6 @@ fn cluster_crd() -> CustomResourceDefinition {
                     "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}],
         },
     }))
-    .expect("a definition")
 }
 
 fn st(v: Value) -> pbjson_types::Struct {

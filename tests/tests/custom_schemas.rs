@@ -34,7 +34,7 @@ const NS: &str = "default";
 
 /// A namespaced definition `<plural>.example.com` of kind `kind` whose `spec` has `fields`.
 fn definition(plural: &str, kind: &str, fields: Value) -> CustomResourceDefinition {
-    serde_json::from_value(json!({
+    kubestore_tests::fixtures_custom::definition(json!({
         "metadata": {"name": format!("{plural}.{GROUP}")},
         "spec": {
             "group": GROUP, "scope": "Namespaced",
@@ -44,7 +44,6 @@ fn definition(plural: &str, kind: &str, fields: Value) -> CustomResourceDefiniti
                     "spec": {"type": "object", "properties": fields}}}}}]
         }
     }))
-    .expect("a definition")
 }
 
 fn assert_invalid<T: std::fmt::Debug>(r: Result<T, Status>, want: &str) -> Status {
@@ -296,14 +295,13 @@ async fn objects_nest_a_hundred_levels_and_past_the_bound_are_refused() {
     let cluster = Cluster::full().await;
     let url = cluster.registry.as_ref().expect("registry").url();
     let mut defs = CustomResourceDefinitionsClient::new(channel(&url).await);
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+    let crd: CustomResourceDefinition = kubestore_tests::fixtures_custom::definition(json!({
         "metadata": {"name": format!("deeps.{GROUP}")},
         "spec": {"group": GROUP, "scope": "Namespaced", "names": {"plural": "deeps", "kind": "Deep"},
             "versions": [{"name": "v1", "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                     "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}
-    }))
-    .expect("a definition");
+    }));
     register_established(&mut defs, crd).await;
     let mut objects = Objects {
         c: CustomObjectsClient::new(channel(&url).await),
@@ -341,8 +339,12 @@ async fn change_schema(
         .expect("get definition")
         .into_inner();
     let mut json = serde_json::to_value(&crd).expect("json");
-    json["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = spec;
-    let crd: CustomResourceDefinition = serde_json::from_value(json).expect("a definition");
+    let mut schema = kubestore_tests::fixtures_custom::schema_of(
+        &crd.spec.as_ref().expect("a spec").versions[0],
+    );
+    schema["properties"]["spec"] = spec;
+    json["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema;
+    let crd: CustomResourceDefinition = kubestore_tests::fixtures_custom::definition(json);
     defs.update(UpdateCustomResourceDefinitionRequest {
         custom_resource_definition: Some(crd),
         dry_run: false,

@@ -27,7 +27,7 @@ fn manifest(text: &str) -> CustomResourceDefinition {
         Some(json!("apiextensions.k8s.io/v1"))
     );
     assert_eq!(m.remove("kind"), Some(json!("CustomResourceDefinition")));
-    serde_json::from_value(v).expect("the published manifest parses as a CustomResourceDefinition")
+    kubestore_tests::fixtures_custom::definition(v)
 }
 
 async fn create(

@@ -267,6 +267,11 @@ impl Reader<'_> {
             FieldType::String => {
                 let text;
                 let s = match v {
+                    // JSON text: the value, whatever it is, written compact.
+                    _ if field.rule.json => {
+                        text = serde_json::to_string(v).map_err(|e| self.error(e.to_string()))?;
+                        text.as_str()
+                    }
                     Value::String(s) => s.as_str(),
                     // A Quantity also reads a JSON number (`cpu: 1`), and is written back as
                     // its string.

@@ -385,6 +385,13 @@ impl<'a> Writer<'a> {
             (FieldType::Sfixed32, Wire::Fixed32(n)) => write_num(out, n as i32),
             (FieldType::Double, Wire::Fixed64(n)) => write_float(out, f64::from_bits(n)),
             (FieldType::Float, Wire::Fixed32(n)) => write_float(out, f64::from(f32::from_bits(n))),
+            (FieldType::String, Wire::Len(s)) if field.rule.json => {
+                // JSON text: the value it holds (checked, and written compact).
+                let value: serde_json::Value =
+                    serde_json::from_slice(s).map_err(|_| self.bad(field, "JSON text"))?;
+                serde_json::to_writer(&mut *self.out, &value)
+                    .map_err(|_| self.bad(field, "JSON text"))?;
+            }
             (FieldType::String, Wire::Len(s)) => {
                 let s = std::str::from_utf8(s).map_err(|_| self.bad(field, "UTF-8 string"))?;
                 self.string(s);

@@ -272,9 +272,7 @@ impl CustomProvider {
             .is_some_and(|s| s.status.is_some());
         let schema = version_spec
             .as_ref()
-            .and_then(|v| v.schema.as_ref())
-            .and_then(|s| s.open_api_v3_schema.as_ref())
-            .map(crate::custom::object::struct_json);
+            .and_then(crate::custom::definition::schema_json);
         // Upstream's order, unsorted (`customresource_discovery_controller`); a terminating
         // definition's objects can no longer be created or changed.
         let verbs: &[&str] = if kind.terminating {

@@ -110,6 +110,30 @@ impl Strategy<CustomResourceDefinition> for DefinitionStrategy {
             });
             changed = true;
         }
+        // A schema stored (or sent by a gRPC client) as the `Struct` of before becomes the JSON
+        // text it holds: the one form every reader and writer sees.
+        #[allow(deprecated)]
+        for v in &mut spec.versions {
+            if let Some(s) = v.schema.as_mut()
+                && let Some(old) = s.open_api_v3_schema_struct.take()
+            {
+                if s.open_api_v3_schema.is_empty() {
+                    s.open_api_v3_schema = crate::custom::object::struct_json(&old).to_string();
+                }
+                changed = true;
+            }
+        }
+        // Text a gRPC client wrote with spaces is kept compact, as REST's decoder writes it:
+        // one text per schema, whoever sent it (text that is not JSON is left for validation).
+        for s in spec.versions.iter_mut().filter_map(|v| v.schema.as_mut()) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&s.open_api_v3_schema) {
+                let compact = v.to_string();
+                if compact != s.open_api_v3_schema {
+                    s.open_api_v3_schema = compact;
+                    changed = true;
+                }
+            }
+        }
         changed
     }
 
@@ -408,6 +432,25 @@ pub fn validate_definition_update(
     v
 }
 
+/// A version's `openAPIV3Schema` as JSON: None without one, or why its text is not a JSON
+/// object (a gRPC client sends the text; REST's decoder writes it from the object).
+pub fn schema_object(
+    version: &CustomResourceDefinitionVersion,
+) -> Option<Result<serde_json::Value, String>> {
+    Some(match version.schema_value()? {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+        Ok(_) => Err("Invalid value: must be JSON text of an object".into()),
+        Err(e) => Err(format!(
+            "Invalid value: must be JSON text of an object: {e}"
+        )),
+    })
+}
+
+/// [`schema_object`] of a stored definition (validated when written), None when it has none.
+pub fn schema_json(version: &CustomResourceDefinitionVersion) -> Option<serde_json::Value> {
+    schema_object(version)?.ok()
+}
+
 /// The schema of `version` as it is served (`custom::kinds`) and validated (here): built
 /// from its `openAPIV3Schema`, with its status subresource, by `openapi::Schema::build`, so
 /// that a definition accepted is one whose every version serves. None without a schema; the
@@ -415,12 +458,14 @@ pub fn validate_definition_update(
 pub fn version_schema(
     version: &CustomResourceDefinitionVersion,
 ) -> Option<Result<Arc<schema::Schema>, schema::Problems>> {
-    let s = version.schema.as_ref()?.open_api_v3_schema.as_ref()?;
+    let json = match schema_object(version)? {
+        Ok(json) => json,
+        Err(e) => return Some(Err(vec![(String::new(), e)])),
+    };
     let status = version
         .subresources
         .as_ref()
         .is_some_and(|s| s.status.is_some());
-    let json = serde_json::to_value(s).unwrap_or_default();
     Some(schema::Schema::build(&json, status))
 }
 
@@ -455,7 +500,7 @@ fn validate_versions(
                 // per-rule limit for a version whose schema did not change.
                 let unchanged = old
                     .and_then(|o| o.versions.iter().find(|x| x.name == version.name))
-                    .is_some_and(|o| o.schema == version.schema);
+                    .is_some_and(|o| schema_json(o) == schema_json(version));
                 let problems = crate::custom::openapi::costs::check(&s.root, !unchanged);
                 for (field, e) in problems {
                     let field = if field.is_empty() {

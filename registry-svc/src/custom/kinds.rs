@@ -539,7 +539,7 @@ mod tests {
     use super::*;
 
     fn definition(group: &str, plural: &str) -> CustomResourceDefinition {
-        serde_json::from_value(serde_json::json!({
+        CustomResourceDefinition::from_manifest(serde_json::json!({
             "metadata": {"name": format!("{plural}.{group}")},
             "spec": {
                 "group": group,
@@ -554,7 +554,7 @@ mod tests {
     use serde_json::json;
 
     fn crd(uid: &str, rv: &str) -> CustomResourceDefinition {
-        serde_json::from_value(json!({
+        CustomResourceDefinition::from_manifest(json!({
             "metadata": {"name": "widgets.example.com", "uid": uid, "resourceVersion": rv},
             "spec": {"group": "example.com", "scope": "Namespaced",
                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},

@@ -1,41 +1,48 @@
 //! The gRPC services of custom kinds: `apiextensions.v1.CustomResourceDefinitions` (the
 //! definitions, a cluster-scoped kind of the generic Store, served by the typed services'
-//! helpers like every built-in kind) and `apiextensions.v1.CustomObjects` (the objects of every
-//! served kind, found by group, version and plural at each request, and served by the
-//! catalog's endpoint of that version: `catalog::custom`, what the REST and generic APIs use).
-//!
-//! Objects travel as `google.protobuf.Struct`s here: the endpoint's Kubernetes JSON, read
-//! into one.
+//! helpers like every built-in kind) and `apiextensions.v1.CustomObjects`, deprecated: the
+//! generic API's handlers ([`GenericService`]) for custom kinds, objects as
+//! `google.protobuf.Struct`s ([`CustomObjectsAlias`]).
 
 use std::sync::Arc;
 
-use kubestore_proto::apiextensions::v1::{
-    CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomObjectList,
-    CustomObjectWatchEvent, CustomResourceDefinition, CustomResourceDefinitionList,
-    CustomResourceDefinitionWatchEvent, DeleteCollectionCustomObjectsRequest,
-    DeleteCustomObjectRequest, DeleteCustomObjectResponse, DeleteCustomResourceDefinitionRequest,
-    DeleteCustomResourceDefinitionResponse, GetCustomObjectRequest,
-    GetCustomResourceDefinitionRequest, ListCustomObjectsRequest,
-    ListCustomResourceDefinitionsRequest, UpdateCustomObjectRequest,
-    UpdateCustomResourceDefinitionRequest, WatchCustomObjectsRequest,
-    WatchCustomResourceDefinitionsRequest, custom_objects_server::CustomObjects,
-    custom_resource_definitions_server::CustomResourceDefinitions,
+use kubestore_proto::{
+    apiextensions::v1::{
+        CreateCustomObjectRequest, CreateCustomResourceDefinitionRequest, CustomObjectList,
+        CustomObjectWatchEvent, CustomResourceDefinition, CustomResourceDefinitionList,
+        CustomResourceDefinitionWatchEvent, DeleteCollectionCustomObjectsRequest,
+        DeleteCustomObjectRequest, DeleteCustomObjectResponse,
+        DeleteCustomResourceDefinitionRequest, DeleteCustomResourceDefinitionResponse,
+        GetCustomObjectRequest, GetCustomResourceDefinitionRequest, ListCustomObjectsRequest,
+        ListCustomResourceDefinitionsRequest, UpdateCustomObjectRequest,
+        UpdateCustomResourceDefinitionRequest, WatchCustomObjectsRequest,
+        WatchCustomResourceDefinitionsRequest, custom_objects_server::CustomObjects,
+        custom_resource_definitions_server::CustomResourceDefinitions,
+    },
+    registry::v1::{
+        CreateRequest, DeleteCollectionRequest, DeleteRequest, GetRequest, ListRequest, ObjectList,
+        ResourceRef, UpdateRequest, WatchRequest, WriteOptions as WireOptions,
+        resources_server::Resources,
+    },
 };
 use serde_json::Value;
 use tokio_stream::StreamExt;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, metadata::MetadataMap};
 
 use crate::{
-    catalog::{Endpoint, Output, Page, Part, WriteOptions, custom::CustomProvider},
+    catalog::{Endpoint, custom::CustomProvider},
     custom::{
         kinds::{ServedKind, not_found},
         object::{from_struct, to_struct},
         resolve::{Resolver, Target},
     },
     error::ApiError,
-    grpc::service::{ResourceService, Write, ctx, ctx_within},
+    grpc::{
+        generic::GenericService,
+        service::{ResourceService, Write, ctx},
+    },
+    store::Ctx,
     store::update::Part as UpdatePart,
-    store::{Ctx, DELETE_COLLECTION_TIMEOUT},
 };
 
 type WatchStream<T> = std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
@@ -161,9 +168,57 @@ impl Resolver {
     }
 }
 
+/// `apiextensions.v1.CustomObjects`, deprecated: an alias of the generic API
+/// (`registry.v1.Resources`, [`GenericService`]) for custom kinds, with objects as
+/// `google.protobuf.Struct`s instead of JSON text. Each call is checked to name a served custom
+/// kind, in a namespace its scope allows ([`Resolver::resolve`], the errors clients of this
+/// service have always had), then answered by the generic API's handler of the same verb: one
+/// implementation of every verb, whichever service is called.
+///
+/// Why deprecated rather than removed: clients written against it keep working. Why not the
+/// way forward: a `Struct` nests three messages per JSON level, and the generated clients of
+/// Python, C++ and Java stop decoding at 100 (an object ~33 JSON levels deep); the generic API
+/// carries any object as text.
+#[derive(Clone)]
+pub struct CustomObjectsAlias {
+    resolver: Resolver,
+    generic: GenericService,
+}
+
+impl CustomObjectsAlias {
+    /// The alias over `resolver`'s custom kinds and `generic`'s handlers.
+    pub fn new(resolver: Resolver, generic: GenericService) -> Self {
+        Self { resolver, generic }
+    }
+
+    /// The generic request of a call named by `t`, once `t` is checked to be a served custom
+    /// kind (`collection`: a List, Watch or DeleteCollection, which may span namespaces).
+    async fn forward<T>(
+        &self,
+        metadata: MetadataMap,
+        t: Target<'_>,
+        collection: bool,
+        make: impl FnOnce(Option<ResourceRef>) -> T,
+    ) -> Result<Request<T>, Status> {
+        self.resolver
+            .resolve(&ctx(&metadata), &t, collection)
+            .await?;
+        let resource = ResourceRef {
+            group: t.group.to_string(),
+            version: t.version.to_string(),
+            resource: t.plural.to_string(),
+        };
+        Ok(Request::from_parts(
+            metadata,
+            Default::default(),
+            make(Some(resource)),
+        ))
+    }
+}
+
 /// A `Struct` from an object's JSON text.
-fn structure(json: &[u8]) -> Result<pbjson_types::Struct, ApiError> {
-    match serde_json::from_slice(json) {
+fn structure(json: &str) -> Result<pbjson_types::Struct, ApiError> {
+    match serde_json::from_str(json) {
         Ok(Value::Object(m)) => to_struct(m),
         _ => Err(ApiError::Internal(
             "an endpoint's object is not a JSON object".into(),
@@ -171,33 +226,30 @@ fn structure(json: &[u8]) -> Result<pbjson_types::Struct, ApiError> {
     }
 }
 
-/// The request's object as JSON.
-fn body(object: Option<pbjson_types::Struct>) -> Result<Value, ApiError> {
+/// The request's object as JSON text.
+fn text(object: Option<pbjson_types::Struct>) -> Result<String, ApiError> {
     let object = object.ok_or_else(|| {
         ApiError::BadRequest("request field `object` is required: the object to write".into())
     })?;
-    Ok(Value::Object(from_struct(object)?))
+    Ok(Value::Object(from_struct(object)?).to_string())
 }
 
-fn objects(page: Page) -> Result<CustomObjectList, ApiError> {
-    let (metadata, items) = match page {
-        Page::Objects { meta, items } => (meta, items),
-        Page::Table { meta, rows, .. } => (meta, rows),
-    };
+fn objects(list: ObjectList) -> Result<CustomObjectList, ApiError> {
     Ok(CustomObjectList {
-        metadata: Some(metadata),
-        items: items
+        metadata: list.metadata,
+        items: list
+            .items
             .iter()
             .map(|i| structure(i))
             .collect::<Result<_, _>>()?,
     })
 }
 
-fn writing(dry_run: bool) -> WriteOptions {
-    WriteOptions {
+fn writing(dry_run: bool) -> Option<WireOptions> {
+    Some(WireOptions {
         dry_run,
         ..Default::default()
-    }
+    })
 }
 
 macro_rules! target {
@@ -212,59 +264,72 @@ macro_rules! target {
 }
 
 #[tonic::async_trait]
-impl CustomObjects for Resolver {
+impl CustomObjects for CustomObjectsAlias {
     async fn create(
         &self,
         request: Request<CreateCustomObjectRequest>,
     ) -> Result<Response<pbjson_types::Struct>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let (e, _, _) = self.endpoint(&ctx, &target!(r), false).await?;
-        let w = e
-            .create(ctx, &r.namespace, body(r.object)?, &writing(r.dry_run))
+        let (metadata, _, r) = request.into_parts();
+        let json = text(r.object)?;
+        let call = self
+            .forward(metadata, target!(r), false, |resource| CreateRequest {
+                resource,
+                namespace: r.namespace.clone(),
+                json,
+                options: writing(r.dry_run),
+            })
             .await?;
-        Ok(Response::new(structure(&w.object)?))
+        let w = Resources::create(&self.generic, call).await?.into_inner();
+        Ok(Response::new(structure(&w.json)?))
     }
 
     async fn get(
         &self,
         request: Request<GetCustomObjectRequest>,
     ) -> Result<Response<pbjson_types::Struct>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let (e, _, _) = self.endpoint(&ctx, &target!(r), false).await?;
-        let json = e
-            .get(ctx, &r.namespace, &r.name, Part::Main, Output::Object)
+        let (metadata, _, r) = request.into_parts();
+        let call = self
+            .forward(metadata, target!(r), false, |resource| GetRequest {
+                resource,
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
+                ..Default::default()
+            })
             .await?;
-        Ok(Response::new(structure(&json)?))
+        let o = Resources::get(&self.generic, call).await?.into_inner();
+        Ok(Response::new(structure(&o.json)?))
     }
 
     async fn update(
         &self,
         request: Request<UpdateCustomObjectRequest>,
     ) -> Result<Response<pbjson_types::Struct>, Status> {
-        self.update_part(request, Part::Main).await
+        self.update_part(request, "").await
     }
 
     async fn update_status(
         &self,
         request: Request<UpdateCustomObjectRequest>,
     ) -> Result<Response<pbjson_types::Struct>, Status> {
-        self.update_part(request, Part::Status).await
+        self.update_part(request, "status").await
     }
 
     async fn delete(
         &self,
         request: Request<DeleteCustomObjectRequest>,
     ) -> Result<Response<DeleteCustomObjectResponse>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let (e, _, _) = self.endpoint(&ctx, &target!(r), false).await?;
-        let d = e
-            .delete(ctx, &r.namespace, &r.name, r.options.unwrap_or_default())
+        let (metadata, _, r) = request.into_parts();
+        let call = self
+            .forward(metadata, target!(r), false, |resource| DeleteRequest {
+                resource,
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
+                options: r.options,
+            })
             .await?;
+        let d = Resources::delete(&self.generic, call).await?.into_inner();
         Ok(Response::new(DeleteCustomObjectResponse {
-            object: Some(structure(&d.object)?),
+            object: Some(structure(&d.json)?),
             deleted: d.deleted,
         }))
     }
@@ -273,36 +338,38 @@ impl CustomObjects for Resolver {
         &self,
         request: Request<DeleteCollectionCustomObjectsRequest>,
     ) -> Result<Response<CustomObjectList>, Status> {
-        let ctx = ctx_within(request.metadata(), DELETE_COLLECTION_TIMEOUT);
-        let r = request.into_inner();
-        let (e, _, _) = self.endpoint(&ctx, &target!(r), true).await?;
-        let page = e
-            .delete_collection(
-                ctx,
-                &r.namespace,
-                r.list_options.unwrap_or_default(),
-                r.options.unwrap_or_default(),
-            )
+        let (metadata, _, r) = request.into_parts();
+        let call = self
+            .forward(metadata, target!(r), true, |resource| {
+                DeleteCollectionRequest {
+                    resource,
+                    namespace: r.namespace.clone(),
+                    list_options: r.list_options,
+                    options: r.options,
+                }
+            })
             .await?;
-        Ok(Response::new(objects(page)?))
+        let list = Resources::delete_collection(&self.generic, call).await?;
+        Ok(Response::new(objects(list.into_inner())?))
     }
 
+    /// Served by [`crate::grpc::custom_passthrough`] before it reaches here, but for callers
+    /// of the generated server without it.
     async fn list(
         &self,
         request: Request<ListCustomObjectsRequest>,
     ) -> Result<Response<CustomObjectList>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let (e, _, _) = self.endpoint(&ctx, &target!(r), true).await?;
-        let page = e
-            .list(
-                ctx,
-                &r.namespace,
-                r.options.unwrap_or_default(),
-                Output::Object,
-            )
+        let (metadata, _, r) = request.into_parts();
+        let call = self
+            .forward(metadata, target!(r), true, |resource| ListRequest {
+                resource,
+                namespace: r.namespace.clone(),
+                options: r.options,
+                ..Default::default()
+            })
             .await?;
-        Ok(Response::new(objects(page)?))
+        let list = Resources::list(&self.generic, call).await?;
+        Ok(Response::new(objects(list.into_inner())?))
     }
 
     type WatchStream = WatchStream<CustomObjectWatchEvent>;
@@ -311,50 +378,65 @@ impl CustomObjects for Resolver {
         &self,
         request: Request<WatchCustomObjectsRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
-        // The watch itself has no deadline; looking its kind up has a unary call's.
-        let lookup = ctx(request.metadata());
-        let r = request.into_inner();
-        let (e, _, _) = self.endpoint(&lookup, &target!(r), true).await?;
-        let events = e
-            .watch(
-                &r.namespace,
-                r.options.unwrap_or_default(),
-                Output::Object,
-                self.stop.clone(),
-            )
+        let (metadata, _, r) = request.into_parts();
+        let call = self
+            .forward(metadata, target!(r), true, |resource| WatchRequest {
+                resource,
+                namespace: r.namespace.clone(),
+                options: r.options,
+                ..Default::default()
+            })
             .await?;
+        let events = Resources::watch(&self.generic, call).await?.into_inner();
         Ok(Response::new(Box::pin(events.map(|ev| {
-            let (t, json) = ev?;
+            let ev = ev?;
             Ok(CustomObjectWatchEvent {
-                r#type: t as i32,
-                object: Some(structure(&json)?),
+                r#type: ev.r#type,
+                object: Some(structure(&ev.json)?),
             })
         }))))
     }
 }
 
-impl Resolver {
-    /// Update or UpdateStatus (only with the status subresource: NOT_FOUND otherwise).
+impl CustomObjectsAlias {
+    /// Update or UpdateStatus (`subresource`; only with the status subresource: NOT_FOUND
+    /// otherwise, naming the version's status).
     async fn update_part(
         &self,
         request: Request<UpdateCustomObjectRequest>,
-        part: Part,
+        subresource: &str,
     ) -> Result<Response<pbjson_types::Struct>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
-        let (e, kind, v) = self.endpoint(&ctx, &target!(r), false).await?;
-        if part == Part::Status && !e.info().status {
-            return Err(not_found(&kind.group, &format!("{v} (status)"), &kind.plural).into());
+        let (metadata, _, r) = request.into_parts();
+        if subresource == "status" {
+            let (e, kind, v) = self
+                .resolver
+                .endpoint(&ctx(&metadata), &target!(r), false)
+                .await?;
+            if !e.info().status {
+                return Err(not_found(&kind.group, &format!("{v} (status)"), &kind.plural).into());
+            }
         }
-        let object = body(r.object)?;
+        let object = r.object.map(from_struct).transpose()?.map(Value::Object);
         let name = object
-            .pointer("/metadata/name")
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/name"))
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        let w = e
-            .update(ctx, &r.namespace, &name, object, part, &writing(r.dry_run))
+        let json = object.map(|o| o.to_string()).ok_or_else(|| {
+            ApiError::BadRequest("request field `object` is required: the object to write".into())
+        })?;
+        let call = self
+            .forward(metadata, target!(r), false, |resource| UpdateRequest {
+                resource,
+                namespace: r.namespace.clone(),
+                name,
+                subresource: subresource.to_string(),
+                json,
+                options: writing(r.dry_run),
+            })
             .await?;
-        Ok(Response::new(structure(&w.object)?))
+        let w = Resources::update(&self.generic, call).await?.into_inner();
+        Ok(Response::new(structure(&w.json)?))
     }
 }

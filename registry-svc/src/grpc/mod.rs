@@ -5,8 +5,8 @@
 //!   over a kind's Store, written per kind by `grpc_service!`;
 //! - [`passthrough`]: their List and Watch answered with storage's bytes, framed without
 //!   decoding; [`custom_passthrough`]: the same for `apiextensions.v1.CustomObjects/List`;
-//! - [`custom`]: `apiextensions.v1.CustomResourceDefinitions` and `CustomObjects`, the latter
-//!   over the catalog's endpoint of each served version;
+//! - [`custom`]: `apiextensions.v1.CustomResourceDefinitions`, and `CustomObjects`
+//!   (deprecated): an alias of [`generic`]'s handlers for custom kinds, objects as `Struct`s;
 //! - [`generic`]: `registry.v1.Resources`, every verb of every resource over the catalog (what
 //!   the CLI and the controllers call).
 //!

@@ -322,6 +322,10 @@ impl OpenApi {
                     .map(|v| field_schema(&v.ty, &mut nested))
                     .unwrap_or_else(|| json!({}));
                 json!({"type": "object", "additionalProperties": value})
+            } else if f.rule.json {
+                // JSON text in the message, the value it holds in Kubernetes JSON (a
+                // definition's `openAPIV3Schema`).
+                json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
             } else {
                 let one = field_schema(&f.ty, &mut nested);
                 if f.repeated {

@@ -4,7 +4,7 @@ use super::*;
 use serde_json::json;
 
 fn crd(selectable: &str) -> CustomResourceDefinition {
-    serde_json::from_value(json!({
+    CustomResourceDefinition::from_manifest(json!({
         "metadata": {"name": "widgets.example.com"},
         "spec": {"group": "example.com", "scope": "Namespaced",
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
@@ -22,7 +22,7 @@ fn problems(c: &CustomResourceDefinition) -> Vec<(String, String)> {
 
 /// A definition of one version whose spec has `fields`.
 fn with_fields(description: &str, fields: serde_json::Value) -> CustomResourceDefinition {
-    serde_json::from_value(json!({
+    CustomResourceDefinition::from_manifest(json!({
         "metadata": {"name": "widgets.example.com"},
         "spec": {"group": "example.com", "scope": "Namespaced",
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
