@@ -6,7 +6,8 @@
 //! kubectl prints. A document whose kind is not served yet is looked up again, for a moment,
 //! after an earlier document of the same run was written: a CustomResourceDefinition followed
 //! by its objects in one file is the usual way to ship them, and its kind is served once the
-//! definition is established.
+//! definition is established. So is a kind whose definition exists but is not served yet (a
+//! definition applied by the command before).
 //!
 //! delete deletes each object (`--cascade`, `--grace-period` as kubectl's); the documents of a
 //! file are all looked up first, then namespaced objects are deleted before cluster-scoped ones
@@ -15,15 +16,15 @@
 use std::time::Duration;
 
 use kubestore_proto::{
-    meta::v1::{DeleteOptions, PropagationPolicy},
-    registry::v1::ApiResource,
+    meta::v1::{DeleteOptions, ListOptions, PropagationPolicy},
+    registry::v1::{ApiResource, Output},
 };
 use serde_json::Value;
 use tonic::Code;
 
 use crate::{
     Ch, Error,
-    client::{Client, Written, resource_version_of, warning_lines},
+    client::{Client, Written, parse, resource_version_of, warning_lines},
     manifest::{self, Parsed},
     modify::Target,
     resource::{Discovery, kind_word, no_match},
@@ -104,6 +105,8 @@ pub(crate) struct Mapper {
     discovery: Option<Discovery>,
     /// Whether something was written since discovery was last read.
     written: bool,
+    /// Whether the definitions were already searched for a kind discovery lacks.
+    searched: bool,
 }
 
 impl Mapper {
@@ -112,7 +115,35 @@ impl Mapper {
             client: client.clone(),
             discovery: None,
             written: false,
+            searched: false,
         }
+    }
+
+    /// Whether a definition of `doc`'s kind exists, not served yet: written a moment ago by
+    /// another command (`kubestore apply -f definition.yaml`, then the objects' file), its kind
+    /// is served once it is established. Asked once per run, only for a kind discovery lacks.
+    async fn defined(&self, doc: &Parsed) -> bool {
+        let Some((group, _)) = doc.api_version().split_once('/') else {
+            return false;
+        };
+        let Some(definitions) = self
+            .discovery
+            .as_ref()
+            .and_then(|d| d.for_kind("apiextensions.k8s.io/v1", "CustomResourceDefinition"))
+        else {
+            return false;
+        };
+        let Ok(list) = self
+            .client
+            .list(definitions, "", ListOptions::default(), Output::Object)
+            .await
+        else {
+            return false;
+        };
+        list.items
+            .iter()
+            .filter_map(|i| parse(i).ok())
+            .any(|d| d["spec"]["group"] == group && d["spec"]["names"]["kind"] == doc.kind())
     }
 
     /// Says that the run wrote something (a definition, perhaps).
@@ -133,6 +164,10 @@ impl Mapper {
                 .and_then(|d| d.for_kind(doc.api_version(), doc.kind()));
             if let Some(r) = found {
                 return Ok(r.clone());
+            }
+            if !self.written && !self.searched {
+                self.searched = true;
+                self.written = self.defined(doc).await;
             }
             if !self.written || tokio::time::Instant::now() >= deadline {
                 // Looked for long enough: later documents do not wait again for this write.

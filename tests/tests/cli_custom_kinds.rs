@@ -168,3 +168,38 @@ async fn apply_get_and_delete_custom_kinds_through_the_cli() {
         "{lines:?}"
     );
 }
+
+/// A definition applied by one command and its object by the next, at once (the docs' two
+/// lines): the second finds the definition not served yet and waits for it to be established,
+/// instead of "no matches for kind".
+#[tokio::test(flavor = "multi_thread")]
+async fn an_object_applied_right_after_its_definition_by_another_command_waits_for_it() {
+    let cluster = Cluster::full().await;
+    let url = cluster.registry.as_ref().expect("registry").url();
+    let ch = kubestore_cli::connect(&url).await.expect("connect");
+    let docs = parse(MANIFEST).expect("every document parses");
+    let kind = |d: &kubestore_cli::manifest::Parsed| d.kind().to_string();
+    let definition: Vec<_> = docs
+        .iter()
+        .filter(|d| kind(d) == "CustomResourceDefinition")
+        .cloned()
+        .collect();
+    let object: Vec<_> = docs
+        .iter()
+        .filter(|d| kind(d) == "CronTab")
+        .cloned()
+        .collect();
+    let (lines, ok) = apply::apply(&ch, "default", definition).await;
+    assert!(ok, "{lines:?}");
+    let (lines, ok) = apply::apply(&ch, "default", object).await;
+    assert!(ok, "{lines:?}");
+    assert_eq!(
+        lines,
+        vec!["crontab.stable.example.com/my-new-cron-object created".to_string()]
+    );
+    // A kind no definition defines is still refused.
+    let unknown = parse("apiVersion: nobody.example.com/v1\nkind: Nothing\nmetadata:\n  name: x\n")
+        .expect("parses");
+    let (lines, ok) = apply::apply(&ch, "default", unknown).await;
+    assert!(!ok && lines[0].contains("no matches for kind"), "{lines:?}");
+}
