@@ -490,11 +490,9 @@ fn validate_versions(
             ));
         }
         let mut parsed = None;
-        match version_schema(version) {
-            None => v.push((
-                format!("{path}.schema.openAPIV3Schema"),
-                "Required value: schemas are required".into(),
-            )),
+        let schema = format!("{path}.schema.openAPIV3Schema");
+        let problems = match version_schema(version) {
+            None => vec![(String::new(), "Required value: schemas are required".into())],
             Some(Ok(s)) => {
                 // Upstream estimates the rules of a structural schema only, and skips the
                 // per-rule limit for a version whose schema did not change.
@@ -502,26 +500,19 @@ fn validate_versions(
                     .and_then(|o| o.versions.iter().find(|x| x.name == version.name))
                     .is_some_and(|o| schema_json(o) == schema_json(version));
                 let problems = crate::custom::openapi::costs::check(&s.root, !unchanged);
-                for (field, e) in problems {
-                    let field = if field.is_empty() {
-                        format!("{path}.schema.openAPIV3Schema")
-                    } else {
-                        format!("{path}.schema.openAPIV3Schema.{field}")
-                    };
-                    v.push((field, e));
-                }
                 parsed = Some(s);
+                problems
             }
-            Some(Err(problems)) => {
-                for (field, e) in problems {
-                    let field = if field.is_empty() {
-                        format!("{path}.schema.openAPIV3Schema")
-                    } else {
-                        format!("{path}.schema.openAPIV3Schema.{field}")
-                    };
-                    v.push((field, e));
-                }
-            }
+            Some(Err(problems)) => problems,
+        };
+        // Problems are relative to the schema ("" is the schema itself).
+        for (field, e) in problems {
+            let field = if field.is_empty() {
+                schema.clone()
+            } else {
+                format!("{schema}.{field}")
+            };
+            v.push((field, e));
         }
         if version.deprecation_warning.is_some() && !version.deprecated {
             v.push((

@@ -52,6 +52,23 @@ struct Marked<R> {
 }
 
 impl<R: Resource> Store<R> {
+    /// What a Delete does to `existing` (graceful or not, already pending), as
+    /// [`before_delete`] decides, traced as upstream's `BeforeDelete`.
+    fn before_delete(
+        &self,
+        existing: &mut R,
+        options: &mut DeleteOptions,
+    ) -> Result<crate::store::graceful::Decision, ApiError> {
+        let _s = tracing::info_span!("BeforeDelete", kind = self.kind()).entered();
+        before_delete(
+            self.strategy.as_ref(),
+            self.resource(),
+            existing,
+            options,
+            now(),
+        )
+    }
+
     /// Deletes `namespace`/`name`; returns the object's last state and whether it is gone.
     pub async fn delete(
         &self,
@@ -216,16 +233,7 @@ impl<R: Resource> Store<R> {
         let original = existing.clone();
         let mut preconditions = options.preconditions.clone();
 
-        let decision = {
-            let _s = tracing::info_span!("BeforeDelete", kind = self.kind()).entered();
-            before_delete(
-                self.strategy.as_ref(),
-                self.resource(),
-                &mut existing,
-                &mut options,
-                now(),
-            )?
-        };
+        let decision = self.before_delete(&mut existing, &mut options)?;
         span.record("graceful", decision.graceful);
         span.record("pending", decision.pending);
         if let Some(g) = options.grace_period_seconds {
@@ -354,17 +362,9 @@ impl<R: Resource> Store<R> {
                 let mut existing = self.decode(bytes).map_err(Stop::Api)?;
                 // Each attempt starts from the caller's options, as a retry of the request would.
                 let mut opts = options.clone();
-                let decision = {
-                    let _s = tracing::info_span!("BeforeDelete", kind = self.kind()).entered();
-                    before_delete(
-                        self.strategy.as_ref(),
-                        self.resource(),
-                        &mut existing,
-                        &mut opts,
-                        now(),
-                    )
-                    .map_err(Stop::Api)?
-                };
+                let decision = self
+                    .before_delete(&mut existing, &mut opts)
+                    .map_err(Stop::Api)?;
                 if decision.pending {
                     return Err(Stop::AlreadyDeleting);
                 }

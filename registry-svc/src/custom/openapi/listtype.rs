@@ -47,20 +47,23 @@ fn duplicates(node: &Node, v: &Value, path: &str, errors: &mut Errors) {
     }
 }
 
+/// `Duplicate value` for each item equal to an earlier one (a `set`, and `uniqueItems`).
+pub(super) fn equal_items(items: &[Value], path: &str, errors: &mut Errors) {
+    let mut seen = BTreeSet::new();
+    for (i, v) in items.iter().enumerate() {
+        if !seen.insert(v.to_string()) {
+            push(
+                errors,
+                &format!("{path}[{i}]"),
+                format!("Duplicate value: {}", show(v)),
+            );
+        }
+    }
+}
+
 fn list_duplicates(node: &Node, items: &[Value], path: &str, errors: &mut Errors) {
     match node.list_type.as_str() {
-        "set" => {
-            let mut seen = BTreeSet::new();
-            for (i, v) in items.iter().enumerate() {
-                if !seen.insert(v.to_string()) {
-                    push(
-                        errors,
-                        &format!("{path}[{i}]"),
-                        format!("Duplicate value: {}", show(v)),
-                    );
-                }
-            }
-        }
+        "set" => equal_items(items, path, errors),
         "map" if !node.list_map_keys.is_empty() => {
             let mut seen = BTreeSet::new();
             for (i, v) in items.iter().enumerate() {

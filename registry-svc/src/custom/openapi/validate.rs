@@ -14,8 +14,6 @@
 //! The duplicates of `set` and `map` lists are upstream's `listtype` validation, apart from
 //! the schema's (`listtype`).
 
-use std::collections::BTreeSet;
-
 use serde_json::{Map, Value};
 
 use super::{Additional, MAX_ERRORS, Node, correlate};
@@ -500,16 +498,7 @@ fn array_items(
         unchanged = as_whole();
     }
     if node.unique_items {
-        let mut seen = BTreeSet::new();
-        for (i, v) in items.iter().enumerate() {
-            if !seen.insert(v.to_string()) {
-                push(
-                    errors,
-                    &format!("{path}[{i}]"),
-                    format!("Duplicate value: {}", show(v)),
-                );
-            }
-        }
+        super::listtype::equal_items(items, path, errors);
     }
     unchanged
 }
