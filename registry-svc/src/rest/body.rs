@@ -74,10 +74,26 @@ pub async fn read_body(
         .to_string();
     let raw = read_raw(rest, req, ctx).await?;
     let deadline = Some(ctx.deadline.instant().into_std());
-    let decoded = crate::offload::run(raw.len(), deadline, || {
+    let decoded = crate::offload::run(work_size(&content_type, &raw), deadline, || {
         decode(&content_type, &raw, endpoint)
     })?;
     Ok((decoded, raw.len()))
+}
+
+/// How much decoding `raw` may cost, in bytes of input it is like: its size, except for YAML
+/// with aliases, which may expand to far more than its size (up to the bound of
+/// `kubestore_apimachinery::yaml`, about half a second of CPU for a 15 KB body): such a body is
+/// decoded off the async workers whatever its size.
+pub fn work_size(content_type: &str, raw: &[u8]) -> usize {
+    let yaml = matches!(
+        media(content_type).as_str(),
+        "application/yaml" | "application/x-yaml" | "text/yaml"
+    );
+    if yaml && raw.contains(&b'*') {
+        raw.len().max(crate::offload::INLINE_BYTES)
+    } else {
+        raw.len()
+    }
 }
 
 /// `raw` as a JSON value, by `content_type`.

@@ -399,7 +399,12 @@ async fn delete_body(
         .unwrap_or("")
         .to_string();
     let raw = read_raw(rest, req, ctx).await?;
-    let body = super::body::delete_options(&content_type, &raw)?;
+    let deadline = Some(ctx.deadline.instant().into_std());
+    let body = crate::offload::run(
+        super::body::work_size(&content_type, &raw),
+        deadline,
+        || super::body::delete_options(&content_type, &raw),
+    )?;
     delete_options(query, body)
 }
 
