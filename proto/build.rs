@@ -19,6 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "core/v1/core.proto",
         "apiextensions/v1/apiextensions.proto",
         "coordination/v1/coordination.proto",
+        "events/v1/events.proto",
         "registry/v1/resources.proto",
     ] {
         println!("cargo:rerun-if-changed={p}");
@@ -50,6 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "core/v1/core.proto",
                 "apiextensions/v1/apiextensions.proto",
                 "coordination/v1/coordination.proto",
+                "events/v1/events.proto",
                 "registry/v1/resources.proto",
             ],
             &["."],
@@ -62,6 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ".core.v1",
                 ".apiextensions.v1",
                 ".coordination.v1",
+                ".events.v1",
                 ".registry.v1",
             ][..],
         ),
@@ -84,6 +87,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "k8s/intstr.proto",
         "k8s/core.proto",
         "k8s/coordination.proto",
+        "k8s/events.proto",
     ];
     for p in k8s {
         println!("cargo:rerun-if-changed={p}");

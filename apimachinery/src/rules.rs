@@ -129,6 +129,16 @@ const RULES: &[(&str, FieldRule)] = &[
     (".core.v1.Event.event_time", ALWAYS),
     (".core.v1.Event.first_timestamp", ALWAYS),
     (".core.v1.Event.last_timestamp", ALWAYS),
+    // events.k8s.io/v1 Event: eventTime and the deprecated times are written as null when
+    // unset, regarding and deprecatedSource are values (`{}` when empty); EventSeries' fields
+    // have no omitempty.
+    (".events.v1.Event.event_time", ALWAYS),
+    (".events.v1.Event.regarding", ALWAYS),
+    (".events.v1.Event.deprecated_source", ALWAYS),
+    (".events.v1.Event.deprecated_first_timestamp", ALWAYS),
+    (".events.v1.Event.deprecated_last_timestamp", ALWAYS),
+    (".events.v1.EventSeries.count", ALWAYS),
+    (".events.v1.EventSeries.last_observed_time", ALWAYS),
     // apiextensions/v1
     (
         ".apiextensions.v1.CustomResourceDefinitionNames.plural",

@@ -5,6 +5,7 @@
 //! - [`core::v1`]: the typed resources served by registry-svc (`Pods`, `ConfigMaps`, `Events`).
 //! - [`apiextensions::v1`]: custom kinds (`CustomResourceDefinitions`, `CustomObjects`).
 //! - [`coordination::v1`]: `Leases` (leader election).
+//! - [`events::v1`]: events.k8s.io's `Event`, a second version of `core.v1.Event` (messages only).
 //!
 //! - [`codec`]: the codec of every generated client and server (malformed = INVALID_ARGUMENT);
 //! - [`amplification`]: what a request may decode into, checked before decoding;
@@ -112,5 +113,14 @@ pub mod coordination {
     pub mod v1 {
         tonic::include_proto!("coordination.v1");
         include!(concat!(env!("OUT_DIR"), "/coordination.v1.serde.rs"));
+    }
+}
+
+/// events.k8s.io: the `Event` of `core.v1` in its newer version, stored as the core one.
+pub mod events {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("events.v1");
+        include!(concat!(env!("OUT_DIR"), "/events.v1.serde.rs"));
     }
 }

@@ -386,6 +386,26 @@ impl Builtin<'_> {
         self.counted.push(object_count::Counted::of(store.names()));
         store
     }
+
+    /// Serves `store`'s kind in version `V` too (events.k8s.io/v1's Event): a Store of its own
+    /// over the same objects, whose `strategy` judges writes made in `V` (upstream's strategy
+    /// asks the request's group version); its errors name `V`'s group. Not counted again: the
+    /// objects are the same.
+    fn version<R: resource::Resource, V: catalog::builtin::Version<R>>(
+        &mut self,
+        store: &Store<R>,
+        strategy: impl strategy::Strategy<R>,
+    ) {
+        let stored = store.names();
+        let names = store::Names {
+            group: V::GROUP.into(),
+            version: V::VERSION.into(),
+            resource: format!("{}.{}", stored.plural, V::GROUP),
+            ..stored.clone()
+        };
+        let served = Store::with_names(store.storage.clone(), Arc::new(strategy), names);
+        catalog::builtin::register_version::<R, V>(self.catalog, self.codec, &served);
+    }
 }
 
 /// [`run`], with every endpoint on an already bound listener: the metrics endpoint's and the
@@ -475,10 +495,12 @@ pub async fn run_with_listeners(
     let config_maps = builtin.kind(Store::new(storage.clone(), ConfigMapStrategy));
     let events = builtin.kind(Store::new(
         storage.clone(),
-        EventStrategy {
-            ttl: config.event_ttl,
-        },
+        EventStrategy::core(config.event_ttl),
     ));
+    builtin.version::<_, kinds::event_v1::EventsV1>(
+        &events,
+        EventStrategy::events_v1(config.event_ttl),
+    );
     let secrets = builtin.kind(Store::new(storage.clone(), SecretStrategy));
     let leases = builtin.kind(Store::new(storage.clone(), LeaseStrategy));
     let namespaces = builtin.kind(Store::new(storage.clone(), NamespaceStrategy));

@@ -195,7 +195,8 @@ async fn every_kind_reads_the_same_through_the_generic_and_typed_apis() {
     let mut g = ResourcesClient::new(ch.clone());
     let codec = Codec::new(kubestore_proto::CORE_DESCRIPTOR_SET).expect("descriptors");
     let cases = cases();
-    // Every built-in kind discovery lists is a case here.
+    // Every built-in kind discovery lists is a case here, in its storage version (a second
+    // version converts, so its bytes are not the typed API's: tests/events_v1.rs).
     let discovered: Vec<(String, String)> = g
         .discover(DiscoverRequest {})
         .await
@@ -203,7 +204,7 @@ async fn every_kind_reads_the_same_through_the_generic_and_typed_apis() {
         .into_inner()
         .resources
         .into_iter()
-        .filter(|r| !r.message.is_empty())
+        .filter(|r| !r.message.is_empty() && r.storage_version)
         .map(|r| (r.group, r.resource))
         .collect();
     for (group, resource) in &discovered {

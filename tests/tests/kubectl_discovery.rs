@@ -10,6 +10,7 @@ use kubestore_tests::kube::{KubeCluster, Kubectl, cells, crontab_yaml};
 const BUILT_IN_ROWS: &[&[&str]] = &[
     &["configmaps", "cm", "v1", "true", "ConfigMap"],
     &["events", "ev", "v1", "true", "Event"],
+    &["events", "ev", "events.k8s.io/v1", "true", "Event"],
     &["pods", "po", "v1", "true", "Pod"],
     &["secrets", "v1", "true", "Secret"],
     &[

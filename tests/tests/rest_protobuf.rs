@@ -120,6 +120,22 @@ fn objects() -> Vec<(&'static str, &'static str, Value)> {
             }),
         ),
         (
+            // client-go's event recorder (tools/events) creates so.
+            "/apis/events.k8s.io/v1/namespaces/default/events",
+            ".k8s.io.api.events.v1.Event",
+            json!({
+                "apiVersion": "events.k8s.io/v1", "kind": "Event",
+                "metadata": {"name": "pb-event-v1"},
+                "eventTime": "2026-01-02T03:04:05.123456Z",
+                "series": {"count": 2, "lastObservedTime": "2026-01-02T03:04:07.000001Z"},
+                "reportingController": "kubelet", "reportingInstance": "node-1",
+                "action": "Pulling", "reason": "Pulled", "note": "Pulled image nginx",
+                "type": "Normal",
+                "regarding": {"kind": "Pod", "name": "pb-pod", "namespace": "default",
+                              "apiVersion": "v1"},
+            }),
+        ),
+        (
             "/apis/coordination.k8s.io/v1/namespaces/default/leases",
             ".k8s.io.api.coordination.v1.Lease",
             json!({

@@ -3,6 +3,11 @@
 //! kind, and [`register`], what discovery says of a kind from its `Resource` constants and
 //! strategy.
 //!
+//! A kind may also be served in a second version ([`Version`], [`register_version`]: upstream's
+//! `events.k8s.io/v1` Event beside core `v1`): its own endpoint, over the same objects, whose
+//! shape converts each object between the version's message and the stored one, as upstream's
+//! conversion functions do. Storage holds one version only, so both read the same objects.
+//!
 //! Objects come in as JSON values: their `apiVersion` and `kind` are checked against the
 //! endpoint's, fields the message does not have are reported per `fieldValidation`, and the
 //! rest is encoded with the descriptors and decoded into `R`. Objects go out as storage holds
@@ -21,18 +26,54 @@ use super::{
 };
 use crate::{error::ApiError, resource::Resource, store::Store};
 
-/// A built-in kind's objects as Kubernetes JSON.
-pub struct BuiltinShape<R: Resource> {
+/// A version a built-in kind is served in, and how its objects convert to and from the stored
+/// message `R` (upstream's `Convert_*` pair of a group version).
+pub trait Version<R: Resource>: Send + Sync + 'static {
+    /// The version's API group and version (`events.k8s.io`, `v1`).
+    const GROUP: &'static str;
+    /// See `GROUP`.
+    const VERSION: &'static str;
+    /// Whether objects are converted; false only for [`Stored`], whose objects are served as
+    /// storage's bytes without decoding.
+    const CONVERTS: bool = true;
+    /// The version's proto message, `.events.v1.Event`.
+    fn message() -> String;
+    /// An object of this version, encoded, as the stored message.
+    fn decode(bytes: &[u8]) -> Result<R, prost::DecodeError>;
+    /// A stored object, encoded as this version's message.
+    fn encode(obj: &R) -> Vec<u8>;
+}
+
+/// The version a kind is stored in: no conversion.
+pub struct Stored;
+
+impl<R: Resource> Version<R> for Stored {
+    const GROUP: &'static str = R::GROUP;
+    const VERSION: &'static str = "v1";
+    const CONVERTS: bool = false;
+    fn message() -> String {
+        R::message_name()
+    }
+    fn decode(bytes: &[u8]) -> Result<R, prost::DecodeError> {
+        R::decode(bytes)
+    }
+    fn encode(obj: &R) -> Vec<u8> {
+        obj.encode_to_vec()
+    }
+}
+
+/// A built-in kind's objects as Kubernetes JSON, in version `V`.
+pub struct BuiltinShape<R: Resource, V: Version<R> = Stored> {
     codec: Arc<Codec>,
     message: String,
     api_version: String,
     kind: String,
     version: String,
     strategy: Arc<dyn crate::strategy::Strategy<R>>,
-    _kind: PhantomData<fn() -> R>,
+    _kind: PhantomData<fn() -> (R, V)>,
 }
 
-impl<R: Resource> BuiltinShape<R> {
+impl<R: Resource, V: Version<R>> BuiltinShape<R, V> {
     fn encoded_to_json(&self, bytes: &[u8]) -> Result<Json, ApiError> {
         self.codec
             .encode_to_vec(&self.message, bytes, Some((&self.api_version, &self.kind)))
@@ -89,7 +130,7 @@ pub(crate) fn unknown_fields(
     }
 }
 
-impl<R: Resource> Shape<R> for BuiltinShape<R> {
+impl<R: Resource, V: Version<R>> Shape<R> for BuiltinShape<R, V> {
     fn take_in(
         &self,
         body: Value,
@@ -114,18 +155,23 @@ impl<R: Resource> Shape<R> for BuiltinShape<R> {
                 ))
             })?;
         let warnings = unknown_fields(unknown, validation, kind, &self.version)?;
-        let obj = R::decode(bytes.as_slice())
+        let obj = V::decode(bytes.as_slice())
             .map_err(|e| ApiError::Internal(format!("{kind} from JSON does not decode: {e}")))?;
         Ok((obj, warnings))
     }
 
     fn give_out(&self, obj: &R) -> Result<Json, ApiError> {
-        self.encoded_to_json(&obj.encode_to_vec())
+        self.encoded_to_json(&V::encode(obj))
     }
 
     /// Storage's bytes written as JSON as they are, unless the kind has read defaults (then
-    /// re-encoded only when defaulting changed something) or decorates what it serves.
+    /// re-encoded only when defaulting changed something), decorates what it serves or is
+    /// served in another version than it is stored in.
     fn served(&self, store: &Store<R>, bytes: &Bytes) -> Result<Json, ApiError> {
+        if V::CONVERTS {
+            let obj = store.decode(bytes)?;
+            return self.give_out(&obj);
+        }
         if self.strategy.has_decorator() {
             let mut obj = store.decode(bytes)?;
             self.strategy.decorate(&mut obj);
@@ -154,6 +200,25 @@ impl<R: Resource> Shape<R> for BuiltinShape<R> {
 /// Registers the endpoint of a built-in kind's Store: what discovery says of it comes from the
 /// kind's [`Resource`] constants and its strategy.
 pub fn register<R: Resource>(catalog: &Catalog, codec: &Arc<Codec>, store: &Store<R>) {
+    add::<R, Stored>(catalog, codec, store, true);
+}
+
+/// Registers `store`, a Store over the objects of a kind registered with [`register`], as the
+/// kind's version `V`: not the storage version, its objects converted both ways.
+pub fn register_version<R: Resource, V: Version<R>>(
+    catalog: &Catalog,
+    codec: &Arc<Codec>,
+    store: &Store<R>,
+) {
+    add::<R, V>(catalog, codec, store, false);
+}
+
+fn add<R: Resource, V: Version<R>>(
+    catalog: &Catalog,
+    codec: &Arc<Codec>,
+    store: &Store<R>,
+    storage_version: bool,
+) {
     let s = &store.strategy;
     let verbs = super::ALL_VERBS
         .iter()
@@ -162,8 +227,8 @@ pub fn register<R: Resource>(catalog: &Catalog, codec: &Arc<Codec>, store: &Stor
         .collect();
     let names = store.names();
     let info = ResourceInfo {
-        group: names.group.clone(),
-        version: "v1".into(),
+        group: V::GROUP.into(),
+        version: V::VERSION.into(),
         plural: names.plural.clone(),
         singular: names.kind.to_lowercase(),
         kind: names.kind.clone(),
@@ -174,13 +239,13 @@ pub fn register<R: Resource>(catalog: &Catalog, codec: &Arc<Codec>, store: &Stor
         verbs,
         status: s.has_status(),
         finalize: s.has_finalize(),
-        storage_version: true,
-        message: Some(R::message_name()),
+        storage_version,
+        message: Some(V::message()),
         return_deleted_object: s.return_deleted_object(),
     };
-    let shape = BuiltinShape {
+    let shape = BuiltinShape::<R, V> {
         codec: codec.clone(),
-        message: R::message_name(),
+        message: V::message(),
         api_version: info.api_version(),
         kind: info.kind.clone(),
         version: info.version.clone(),

@@ -3,6 +3,17 @@
 //! The TTL is set on create and on every update, because etcd drops the lease of a key written
 //! without one. As upstream: Update may create a missing event, and garbage collection is
 //! `Unsupported` (no GC finalizer is ever added, so an orphan/foreground delete is immediate).
+//!
+//! Events are served in two versions over the same stored objects: core `v1` and
+//! `events.k8s.io/v1` (`event_v1`). Upstream's strategy validates a write by the version it was
+//! made in (`requestGroupVersion`); here each version's Store has its own strategy
+//! ([`EventApi`]), which picks the validation and the field labels.
+//!
+//! Deviation: a write through core `v1` keeps kubestore's earlier checks (type, count, reason)
+//! instead of upstream's legacy rules (an event with `eventTime` needs `action`,
+//! `reportingController`, ...): clients of the core version have written such events to
+//! kubestore, and refusing them now would break them. events.k8s.io/v1 writes get upstream's
+//! rules whole.
 
 use std::time::Duration;
 
@@ -29,20 +40,49 @@ const FIELDS: &[SelectableField] = &[
     SelectableField::string("involvedObject.fieldPath", &[2, 7]),
     SelectableField::string("reason", &[3]),
     SelectableField::string("type", &[5]),
+    SelectableField::string("reportingComponent", &[13]),
+    SelectableField::string("source", &[7, 1]),
 ];
+
+/// The version of the API a Store of events serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventApi {
+    /// Core `v1`.
+    Core,
+    /// `events.k8s.io/v1`.
+    EventsV1,
+}
 
 /// The Event strategy.
 #[derive(Debug, Clone, Copy)]
 pub struct EventStrategy {
     /// How long an event lives.
     pub ttl: Duration,
+    /// The version whose writes it judges.
+    pub api: EventApi,
+}
+
+impl EventStrategy {
+    /// Core `v1`'s.
+    pub fn core(ttl: Duration) -> Self {
+        Self {
+            ttl,
+            api: EventApi::Core,
+        }
+    }
+
+    /// `events.k8s.io/v1`'s.
+    pub fn events_v1(ttl: Duration) -> Self {
+        Self {
+            ttl,
+            api: EventApi::EventsV1,
+        }
+    }
 }
 
 impl Default for EventStrategy {
     fn default() -> Self {
-        Self {
-            ttl: Duration::from_secs(3600),
-        }
+        Self::core(Duration::from_secs(3600))
     }
 }
 
@@ -56,6 +96,9 @@ impl Strategy<Event> for EventStrategy {
     }
 
     fn validate(&self, e: &Event) -> Violations {
+        if self.api == EventApi::EventsV1 {
+            return super::event_v1::validate_create(e);
+        }
         let mut v = Violations::new();
         if !["", "Normal", "Warning"].contains(&e.r#type.as_str()) {
             v.push((
@@ -81,8 +124,11 @@ impl Strategy<Event> for EventStrategy {
         v
     }
 
-    fn validate_update(&self, new: &Event, _old: &Event) -> Violations {
-        self.validate(new)
+    fn validate_update(&self, new: &Event, old: &Event) -> Violations {
+        match self.api {
+            EventApi::Core => self.validate(new),
+            EventApi::EventsV1 => super::event_v1::validate_update(new, old),
+        }
     }
 
     fn ttl_seconds(&self, _e: &Event) -> Option<i64> {
@@ -98,6 +144,9 @@ impl Strategy<Event> for EventStrategy {
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {
-        FIELDS
+        match self.api {
+            EventApi::Core => FIELDS,
+            EventApi::EventsV1 => super::event_v1::FIELDS,
+        }
     }
 }

@@ -1,9 +1,14 @@
 //! One strategy per resource kind. Adding a kind: a proto message and service in
 //! `proto/core/v1`, a `resource!` line in `resource`, a strategy here, and one registration
 //! line in `lib.rs`.
+//!
+//! Serving a kind in a second version (events.k8s.io/v1's Event, `event_v1`): a message in
+//! its own proto package, upstream's conversion as a `catalog::builtin::Version`, a strategy for
+//! writes made in that version, and one `Builtin::version` line in `lib.rs`.
 
 pub mod configmap;
 pub mod event;
+pub mod event_v1;
 pub mod hugepages;
 pub mod image_ref;
 pub mod lease;
