@@ -140,8 +140,10 @@ impl Descriptors {
                 "" => String::new(),
                 p => format!(".{p}"),
             };
+            // An empty `syntax` is proto2, as protoc writes it.
+            let proto2 = matches!(file.syntax(), "" | "proto2");
             for m in &file.message_type {
-                self.message(&prefix, m);
+                self.message(&prefix, m, proto2);
             }
             for e in &file.enum_type {
                 self.enumeration(&prefix, e);
@@ -168,10 +170,10 @@ impl Descriptors {
         );
     }
 
-    fn message(&mut self, prefix: &str, m: &DescriptorProto) {
+    fn message(&mut self, prefix: &str, m: &DescriptorProto, proto2: bool) {
         let full_name = format!("{prefix}.{}", m.name());
         for nested in &m.nested_type {
-            self.message(&full_name, nested);
+            self.message(&full_name, nested, proto2);
         }
         for e in &m.enum_type {
             self.enumeration(&full_name, e);
@@ -207,6 +209,8 @@ impl Descriptors {
                     j => j.to_string(),
                 };
                 let field_name = format!("{full_name}.{}", f.name());
+                let explicit_presence = f.proto3_optional()
+                    || (proto2 && f.label() == Label::Optional && presence_in_proto2(&ty));
                 Some(FieldDesc {
                     number,
                     rule: crate::rules::rule(&field_name),
@@ -215,7 +219,7 @@ impl Descriptors {
                     json_name,
                     ty,
                     repeated: f.label() == Label::Repeated,
-                    explicit_presence: f.proto3_optional(),
+                    explicit_presence,
                 })
             })
             .collect();
@@ -274,6 +278,21 @@ fn camel(name: &str) -> String {
         }
     }
     out
+}
+
+/// Whether a proto2 `optional` field of this type keeps a zero value that is on the wire:
+/// Kubernetes' own protobuf (`proto/k8s`, proto2) carries `false` and `0` that mean something
+/// (`enableServiceLinks: false`, `terminationGracePeriodSeconds: 0`, `immutable: false`), which
+/// implicit presence would drop and defaulting would then turn into `true` or 30. Strings are
+/// left implicit: Go writes every string field that is not a pointer, empty or not, and an
+/// empty string means "unset" in every kubestore string field (and `serviceAccount`, which
+/// kubestore does not model, would otherwise come out as an unknown field of every Pod).
+/// Messages are present whenever they are on the wire already.
+fn presence_in_proto2(ty: &FieldType) -> bool {
+    !matches!(
+        ty,
+        FieldType::String | FieldType::Bytes | FieldType::Message(_)
+    )
 }
 
 #[cfg(test)]

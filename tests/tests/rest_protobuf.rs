@@ -91,6 +91,8 @@ fn objects() -> Vec<(&'static str, &'static str, Value)> {
                     "nodeName": "node-1",
                     "terminationGracePeriodSeconds": 3_000_000_000_i64,
                     "activeDeadlineSeconds": 3600,
+                    // false on the wire is kept (proto2 presence), not defaulted to true.
+                    "enableServiceLinks": false,
                     "containers": [{
                         "name": "c", "image": "nginx:1.27",
                         "args": ["-g", "daemon off;"],

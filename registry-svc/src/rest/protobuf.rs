@@ -198,6 +198,34 @@ mod tests {
     /// A kubelet's pod status in upstream's protobuf (its field numbers: `proto/k8s/core.proto`)
     /// reads as upstream's JSON names.
     #[test]
+    fn false_and_zero_on_the_wire_are_kept_and_empty_strings_dropped() {
+        use prost::encoding::{bool as boolean, bytes, int64, string};
+        // upstream PodSpec: restartPolicy (3) "", terminationGracePeriodSeconds (4) 0,
+        // serviceAccount (9) "" (what Go writes for a value field), hostNetwork (11) false,
+        // enableServiceLinks (30) false.
+        let mut spec = Vec::new();
+        string::encode(3, &String::new(), &mut spec);
+        int64::encode(4, &0, &mut spec);
+        string::encode(9, &String::new(), &mut spec);
+        boolean::encode(11, &false, &mut spec);
+        boolean::encode(30, &false, &mut spec);
+        let mut pod = Vec::new();
+        bytes::encode(2, &spec, &mut pod);
+        let json = codec()
+            .expect("descriptors")
+            .encode_to_value(".k8s.io.api.core.v1.Pod", &pod, Some(("v1", "Pod")))
+            .expect("transcodes");
+        assert_eq!(
+            json["spec"],
+            serde_json::json!({
+                "terminationGracePeriodSeconds": 0,
+                "hostNetwork": false,
+                "enableServiceLinks": false,
+            })
+        );
+    }
+
+    #[test]
     fn a_pod_status_in_kubernetes_protobuf_reads_as_its_json() {
         use prost::encoding::{bytes, int32, int64, string};
         let msg = |fields: &[(u32, Vec<u8>)]| {
