@@ -58,7 +58,22 @@ impl Store {
     /// the rest end the stream.
     pub async fn watch(self: &Arc<Self>, req: WatchRequest) -> Result<WatchHandle, StorageError> {
         let key = req.key.clone();
-        let rv = parse_resource_version(&key, &req.resource_version)?;
+        let mut rv = parse_resource_version(&key, &req.resource_version)?;
+        // A watch of changes "from now" (no version, no initial events) starts at the revision
+        // etcd is at before the caller gets its stream, as upstream's watch registers its
+        // watcher before it answers: a write the caller makes once the call has returned is
+        // always seen. (Resolved in the watch's own task, it could come after such a write,
+        // which was then never sent.)
+        if rv == 0 && req.send_initial_events == Some(false) {
+            let call = EtcdCall {
+                key: &key,
+                deadline: kubestore_telemetry::Deadline::after(self.config.request_timeout),
+            };
+            rv = self
+                .etcd
+                .current_revision(&call, &self.health_key())
+                .await?;
+        }
         let range = if req.recursive {
             let p = self.prefix.etcd_prefix(&key)?;
             let end = prefix_end(p.as_bytes());
