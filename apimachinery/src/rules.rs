@@ -13,6 +13,9 @@
 //! - **json**: a string field holding JSON text (a definition's schema travels so over gRPC, where
 //!   a `Struct` nests past generated clients' recursion limits), the JSON value it holds in
 //!   Kubernetes JSON.
+//! - **inline**: a message field of Kubernetes' own protobuf (`proto/k8s`) whose Go struct is
+//!   embedded (`json:",inline"`): nested on the wire, its fields are the parent's in JSON
+//!   (`configMapKeyRef.localObjectReference.name` is `configMapKeyRef.name`).
 
 /// How a strategic merge patch treats a list field (upstream's `patchStrategy` tag).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +42,8 @@ pub struct FieldRule {
     pub list: Option<ListStrategy>,
     /// A string holding JSON text, written and read as the JSON value it holds.
     pub json: bool,
+    /// A message whose fields are written as its parent's (Go's embedded structs).
+    pub inline: bool,
 }
 
 const NONE: FieldRule = FieldRule {
@@ -46,6 +51,7 @@ const NONE: FieldRule = FieldRule {
     quantity: false,
     list: None,
     json: false,
+    inline: false,
 };
 const ALWAYS: FieldRule = FieldRule {
     always: true,
@@ -56,6 +62,10 @@ const QUANTITY: FieldRule = FieldRule {
     ..NONE
 };
 const JSON: FieldRule = FieldRule { json: true, ..NONE };
+const INLINE: FieldRule = FieldRule {
+    inline: true,
+    ..NONE
+};
 const fn merge_by(key: &'static str) -> FieldRule {
     FieldRule {
         list: Some(ListStrategy::MergeByKey(key)),
@@ -94,6 +104,30 @@ const RULES: &[(&str, FieldRule)] = &[
     (".core.v1.Container.volume_mounts", merge_by("mountPath")),
     (".core.v1.ContainerPort.container_port", ALWAYS),
     (".core.v1.EnvVar.name", ALWAYS),
+    // core/v1 EnvVarSource's selectors: the path, resource and keys have no omitempty; a
+    // divisor is a Quantity (a value struct upstream, so written even when zero, as "0").
+    (".core.v1.ObjectFieldSelector.field_path", ALWAYS),
+    (".core.v1.ResourceFieldSelector.resource", ALWAYS),
+    (".core.v1.ResourceFieldSelector.divisor", QUANTITY),
+    (".core.v1.ConfigMapKeySelector.key", ALWAYS),
+    (".core.v1.SecretKeySelector.key", ALWAYS),
+    // Kubernetes' protobuf: the embedded LocalObjectReference of the selectors and sources.
+    (
+        ".k8s.io.api.core.v1.ConfigMapKeySelector.localObjectReference",
+        INLINE,
+    ),
+    (
+        ".k8s.io.api.core.v1.SecretKeySelector.localObjectReference",
+        INLINE,
+    ),
+    (
+        ".k8s.io.api.core.v1.ConfigMapEnvSource.localObjectReference",
+        INLINE,
+    ),
+    (
+        ".k8s.io.api.core.v1.SecretEnvSource.localObjectReference",
+        INLINE,
+    ),
     (".core.v1.VolumeMount.name", ALWAYS),
     (".core.v1.VolumeMount.mount_path", ALWAYS),
     (".core.v1.ResourceRequirements.requests", QUANTITY),

@@ -159,6 +159,7 @@ fn rich_pod(name: &str) -> Pod {
         env: vec![EnvVar {
             name: "MODE".into(),
             value: "prod".into(),
+            value_from: None,
         }],
         volume_mounts: vec![VolumeMount {
             name: "data".into(),

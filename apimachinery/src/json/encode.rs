@@ -184,6 +184,19 @@ impl<'a> Writer<'a> {
             self.key(&mut first, "apiVersion");
             self.string(api_version);
         }
+        self.members(desc, &wire, &mut first, depth)?;
+        self.out.push(b'}');
+        Ok(())
+    }
+
+    /// A message's fields, as members of the object being written (`wire` sorted by number).
+    fn members(
+        &mut self,
+        desc: &MessageDesc,
+        wire: &[(u32, Wire<'_>)],
+        first: &mut bool,
+        depth: usize,
+    ) -> Result<(), EncodeError> {
         let mut at = 0;
         for field in &desc.fields {
             while at < wire.len() && wire[at].0 < field.number {
@@ -193,10 +206,31 @@ impl<'a> Writer<'a> {
             while at < wire.len() && wire[at].0 == field.number {
                 at += 1;
             }
-            self.field(field, &wire[start..at], &mut first, depth)?;
+            self.field(field, &wire[start..at], first, depth)?;
         }
-        self.out.push(b'}');
         Ok(())
+    }
+
+    /// An embedded message's fields as its parent's (the `inline` rule).
+    fn inline(
+        &mut self,
+        field: &FieldDesc,
+        v: Wire<'_>,
+        first: &mut bool,
+        depth: usize,
+    ) -> Result<(), EncodeError> {
+        let (FieldType::Message(m), Wire::Len(bytes)) = (&field.ty, v) else {
+            return Err(self.bad(field, "wire type"));
+        };
+        if depth > MAX_DEPTH {
+            return Err(self.bad(field, "nesting"));
+        }
+        let desc = self
+            .message(m)
+            .ok_or_else(|| EncodeError::UnknownType(m.clone()))?;
+        let mut wire = fields(bytes).ok_or_else(|| malformed(desc, "invalid wire format"))?;
+        wire.sort_by_key(|(n, _)| *n);
+        self.members(desc, &wire, first, depth + 1)
     }
 
     fn field(
@@ -272,6 +306,11 @@ impl<'a> Writer<'a> {
             }
             self.out.push(b']');
             return Ok(());
+        }
+        if field.rule.inline
+            && let Some((_, v)) = values.last()
+        {
+            return self.inline(field, *v, first, depth);
         }
         let Some((_, v)) = values.last() else {
             if field.rule.always {

@@ -21,7 +21,7 @@ pub struct ConfigMapStrategy;
 /// Problems of `key` as a ConfigMap (or Secret) key (upstream's `IsConfigMapKey`:
 /// `[-._a-zA-Z0-9]+`, at most 253, not `.` and not starting with `..`, which a volume mount
 /// would read as the parent directory or as its own `..data` link).
-fn config_key(key: &str) -> Option<&'static str> {
+pub(crate) fn config_key(key: &str) -> Option<&'static str> {
     if key.is_empty() || key.len() > 253 {
         return Some("must be no more than 253 characters and not empty");
     }

@@ -132,6 +132,17 @@ fn default_container(c: &mut Container) -> bool {
     for p in &mut c.ports {
         changed |= fill(&mut p.protocol, DEFAULT_PROTOCOL);
     }
+    for source in c.env.iter_mut().filter_map(|e| e.value_from.as_mut()) {
+        // SetDefaults_ObjectFieldSelector.
+        if let Some(f) = source.field_ref.as_mut() {
+            changed |= fill(&mut f.api_version, "v1");
+        }
+        // Not a default upstream but its encoding: a divisor is a Quantity value, which Go
+        // writes as "0" when unset; storing it so reads back what upstream serves.
+        if let Some(r) = source.resource_field_ref.as_mut() {
+            changed |= fill(&mut r.divisor, "0");
+        }
+    }
     changed
 }
 
@@ -190,6 +201,7 @@ mod tests {
             env: vec![EnvVar {
                 name: "A".into(),
                 value: "1".into(),
+                value_from: None,
             }],
             resources: limits(&[("cpu", "1")]),
             ..Default::default()

@@ -198,6 +198,47 @@ mod tests {
     /// A kubelet's pod status in upstream's protobuf (its field numbers: `proto/k8s/core.proto`)
     /// reads as upstream's JSON names.
     #[test]
+    fn embedded_references_are_flat_in_json() {
+        use prost::encoding::{bool as boolean, bytes, string};
+        let text = |n: u32, s: &str| {
+            let mut out = Vec::new();
+            string::encode(n, &s.to_string(), &mut out);
+            out
+        };
+        let msg = |n: u32, b: &[u8]| {
+            let mut out = Vec::new();
+            bytes::encode(n, &b.to_vec(), &mut out);
+            out
+        };
+        // env[0].valueFrom.secretKeyRef {localObjectReference {name}, key, optional};
+        // envFrom[0].configMapRef {localObjectReference {name}}, prefix.
+        let mut selector = msg(1, &text(1, "db"));
+        selector.extend(text(2, "password"));
+        boolean::encode(3, &true, &mut selector);
+        let mut var = text(1, "PASSWORD");
+        var.extend(msg(3, &msg(4, &selector)));
+        let mut from = text(1, "CFG_");
+        from.extend(msg(2, &msg(1, &text(1, "settings"))));
+        let mut container = text(1, "c");
+        container.extend(msg(7, &var));
+        container.extend(msg(19, &from));
+        let pod = msg(2, &msg(2, &container));
+        let json = codec()
+            .expect("descriptors")
+            .encode_to_value(".k8s.io.api.core.v1.Pod", &pod, Some(("v1", "Pod")))
+            .expect("transcodes");
+        assert_eq!(
+            json["spec"]["containers"][0],
+            serde_json::json!({
+                "name": "c",
+                "env": [{"name": "PASSWORD", "valueFrom": {"secretKeyRef":
+                    {"name": "db", "key": "password", "optional": true}}}],
+                "envFrom": [{"prefix": "CFG_", "configMapRef": {"name": "settings"}}],
+            })
+        );
+    }
+
+    #[test]
     fn false_and_zero_on_the_wire_are_kept_and_empty_strings_dropped() {
         use prost::encoding::{bool as boolean, bytes, int64, string};
         // upstream PodSpec: restartPolicy (3) "", terminationGracePeriodSeconds (4) 0,

@@ -6,13 +6,16 @@
 //! Differences, each because our Pod has no such field: volume mounts are not checked against
 //! `spec.volumes` (upstream's `NotFound` on a mount's name), and a `dnsPolicy` of `None` is
 //! always refused for its missing `dnsConfig`, in upstream's words. The rules of the container
-//! fields we do not model (probes, lifecycle, security context, env `valueFrom`) do not apply.
+//! fields we do not model (probes, lifecycle, security context) do not apply. Environment
+//! variables' sources (`valueFrom`, `envFrom`) are checked in `env`.
 
 use std::collections::BTreeSet;
 
 use kubestore_proto::core::v1::{Container, PodSpec};
 
 use super::hugepages;
+
+mod env;
 use crate::{
     quantity::Quantity,
     validation::{dns1123_label, dns1123_subdomain, label_value, qualified_name},
@@ -228,7 +231,11 @@ fn container_common(c: &Container, path: &str, hugepages_ok: bool, v: &mut Viola
     ports(c, path, v);
     for (i, e) in c.env.iter().enumerate() {
         env_name(&e.name, format!("{path}.env[{i}].name"), v);
+        if let Some(from) = &e.value_from {
+            env::value_from(&e.value, from, &format!("{path}.env[{i}].valueFrom"), v);
+        }
     }
+    env::env_from(&c.env_from, &format!("{path}.envFrom"), v);
     volume_mounts(c, path, v);
     one_of(
         f("imagePullPolicy"),
@@ -310,13 +317,8 @@ pub fn port_name(name: &str) -> Vec<&'static str> {
 fn env_name(name: &str, path: String, v: &mut Violations) {
     if name.is_empty() {
         v.push((path, "Required value".into()));
-    } else if name.chars().any(|c| !(' '..='~').contains(&c) || c == '=') {
-        v.push((
-            path,
-            format!(
-                "Invalid value: {name:?}: a valid environment variable name must consist only of printable ASCII characters other than '='"
-            ),
-        ));
+    } else {
+        env::relaxed_name(name, path, v);
     }
 }
 

@@ -216,6 +216,7 @@ fn env_var_names() {
             .map(|n| EnvVar {
                 name: n.to_string(),
                 value: "v".into(),
+                value_from: None,
             })
             .collect()
     };

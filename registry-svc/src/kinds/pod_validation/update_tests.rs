@@ -36,6 +36,7 @@ fn updates_change_images_and_the_active_deadline_only() {
             s.init_containers[0].env = vec![EnvVar {
                 name: "A".into(),
                 value: "1".into(),
+                value_from: None,
             }]
         },
         |s| s.dns_policy = "Default".into(),
