@@ -169,7 +169,8 @@ impl<R: Resource, V: Version<R>> Shape<R> for BuiltinShape<R, V> {
     /// served in another version than it is stored in.
     fn served(&self, store: &Store<R>, bytes: &Bytes) -> Result<Json, ApiError> {
         if V::CONVERTS {
-            let obj = store.decode(bytes)?;
+            let mut obj = store.decode(bytes)?;
+            self.strategy.decorate(&mut obj);
             return self.give_out(&obj);
         }
         if self.strategy.has_decorator() {
