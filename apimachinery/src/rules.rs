@@ -111,6 +111,16 @@ const RULES: &[(&str, FieldRule)] = &[
     (".core.v1.ResourceFieldSelector.divisor", QUANTITY),
     (".core.v1.ConfigMapKeySelector.key", ALWAYS),
     (".core.v1.SecretKeySelector.key", ALWAYS),
+    // core/v1 probes and hooks: ports, header names and values, and a sleep's seconds have no
+    // omitempty.
+    (".core.v1.HTTPGetAction.port", ALWAYS),
+    (".core.v1.TCPSocketAction.port", ALWAYS),
+    (".core.v1.GRPCAction.port", ALWAYS),
+    (".core.v1.HTTPHeader.name", ALWAYS),
+    (".core.v1.HTTPHeader.value", ALWAYS),
+    (".core.v1.SleepAction.seconds", ALWAYS),
+    // Kubernetes' protobuf: Probe embeds its ProbeHandler.
+    (".k8s.io.api.core.v1.Probe.handler", INLINE),
     // Kubernetes' protobuf: the embedded LocalObjectReference of the selectors and sources.
     (
         ".k8s.io.api.core.v1.ConfigMapKeySelector.localObjectReference",

@@ -329,7 +329,25 @@ impl Reader<'_> {
                     .cloned()
                     .ok_or_else(|| self.error(format!("no descriptor for {m}")))?;
                 let mut buf = Vec::new();
-                if m == ".google.protobuf.Timestamp" {
+                if m == ".core.v1.IntOrString" {
+                    // A number is its int (field 1), text its string (field 2).
+                    match v {
+                        Value::Number(n) => {
+                            let i = n
+                                .as_i64()
+                                .and_then(|i| i32::try_from(i).ok())
+                                .ok_or_else(|| self.mismatch(owner, field, v))?;
+                            encode_key(1, WireType::Varint, &mut buf);
+                            encode_varint(i as i64 as u64, &mut buf);
+                        }
+                        Value::String(t) => {
+                            encode_key(2, WireType::LengthDelimited, &mut buf);
+                            encode_varint(t.len() as u64, &mut buf);
+                            buf.extend_from_slice(t.as_bytes());
+                        }
+                        _ => return Err(self.mismatch(owner, field, v)),
+                    }
+                } else if m == ".google.protobuf.Timestamp" {
                     let Value::String(s) = v else {
                         return Err(self.mismatch(owner, field, v));
                     };

@@ -168,6 +168,19 @@ impl<'a> Writer<'a> {
                 }
                 return Ok(());
             }
+            // kubestore's own IntOrString (`core.v1`): its int or its string.
+            ".core.v1.IntOrString" => {
+                match wire.iter().rev().find(|(n, _)| *n == 1 || *n == 2) {
+                    Some((2, Wire::Len(b))) => {
+                        let text = std::str::from_utf8(b)
+                            .map_err(|_| malformed(desc, "a string that is not UTF-8"))?;
+                        self.string(text);
+                    }
+                    Some((1, Wire::Varint(n))) => write_num(self.out, *n as i32),
+                    _ => write_num(self.out, 0),
+                }
+                return Ok(());
+            }
             ".google.protobuf.Struct" => return self.structure(desc, &wire, depth),
             ".google.protobuf.Value" => return self.value(desc, &wire, depth),
             ".google.protobuf.ListValue" => return self.list_value(desc, &wire, depth),

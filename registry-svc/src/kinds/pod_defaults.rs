@@ -11,7 +11,7 @@
 //! handlers, env `valueFrom`, volumes, pod-level resources. Nor `SetDefaults_ResourceList`,
 //! which rounds quantities up to milli-units: our quantities stay the strings the client wrote.
 
-use kubestore_proto::core::v1::{Container, Pod, PodIp, PodSpec, PodStatus};
+use kubestore_proto::core::v1::{Container, HttpGetAction, Pod, PodIp, PodSpec, PodStatus, Probe};
 
 use super::image_ref;
 
@@ -132,6 +132,23 @@ fn default_container(c: &mut Container) -> bool {
     for p in &mut c.ports {
         changed |= fill(&mut p.protocol, DEFAULT_PROTOCOL);
     }
+    for probe in [
+        &mut c.liveness_probe,
+        &mut c.readiness_probe,
+        &mut c.startup_probe,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        changed |= default_probe(probe);
+    }
+    if let Some(l) = c.lifecycle.as_mut() {
+        for h in [&mut l.post_start, &mut l.pre_stop].into_iter().flatten() {
+            if let Some(g) = h.http_get.as_mut() {
+                changed |= default_http_get(g);
+            }
+        }
+    }
     for source in c.env.iter_mut().filter_map(|e| e.value_from.as_mut()) {
         // SetDefaults_ObjectFieldSelector.
         if let Some(f) = source.field_ref.as_mut() {
@@ -144,6 +161,38 @@ fn default_container(c: &mut Container) -> bool {
         }
     }
     changed
+}
+
+/// `SetDefaults_Probe`, and the defaults of its handler.
+fn default_probe(p: &mut Probe) -> bool {
+    let mut changed = false;
+    for (value, default) in [
+        (&mut p.timeout_seconds, 1),
+        (&mut p.period_seconds, 10),
+        (&mut p.success_threshold, 1),
+        (&mut p.failure_threshold, 3),
+    ] {
+        if *value == 0 {
+            *value = default;
+            changed = true;
+        }
+    }
+    if let Some(g) = p.http_get.as_mut() {
+        changed |= default_http_get(g);
+    }
+    // GRPCAction.service: `+default=""`.
+    if let Some(g) = p.grpc.as_mut()
+        && g.service.is_none()
+    {
+        g.service = Some(String::new());
+        changed = true;
+    }
+    changed
+}
+
+/// `SetDefaults_HTTPGetAction`: path `/`, scheme HTTP.
+fn default_http_get(g: &mut HttpGetAction) -> bool {
+    fill(&mut g.path, "/") | fill(&mut g.scheme, "HTTP")
 }
 
 /// Upstream's v1 `PodStatus` conversion, there and back: `podIP` wins over a `podIPs` that

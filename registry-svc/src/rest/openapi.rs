@@ -427,6 +427,10 @@ fn field_schema(ty: &FieldType, nested: &mut Vec<String>) -> Value {
         FieldType::Message(m) if m == ".google.protobuf.Timestamp" => {
             json!({"type": "string", "format": "date-time"})
         }
+        // Upstream's `intstr.IntOrString` schema.
+        FieldType::Message(m) if m == ".core.v1.IntOrString" => {
+            json!({"type": "string", "format": "int-or-string"})
+        }
         FieldType::Message(m) if m.starts_with(".google.protobuf.") => {
             json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
         }

@@ -239,6 +239,46 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_embeds_its_handler_and_ports_keep_their_type() {
+        use prost::encoding::{bytes, int32, int64, string};
+        let msg = |n: u32, b: &[u8]| {
+            let mut out = Vec::new();
+            bytes::encode(n, &b.to_vec(), &mut out);
+            out
+        };
+        // livenessProbe (10) {handler (1) {httpGet (2) {path (1), port (2) IntOrString
+        // {type (1) 1, strVal (3)}}}, periodSeconds (4) 5}; readinessProbe (11) {handler
+        // {tcpSocket (3) {port (1) {type 0, intVal (2) 80}}}}.
+        let mut port = Vec::new();
+        int64::encode(1, &1, &mut port);
+        string::encode(3, &"http".to_string(), &mut port);
+        let mut get = Vec::new();
+        string::encode(1, &"/h".to_string(), &mut get);
+        get.extend(msg(2, &port));
+        let mut liveness = msg(1, &msg(2, &get));
+        int32::encode(4, &5, &mut liveness);
+        let mut number = Vec::new();
+        int64::encode(1, &0, &mut number);
+        int32::encode(2, &80, &mut number);
+        let readiness = msg(1, &msg(3, &msg(1, &number)));
+        let mut container = Vec::new();
+        container.extend(msg(10, &liveness));
+        container.extend(msg(11, &readiness));
+        let pod = msg(2, &msg(2, &container));
+        let json = codec()
+            .expect("descriptors")
+            .encode_to_value(".k8s.io.api.core.v1.Pod", &pod, Some(("v1", "Pod")))
+            .expect("transcodes");
+        assert_eq!(
+            json["spec"]["containers"][0],
+            serde_json::json!({
+                "livenessProbe": {"httpGet": {"path": "/h", "port": "http"}, "periodSeconds": 5},
+                "readinessProbe": {"tcpSocket": {"port": 80}},
+            })
+        );
+    }
+
+    #[test]
     fn false_and_zero_on_the_wire_are_kept_and_empty_strings_dropped() {
         use prost::encoding::{bool as boolean, bytes, int64, string};
         // upstream PodSpec: restartPolicy (3) "", terminationGracePeriodSeconds (4) 0,

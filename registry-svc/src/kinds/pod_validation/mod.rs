@@ -6,8 +6,8 @@
 //! Differences, each because our Pod has no such field: volume mounts are not checked against
 //! `spec.volumes` (upstream's `NotFound` on a mount's name), and a `dnsPolicy` of `None` is
 //! always refused for its missing `dnsConfig`, in upstream's words. The rules of the container
-//! fields we do not model (probes, lifecycle, security context) do not apply. Environment
-//! variables' sources (`valueFrom`, `envFrom`) are checked in `env`.
+//! fields we do not model (security context, restartPolicy of sidecars) do not apply. Environment
+//! variables' sources (`valueFrom`, `envFrom`) are checked in `env`, probes and hooks in `probes`.
 
 use std::collections::BTreeSet;
 
@@ -16,6 +16,7 @@ use kubestore_proto::core::v1::{Container, PodSpec};
 use super::hugepages;
 
 mod env;
+mod probes;
 use crate::{
     quantity::Quantity,
     validation::{dns1123_label, dns1123_subdomain, label_value, qualified_name},
@@ -76,8 +77,10 @@ pub fn validate_spec(
         v.push(("spec.containers".into(), "Required value".into()));
     } else {
         let mut names = BTreeSet::new();
+        let grace = spec.termination_grace_period_seconds.unwrap_or(30);
         for (i, c) in spec.containers.iter().enumerate() {
             let path = format!("spec.containers[{i}]");
+            probes::container(c, &path, grace, v);
             container_common(c, &path, hugepages_ok, v);
             // Unique among app containers (an empty name too, as upstream); init containers
             // are checked against these below.
@@ -94,6 +97,7 @@ pub fn validate_spec(
     let mut names: BTreeSet<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
     for (i, c) in spec.init_containers.iter().enumerate() {
         let path = format!("spec.initContainers[{i}]");
+        probes::init_container(c, &path, v);
         container_common(c, &path, hugepages_ok, v);
         if names.contains(c.name.as_str()) {
             v.push((
