@@ -195,21 +195,24 @@ mod tests {
         assert!(body.starts_with(MAGIC));
     }
 
-    /// A kubelet's pod status in upstream's protobuf (its field numbers: `proto/k8s/core.proto`)
-    /// reads as upstream's JSON names.
+    /// Field `n` holding the message `b`.
+    fn nested(n: u32, b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        prost::encoding::bytes::encode(n, &b.to_vec(), &mut out);
+        out
+    }
+
+    /// Field `n` holding the text `s`.
+    fn text(n: u32, s: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        prost::encoding::string::encode(n, &s.to_string(), &mut out);
+        out
+    }
+
     #[test]
     fn embedded_references_are_flat_in_json() {
-        use prost::encoding::{bool as boolean, bytes, string};
-        let text = |n: u32, s: &str| {
-            let mut out = Vec::new();
-            string::encode(n, &s.to_string(), &mut out);
-            out
-        };
-        let msg = |n: u32, b: &[u8]| {
-            let mut out = Vec::new();
-            bytes::encode(n, &b.to_vec(), &mut out);
-            out
-        };
+        use prost::encoding::bool as boolean;
+        let msg = nested;
         // env[0].valueFrom.secretKeyRef {localObjectReference {name}, key, optional};
         // envFrom[0].configMapRef {localObjectReference {name}}, prefix.
         let mut selector = msg(1, &text(1, "db"));
@@ -240,20 +243,15 @@ mod tests {
 
     #[test]
     fn a_probe_embeds_its_handler_and_ports_keep_their_type() {
-        use prost::encoding::{bytes, int32, int64, string};
-        let msg = |n: u32, b: &[u8]| {
-            let mut out = Vec::new();
-            bytes::encode(n, &b.to_vec(), &mut out);
-            out
-        };
+        use prost::encoding::{int32, int64};
+        let msg = nested;
         // livenessProbe (10) {handler (1) {httpGet (2) {path (1), port (2) IntOrString
         // {type (1) 1, strVal (3)}}}, periodSeconds (4) 5}; readinessProbe (11) {handler
         // {tcpSocket (3) {port (1) {type 0, intVal (2) 80}}}}.
         let mut port = Vec::new();
         int64::encode(1, &1, &mut port);
-        string::encode(3, &"http".to_string(), &mut port);
-        let mut get = Vec::new();
-        string::encode(1, &"/h".to_string(), &mut get);
+        port.extend(text(3, "http"));
+        let mut get = text(1, "/h");
         get.extend(msg(2, &port));
         let mut liveness = msg(1, &msg(2, &get));
         int32::encode(4, &5, &mut liveness);
@@ -306,19 +304,16 @@ mod tests {
         );
     }
 
+    /// A kubelet's pod status in upstream's protobuf (its field numbers: `proto/k8s/core.proto`)
+    /// reads as upstream's JSON names.
     #[test]
     fn a_pod_status_in_kubernetes_protobuf_reads_as_its_json() {
-        use prost::encoding::{bytes, int32, int64, string};
+        use prost::encoding::{bytes, int32, int64};
         let msg = |fields: &[(u32, Vec<u8>)]| {
             let mut out = Vec::new();
             for (n, b) in fields {
                 bytes::encode(*n, b, &mut out);
             }
-            out
-        };
-        let text = |n: u32, s: &str| {
-            let mut out = Vec::new();
-            string::encode(n, &s.to_string(), &mut out);
             out
         };
         let ip = |s: &str| text(1, s);
