@@ -202,6 +202,14 @@ mod tests {
         out
     }
 
+    /// An upstream Pod's bytes as the JSON they transcode to.
+    fn pod_json(pod: &[u8]) -> serde_json::Value {
+        codec()
+            .expect("descriptors")
+            .encode_to_value(".k8s.io.api.core.v1.Pod", pod, Some(("v1", "Pod")))
+            .expect("transcodes")
+    }
+
     /// Field `n` holding the text `s`.
     fn text(n: u32, s: &str) -> Vec<u8> {
         let mut out = Vec::new();
@@ -226,10 +234,7 @@ mod tests {
         container.extend(msg(7, &var));
         container.extend(msg(19, &from));
         let pod = msg(2, &msg(2, &container));
-        let json = codec()
-            .expect("descriptors")
-            .encode_to_value(".k8s.io.api.core.v1.Pod", &pod, Some(("v1", "Pod")))
-            .expect("transcodes");
+        let json = pod_json(&pod);
         assert_eq!(
             json["spec"]["containers"][0],
             serde_json::json!({
@@ -263,10 +268,7 @@ mod tests {
         container.extend(msg(10, &liveness));
         container.extend(msg(11, &readiness));
         let pod = msg(2, &msg(2, &container));
-        let json = codec()
-            .expect("descriptors")
-            .encode_to_value(".k8s.io.api.core.v1.Pod", &pod, Some(("v1", "Pod")))
-            .expect("transcodes");
+        let json = pod_json(&pod);
         assert_eq!(
             json["spec"]["containers"][0],
             serde_json::json!({
@@ -290,10 +292,7 @@ mod tests {
         boolean::encode(30, &false, &mut spec);
         let mut pod = Vec::new();
         bytes::encode(2, &spec, &mut pod);
-        let json = codec()
-            .expect("descriptors")
-            .encode_to_value(".k8s.io.api.core.v1.Pod", &pod, Some(("v1", "Pod")))
-            .expect("transcodes");
+        let json = pod_json(&pod);
         assert_eq!(
             json["spec"],
             serde_json::json!({
@@ -338,10 +337,7 @@ mod tests {
         ]));
         status.extend(text(6, "10.244.3.9"));
         let pod = msg(&[(3, status)]);
-        let json = codec()
-            .expect("descriptors")
-            .encode_to_value(".k8s.io.api.core.v1.Pod", &pod, Some(("v1", "Pod")))
-            .expect("transcodes");
+        let json = pod_json(&pod);
         assert_eq!(
             json["status"],
             serde_json::json!({

@@ -321,7 +321,9 @@ pub(crate) async fn watch(
     // history elsewhere and must list again. One count-only read at rv+1 (etcd's watch starts
     // there). Only "compacted" refuses the watch: if etcd cannot answer (a leader election,
     // an outage) or rv+1 is not written yet, the window serves the watch as it always could.
-    if !initial && rv > 0 {
+    // A watch from now has its revision from etcd a moment ago (`watch.rs`): nothing after it
+    // can be compacted, so it is not asked again.
+    if !initial && rv > 0 && !consistent {
         let call = EtcdCall {
             key,
             deadline: Deadline::after(cache.config.request_timeout),

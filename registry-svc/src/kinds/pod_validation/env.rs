@@ -10,6 +10,7 @@ use kubestore_proto::core::v1::{
     EnvFromSource, EnvVarSource, ObjectFieldSelector, ResourceFieldSelector,
 };
 
+use super::not_supported;
 use crate::{
     kinds::configmap::config_key,
     quantity::Quantity,
@@ -64,14 +65,6 @@ const RESOURCES: &[&str] = &[
 const BYTE_DIVISORS: &[&str] = &[
     "1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei",
 ];
-
-fn not_supported(value: &str, supported: &[&str]) -> String {
-    let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
-    format!(
-        "Unsupported value: {value:?}: supported values: {}",
-        quoted.join(", ")
-    )
-}
 
 /// `IsRelaxedEnvVarName`: printable ASCII other than `=`.
 pub(super) fn relaxed_name(name: &str, path: String, v: &mut Violations) {

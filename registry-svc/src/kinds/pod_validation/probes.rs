@@ -10,7 +10,7 @@ use kubestore_proto::core::v1::{
     Probe, SleepAction, TcpSocketAction, int_or_string,
 };
 
-use super::port_name;
+use super::{not_supported, port_name};
 use crate::violations::Violations;
 
 /// One handler of any kind, as upstream's `commonHandler`.
@@ -200,10 +200,7 @@ fn http_get(g: &HttpGetAction, path: &str, v: &mut Violations) {
     if g.scheme != "HTTP" && g.scheme != "HTTPS" {
         v.push((
             format!("{path}.scheme"),
-            format!(
-                "Unsupported value: {:?}: supported values: \"HTTP\", \"HTTPS\"",
-                g.scheme
-            ),
+            not_supported(&g.scheme, &["HTTP", "HTTPS"]),
         ));
     }
     for h in &g.http_headers {
