@@ -72,6 +72,12 @@ const fn merge_by(key: &'static str) -> FieldRule {
         ..NONE
     }
 }
+const fn merge_retain_keys(key: &'static str) -> FieldRule {
+    FieldRule {
+        list: Some(ListStrategy::MergeByKeyRetainKeys(key)),
+        ..NONE
+    }
+}
 const MERGE_PRIMITIVES: FieldRule = FieldRule {
     list: Some(ListStrategy::MergePrimitives),
     ..NONE
@@ -90,14 +96,161 @@ const RULES: &[(&str, FieldRule)] = &[
     // core/v1 Pod
     (".core.v1.PodSpec.containers", merge_by("name")),
     (".core.v1.PodSpec.init_containers", merge_by("name")),
-    (
-        ".core.v1.PodSpec.volumes",
-        FieldRule {
-            list: Some(ListStrategy::MergeByKeyRetainKeys("name")),
-            ..NONE
-        },
-    ),
+    (".core.v1.PodSpec.volumes", merge_retain_keys("name")),
     (".core.v1.PodSpec.tolerations", FieldRule::EMPTY),
+    // A struct value, which Go's omitempty never omits: every container reads back
+    // `resources: {}`.
+    (".core.v1.Container.resources", ALWAYS),
+    // The rest of upstream's v1 Pod, from k8s.io/api v0.33's types.go: fields without
+    // omitempty or of struct type (written even when empty), quantities, and the patch
+    // strategies of its lists. An `optional` (Go pointer) field without omitempty is written
+    // as null when unset, as Go writes a nil pointer.
+    (".core.v1.PodSpec.ephemeral_containers", merge_by("name")),
+    (".core.v1.PodSpec.image_pull_secrets", merge_by("name")),
+    (".core.v1.PodSpec.host_aliases", merge_by("ip")),
+    (".core.v1.PodSpec.overhead", QUANTITY),
+    (
+        ".core.v1.PodSpec.topology_spread_constraints",
+        merge_by("topologyKey"),
+    ),
+    (".core.v1.PodSpec.scheduling_gates", merge_by("name")),
+    (
+        ".core.v1.PodSpec.resource_claims",
+        merge_retain_keys("name"),
+    ),
+    (
+        ".core.v1.PodStatus.resource_claim_statuses",
+        merge_retain_keys("name"),
+    ),
+    (".core.v1.Container.volume_devices", merge_by("devicePath")),
+    (".core.v1.ContainerStatus.allocated_resources", QUANTITY),
+    (
+        ".core.v1.ContainerStatus.volume_mounts",
+        merge_by("mountPath"),
+    ),
+    (
+        ".core.v1.ContainerStatus.allocated_resources_status",
+        merge_by("name"),
+    ),
+    (".core.v1.Volume.name", ALWAYS),
+    (".core.v1.EphemeralContainer.name", ALWAYS),
+    (
+        ".core.v1.EphemeralContainer.ports",
+        merge_by("containerPort"),
+    ),
+    (".core.v1.EphemeralContainer.env", merge_by("name")),
+    (".core.v1.EphemeralContainer.resources", ALWAYS),
+    (
+        ".core.v1.EphemeralContainer.volume_mounts",
+        merge_by("mountPath"),
+    ),
+    (
+        ".core.v1.EphemeralContainer.volume_devices",
+        merge_by("devicePath"),
+    ),
+    (".core.v1.HostAlias.ip", ALWAYS),
+    (".core.v1.TopologySpreadConstraint.max_skew", ALWAYS),
+    (".core.v1.TopologySpreadConstraint.topology_key", ALWAYS),
+    (
+        ".core.v1.TopologySpreadConstraint.when_unsatisfiable",
+        ALWAYS,
+    ),
+    (".core.v1.PodOS.name", ALWAYS),
+    (".core.v1.PodSchedulingGate.name", ALWAYS),
+    (".core.v1.PodResourceClaim.name", ALWAYS),
+    (".core.v1.PodResourceClaimStatus.name", ALWAYS),
+    (".core.v1.ContainerResizePolicy.resource_name", ALWAYS),
+    (".core.v1.ContainerResizePolicy.restart_policy", ALWAYS),
+    (".core.v1.VolumeDevice.name", ALWAYS),
+    (".core.v1.VolumeDevice.device_path", ALWAYS),
+    (".core.v1.ResourceClaim.name", ALWAYS),
+    (".core.v1.VolumeMountStatus.name", ALWAYS),
+    (".core.v1.VolumeMountStatus.mount_path", ALWAYS),
+    (".core.v1.ResourceStatus.name", ALWAYS),
+    (".core.v1.HostPathVolumeSource.path", ALWAYS),
+    (".core.v1.EmptyDirVolumeSource.size_limit", QUANTITY),
+    (".core.v1.GCEPersistentDiskVolumeSource.pd_name", ALWAYS),
+    (
+        ".core.v1.AWSElasticBlockStoreVolumeSource.volume_id",
+        ALWAYS,
+    ),
+    (".core.v1.GitRepoVolumeSource.repository", ALWAYS),
+    (".core.v1.NFSVolumeSource.server", ALWAYS),
+    (".core.v1.NFSVolumeSource.path", ALWAYS),
+    (".core.v1.ISCSIVolumeSource.target_portal", ALWAYS),
+    (".core.v1.ISCSIVolumeSource.iqn", ALWAYS),
+    (".core.v1.ISCSIVolumeSource.lun", ALWAYS),
+    (".core.v1.GlusterfsVolumeSource.endpoints", ALWAYS),
+    (".core.v1.GlusterfsVolumeSource.path", ALWAYS),
+    (
+        ".core.v1.PersistentVolumeClaimVolumeSource.claim_name",
+        ALWAYS,
+    ),
+    (".core.v1.RBDVolumeSource.image", ALWAYS),
+    (".core.v1.FlexVolumeSource.driver", ALWAYS),
+    (".core.v1.CinderVolumeSource.volume_id", ALWAYS),
+    (".core.v1.AzureFileVolumeSource.secret_name", ALWAYS),
+    (".core.v1.AzureFileVolumeSource.share_name", ALWAYS),
+    (
+        ".core.v1.VsphereVirtualDiskVolumeSource.volume_path",
+        ALWAYS,
+    ),
+    (".core.v1.QuobyteVolumeSource.registry", ALWAYS),
+    (".core.v1.QuobyteVolumeSource.volume", ALWAYS),
+    (".core.v1.AzureDiskVolumeSource.disk_name", ALWAYS),
+    (".core.v1.AzureDiskVolumeSource.disk_uri", ALWAYS),
+    (".core.v1.PhotonPersistentDiskVolumeSource.pd_id", ALWAYS),
+    (".core.v1.PortworxVolumeSource.volume_id", ALWAYS),
+    (".core.v1.ScaleIOVolumeSource.gateway", ALWAYS),
+    (".core.v1.ScaleIOVolumeSource.system", ALWAYS),
+    (".core.v1.CSIVolumeSource.driver", ALWAYS),
+    (".core.v1.Sysctl.name", ALWAYS),
+    (".core.v1.Sysctl.value", ALWAYS),
+    (".core.v1.SeccompProfile.type", ALWAYS),
+    (".core.v1.AppArmorProfile.type", ALWAYS),
+    (".core.v1.LinuxContainerUser.uid", ALWAYS),
+    (".core.v1.LinuxContainerUser.gid", ALWAYS),
+    (".core.v1.ResourceHealth.resource_id", ALWAYS),
+    (".core.v1.KeyToPath.key", ALWAYS),
+    (".core.v1.KeyToPath.path", ALWAYS),
+    (".core.v1.DownwardAPIVolumeFile.path", ALWAYS),
+    (".core.v1.PersistentVolumeClaimTemplate.metadata", ALWAYS),
+    (".core.v1.PersistentVolumeClaimTemplate.spec", ALWAYS),
+    (".core.v1.PreferredSchedulingTerm.weight", ALWAYS),
+    (".core.v1.PreferredSchedulingTerm.preference", ALWAYS),
+    (".core.v1.PodAffinityTerm.topology_key", ALWAYS),
+    (".core.v1.WeightedPodAffinityTerm.weight", ALWAYS),
+    (".core.v1.WeightedPodAffinityTerm.pod_affinity_term", ALWAYS),
+    (".core.v1.ServiceAccountTokenProjection.path", ALWAYS),
+    (".core.v1.ClusterTrustBundleProjection.path", ALWAYS),
+    (".core.v1.PersistentVolumeClaimSpec.resources", ALWAYS),
+    (".core.v1.VolumeResourceRequirements.limits", QUANTITY),
+    (".core.v1.VolumeResourceRequirements.requests", QUANTITY),
+    (".core.v1.TypedLocalObjectReference.api_group", ALWAYS),
+    (".core.v1.TypedLocalObjectReference.kind", ALWAYS),
+    (".core.v1.TypedLocalObjectReference.name", ALWAYS),
+    (".core.v1.TypedObjectReference.api_group", ALWAYS),
+    (".core.v1.TypedObjectReference.kind", ALWAYS),
+    (".core.v1.TypedObjectReference.name", ALWAYS),
+    (".core.v1.NodeSelectorRequirement.key", ALWAYS),
+    (".core.v1.NodeSelectorRequirement.operator", ALWAYS),
+    (".k8s.io.api.core.v1.Volume.volumeSource", INLINE),
+    (
+        ".k8s.io.api.core.v1.EphemeralContainer.ephemeralContainerCommon",
+        INLINE,
+    ),
+    (
+        ".k8s.io.api.core.v1.SecretProjection.localObjectReference",
+        INLINE,
+    ),
+    (
+        ".k8s.io.api.core.v1.ConfigMapVolumeSource.localObjectReference",
+        INLINE,
+    ),
+    (
+        ".k8s.io.api.core.v1.ConfigMapProjection.localObjectReference",
+        INLINE,
+    ),
     (".core.v1.Container.name", ALWAYS),
     (".core.v1.Container.ports", merge_by("containerPort")),
     (".core.v1.Container.env", merge_by("name")),

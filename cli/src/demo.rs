@@ -101,6 +101,7 @@ async fn run_inner(ch: &Ch, ns: &str) -> Result<(), Status> {
                 ("memory".to_string(), "128Mi".to_string()),
             ]
             .into(),
+            ..Default::default()
         }),
         ..Default::default()
     };

@@ -115,6 +115,87 @@ impl Quantity {
     pub fn saturating_add(self, other: Self) -> Self {
         Self(self.0.saturating_add(other.0))
     }
+
+    /// `s` as upstream writes it back (`Quantity.String()`, `CanonicalizeBytes`): the notation
+    /// of its suffix kept, the number the shortest that says the value exactly. So `0.1` is
+    /// `100m`, `2000` is `2k`, `1536Ki` is `1536Ki` but `2048Ki` is `2Mi`, `1e3` stays `1e3`;
+    /// `None` when `s` is no quantity (validation says so).
+    pub fn canonical(s: &str) -> Option<String> {
+        Self::written(s, false)
+    }
+
+    /// `s` rounded up to a milli-unit (upstream's `SetDefaults_ResourceList`: `1n` of cpu is
+    /// `1m`), then written as [`Quantity::canonical`] writes it.
+    pub fn canonical_milli(s: &str) -> Option<String> {
+        Self::written(s, true)
+    }
+
+    fn written(s: &str, milli: bool) -> Option<String> {
+        let mut value = Self::parse(s).ok()?.0;
+        if milli {
+            // Away from zero, as Go's RoundUp.
+            let unit = NANO / 1000;
+            let rest = value % unit;
+            if rest != 0 {
+                value += if value > 0 { unit - rest } else { -unit - rest };
+            }
+        }
+        if value == 0 {
+            return Some("0".into());
+        }
+        let suffix = s
+            .trim()
+            .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '+' || c == '-');
+        let binary = suffix.ends_with('i');
+        let exponent = suffix.len() > 1 && suffix.starts_with(['e', 'E']);
+        let sign = if value < 0 { "-" } else { "" };
+        let magnitude = value.unsigned_abs();
+        // BinarySI stays binary for whole numbers of at least 1024; the others (and a small or
+        // fractional binary value) are written in powers of ten.
+        if binary && magnitude >= 1024 * NANO as u128 && magnitude.is_multiple_of(NANO as u128) {
+            let mut units = magnitude / NANO as u128;
+            let mut power = 0;
+            while units.is_multiple_of(1024) && power < 6 {
+                units /= 1024;
+                power += 1;
+            }
+            let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power];
+            return Some(format!("{sign}{units}{suffix}"));
+        }
+        // mantissa × 10^e, trailing zeros moved into e, e then lowered to a multiple of 3.
+        let (mut mantissa, mut e) = (magnitude, -9i32);
+        while mantissa.is_multiple_of(10) {
+            mantissa /= 10;
+            e += 1;
+        }
+        while e.rem_euclid(3) != 0 {
+            mantissa *= 10;
+            e -= 1;
+        }
+        let suffix = if exponent {
+            if e == 0 {
+                String::new()
+            } else {
+                format!("e{e}")
+            }
+        } else {
+            match e {
+                -9 => "n",
+                -6 => "u",
+                -3 => "m",
+                0 => "",
+                3 => "k",
+                6 => "M",
+                9 => "G",
+                12 => "T",
+                15 => "P",
+                18 => "E",
+                _ => return Some(format!("{sign}{mantissa}e{e}")),
+            }
+            .to_string()
+        };
+        Some(format!("{sign}{mantissa}{suffix}"))
+    }
 }
 
 #[cfg(test)]
@@ -138,6 +219,68 @@ mod tests {
         assert!(!q("0").is_positive());
         assert!(!q("-1").is_positive());
         assert!(q("1n").is_positive());
+    }
+
+    /// Upstream's `TestQuantityString` and `TestQuantityParseEmit` cases of the notations
+    /// clients write.
+    #[test]
+    fn quantities_are_written_back_as_upstream_writes_them() {
+        for (given, canonical) in [
+            ("0", "0"),
+            ("0.0", "0"),
+            ("0Mi", "0"),
+            ("0.1", "100m"),
+            ("1.5", "1500m"),
+            ("100m", "100m"),
+            ("1000m", "1"),
+            ("2000", "2k"),
+            ("1k", "1k"),
+            ("1e3", "1e3"),
+            ("1E3", "1e3"),
+            ("1.5e3", "1500"),
+            ("129e6", "129e6"),
+            ("128974848", "128974848"),
+            ("123Mi", "123Mi"),
+            ("1Gi", "1Gi"),
+            ("1024Mi", "1Gi"),
+            ("1.5Gi", "1536Mi"),
+            ("1536Ki", "1536Ki"),
+            ("2048Ki", "2Mi"),
+            ("0.5Ki", "512"),
+            ("512Ki", "512Ki"),
+            ("100Ki", "100Ki"),
+            ("1000Ki", "1000Ki"),
+            ("1023", "1023"),
+            ("0.1Ki", "102400m"),
+            ("-1", "-1"),
+            ("-100m", "-100m"),
+            ("+5", "5"),
+            ("1M", "1M"),
+            ("64G", "64G"),
+            ("3", "3"),
+            ("1n", "1n"),
+            ("1.5u", "1500n"),
+        ] {
+            assert_eq!(
+                Quantity::canonical(given).as_deref(),
+                Some(canonical),
+                "{given}"
+            );
+        }
+        assert_eq!(Quantity::canonical("abc"), None);
+        for (given, rounded) in [
+            ("1n", "1m"),
+            ("1500u", "2m"),
+            ("0.1", "100m"),
+            ("-1n", "-1m"),
+            ("1Gi", "1Gi"),
+        ] {
+            assert_eq!(
+                Quantity::canonical_milli(given).as_deref(),
+                Some(rounded),
+                "{given}"
+            );
+        }
     }
 
     #[test]

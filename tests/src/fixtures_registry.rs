@@ -29,6 +29,7 @@ pub fn container(image: &str, requests: &[(&str, &str)], limits: &[(&str, &str)]
         resources: Some(ResourceRequirements {
             requests: m(requests),
             limits: m(limits),
+            ..Default::default()
         }),
         ..Default::default()
     }

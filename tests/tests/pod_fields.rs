@@ -10,7 +10,7 @@ use kubestore_proto::{
     Timestamp,
     core::v1::{
         Container, ContainerPort, ContainerState, ContainerStateRunning, ContainerStatus, EnvVar,
-        HostIp, Pod, PodCondition, PodIp, PodReadinessGate, PodStatus, UpdatePodRequest,
+        HostIp, Pod, PodCondition, PodIp, PodReadinessGate, PodStatus, UpdatePodRequest, Volume,
         VolumeMount, pods_client::PodsClient,
     },
 };
@@ -166,6 +166,7 @@ fn rich_pod(name: &str) -> Pod {
             mount_path: "/data".into(),
             read_only: true,
             sub_path: "web".into(),
+            ..Default::default()
         }],
         ..Default::default()
     };
@@ -173,6 +174,11 @@ fn rich_pod(name: &str) -> Pod {
         name: "setup".into(),
         image: "busybox".into(),
         command: vec!["true".into()],
+        ..Default::default()
+    }];
+    spec.volumes = vec![Volume {
+        name: "data".into(),
+        empty_dir: Some(Default::default()),
         ..Default::default()
     }];
     spec.node_selector = [("disk".to_string(), "ssd".to_string())].into();
@@ -295,6 +301,9 @@ async fn the_typed_api_stores_the_new_fields_with_upstreams_defaults() {
     want.enable_service_links = Some(true);
     want.restart_policy = "Always".into();
     want.termination_grace_period_seconds = Some(30);
+    want.security_context = Some(Default::default());
+    // The deprecated field mirrors the account (the v1 conversion).
+    want.service_account = "web".into();
     assert_eq!(spec, want);
     assert_eq!(get_pod(&mut pods, "web").await.expect("get"), created);
     let qos = created.status.clone().expect("status").qos_class;
@@ -478,6 +487,7 @@ async fn the_rest_api_serves_the_new_fields_as_kubernetes_writes_them() {
                 "volumeMounts": [{"name": "data", "mountPath": "/data", "readOnly": true}],
                 "stdin": true, "tty": true
             }],
+            "volumes": [{"name": "data", "emptyDir": {}}],
             "readinessGates": [{"conditionType": "example.com/lb"}],
             "priority": 100
         }

@@ -342,11 +342,13 @@ impl<'a> Writer<'a> {
     /// What upstream writes for an empty field without `omitempty`.
     fn zero(&mut self, field: &FieldDesc) {
         let text: &[u8] = match &field.ty {
+            FieldType::Message(m) if m == ".google.protobuf.Timestamp" => b"null",
+            FieldType::Message(_) => b"{}",
+            // A Go pointer without omitempty (`TypedLocalObjectReference.apiGroup`): nil is null.
+            _ if field.explicit_presence => b"null",
             FieldType::String | FieldType::Bytes => b"\"\"",
             FieldType::Bool => b"false",
             FieldType::Enum(_) => b"\"\"",
-            FieldType::Message(m) if m == ".google.protobuf.Timestamp" => b"null",
-            FieldType::Message(_) => b"{}",
             _ => b"0",
         };
         self.out.extend_from_slice(text);

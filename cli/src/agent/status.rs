@@ -98,6 +98,7 @@ fn container_status(uid: &str, c: &Container, state: ContainerState) -> Containe
         ),
         container_id: container_id(uid, c),
         started: Some(false),
+        ..Default::default()
     }
 }
 
@@ -109,18 +110,25 @@ fn condition(ty: &str, status: &str, reason: &str, now: i64) -> PodCondition {
         last_transition_time: at(now),
         reason: reason.into(),
         message: String::new(),
+        ..Default::default()
     }
 }
 
 /// The status of `pod` running on `node` since `now`: phase Running, the node's and the pod's
-/// addresses, init containers Completed, app containers running, ready and started, and the
-/// conditions a kubelet sets then (in its order: Initialized, Ready, ContainersReady, and the
-/// scheduler's PodScheduled). What else the status held (the QoS class) is kept.
+/// addresses, init containers Completed (sidecars running), app containers running, ready and
+/// started, and the conditions a kubelet sets then (in its order: Initialized, Ready,
+/// ContainersReady, and the scheduler's PodScheduled). What else the status held (the QoS class) is kept.
 pub fn running(pod: &Pod, node: &str, now: i64) -> PodStatus {
     let uid = pod.metadata.as_ref().map_or("", |m| m.uid.as_str());
     let spec = pod.spec.clone().unwrap_or_default();
     let host = host_ip(node);
     let ip = pod_ip(uid);
+    let running_state = || ContainerState {
+        running: Some(ContainerStateRunning {
+            started_at: at(now),
+        }),
+        ..Default::default()
+    };
     let init = spec
         .init_containers
         .iter()
@@ -142,6 +150,20 @@ pub fn running(pod: &Pod, node: &str, now: i64) -> PodStatus {
                 },
             )
         })
+        // A sidecar (restartPolicy Always) keeps running beside the app containers, started
+        // and ready, as a kubelet reports it.
+        .zip(&spec.init_containers)
+        .map(|(status, c)| {
+            if c.restart_policy.as_deref() == Some("Always") {
+                ContainerStatus {
+                    ready: true,
+                    started: Some(true),
+                    ..container_status(uid, c, running_state())
+                }
+            } else {
+                status
+            }
+        })
         .collect();
     let app = spec
         .containers
@@ -149,16 +171,7 @@ pub fn running(pod: &Pod, node: &str, now: i64) -> PodStatus {
         .map(|c| ContainerStatus {
             ready: true,
             started: Some(true),
-            ..container_status(
-                uid,
-                c,
-                ContainerState {
-                    running: Some(ContainerStateRunning {
-                        started_at: at(now),
-                    }),
-                    ..Default::default()
-                },
-            )
+            ..container_status(uid, c, running_state())
         })
         .collect();
     PodStatus {
@@ -189,7 +202,12 @@ pub fn running(pod: &Pod, node: &str, now: i64) -> PodStatus {
 pub fn stopped(pod: &Pod, now: i64) -> Option<PodStatus> {
     let mut status = pod.status.clone()?;
     let mut any = false;
-    for c in &mut status.container_statuses {
+    // Sidecars (init containers still running) stop with the app containers.
+    for c in status
+        .container_statuses
+        .iter_mut()
+        .chain(status.init_container_statuses.iter_mut())
+    {
         let Some(running) = c.state.as_ref().and_then(|s| s.running) else {
             continue;
         };
@@ -377,5 +395,30 @@ mod tests {
             ]
         );
         assert_eq!(s.phase, "Succeeded", "every container exited 0");
+    }
+
+    /// A sidecar runs beside the app containers, started and ready, and stops with them.
+    #[test]
+    fn a_sidecar_runs_and_stops_with_the_app() {
+        let mut p = pod("uid-s");
+        if let Some(spec) = p.spec.as_mut() {
+            spec.init_containers[0].restart_policy = Some("Always".into());
+        }
+        let s = running(&p, "node-1", 1000);
+        let sidecar = &s.init_container_statuses[0];
+        assert!(
+            sidecar
+                .state
+                .as_ref()
+                .is_some_and(|st| st.running.is_some()),
+            "{sidecar:?}"
+        );
+        assert_eq!((sidecar.ready, sidecar.started), (true, Some(true)));
+        p.status = Some(s);
+        let done = stopped(&p, 2000).expect("containers were running");
+        let sidecar = &done.init_container_statuses[0];
+        let terminated = sidecar.state.as_ref().and_then(|st| st.terminated.as_ref());
+        assert_eq!(terminated.map(|t| t.reason.as_str()), Some("Completed"));
+        assert!(!sidecar.ready);
     }
 }

@@ -162,6 +162,7 @@ mod tests {
         ResourceRequirements {
             requests: m(requests),
             limits: m(limits),
+            ..Default::default()
         }
     }
 

@@ -14,12 +14,14 @@ pub mod image_ref;
 pub mod lease;
 pub mod namespace;
 pub mod pod;
+pub mod pod_create;
 pub mod pod_defaults;
 pub mod pod_printer;
 pub mod pod_status;
 pub mod pod_validation;
 pub mod printers;
 pub mod secret;
+pub mod volume_defaults;
 
 #[cfg(test)]
 mod graceful_tests;

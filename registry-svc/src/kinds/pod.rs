@@ -19,7 +19,10 @@ use kubestore_proto::{
     meta::v1::DeleteOptions,
 };
 
-use super::{hugepages, pod_defaults, pod_status, pod_validation::validate_spec};
+use super::{
+    hugepages, pod_create, pod_defaults, pod_status,
+    pod_validation::{self, validate_spec},
+};
 use crate::{
     quantity::Quantity,
     selectors::{METADATA_FIELDS, SelectableField},
@@ -48,6 +51,17 @@ const FIELDS: &[SelectableField] = &[
     SelectableField::string("status.podIP", &[3, 9]),
     SelectableField::string("status.nominatedNodeName", &[3, 11]),
 ];
+
+/// No annotations.
+static NO_ANNOTATIONS: std::collections::BTreeMap<String, String> =
+    std::collections::BTreeMap::new();
+
+/// A pod's annotations.
+fn annotations(pod: &Pod) -> &std::collections::BTreeMap<String, String> {
+    pod.metadata
+        .as_ref()
+        .map_or(&NO_ANNOTATIONS, |m| &m.annotations)
+}
 
 /// QoS classes.
 pub mod qos {
@@ -131,18 +145,30 @@ impl Strategy<Pod> for PodStrategy {
 
     fn prepare_for_create(&self, pod: &mut Pod) {
         let spec = pod.spec.get_or_insert_with(Default::default);
-        pod.metadata.get_or_insert_with(Default::default).generation = 1;
+        let meta = pod.metadata.get_or_insert_with(Default::default);
+        meta.generation = 1;
+        pod_create::merge_label_keys(spec, &meta.labels);
+        pod_create::sync_app_armor(spec, &mut meta.annotations);
         let qos = compute_qos(spec).to_string();
-        pod.status = Some(PodStatus {
+        let mut status = PodStatus {
             phase: "Pending".into(),
             qos_class: qos,
             ..Default::default()
-        });
+        };
+        pod_create::scheduling_gated_condition(spec, &mut status);
+        pod.status = Some(status);
     }
 
     fn validate(&self, pod: &Pod) -> Violations {
         let mut v = Violations::new();
+        let annotations = annotations(pod);
+        if let Some(spec) = pod.spec.as_ref() {
+            pod_validation::validate_annotations(annotations, spec, &mut v);
+        }
         validate_spec(pod.spec.as_ref(), false, &mut v);
+        if let Some(spec) = pod.spec.as_ref() {
+            pod_validation::validate_spec_create(spec, annotations, &mut v);
+        }
         v
     }
 
@@ -161,9 +187,29 @@ impl Strategy<Pod> for PodStrategy {
         // Upstream's ValidatePodUpdate with AllowIndivisibleHugePagesValues when the stored pod
         // had such values: what is stored can be written back.
         let ratchet = old.spec.as_ref().is_some_and(hugepages::uses_indivisible);
-        validate_spec(new.spec.as_ref(), ratchet, &mut v);
+        let new_annotations = annotations(new);
+        pod_validation::validate_annotations_update(new_annotations, annotations(old), &mut v);
+        if let Some(spec) = new.spec.as_ref() {
+            pod_validation::validate_annotations(new_annotations, spec, &mut v);
+        }
+        // Ratcheting: a rule the stored pod already broke (a rule newer than the pod: a mount
+        // of an undeclared volume, from before Pods had volumes) does not refuse the update,
+        // or no finalizer or label of that pod could ever change.
+        let mut spec_problems = Violations::new();
+        validate_spec(new.spec.as_ref(), ratchet, &mut spec_problems);
+        if !spec_problems.is_empty() {
+            let mut before = Violations::new();
+            validate_spec(old.spec.as_ref(), true, &mut before);
+            let known: std::collections::BTreeSet<_> = before.iter().collect();
+            spec_problems = spec_problems
+                .iter()
+                .filter(|p| !known.contains(p))
+                .cloned()
+                .collect();
+        }
+        v.merge(spec_problems);
         if let (Some(new_spec), Some(old_spec)) = (new.spec.as_ref(), old.spec.as_ref()) {
-            super::pod_validation::validate_spec_update(new_spec, old_spec, &mut v);
+            pod_validation::validate_spec_update(new_spec, old_spec, &mut v);
         }
         v
     }
@@ -238,6 +284,7 @@ mod tests {
             resources: Some(ResourceRequirements {
                 requests: m(req),
                 limits: m(lim),
+                ..Default::default()
             }),
             ..Default::default()
         }

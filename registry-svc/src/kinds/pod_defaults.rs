@@ -7,13 +7,15 @@
 //! read from storage (`Strategy::default_object`), so a pod written before a default existed
 //! reads, compares and updates as if it had been written with it.
 //!
-//! Not modelled, because our Pod has no such field: `securityContext`, probes, lifecycle
-//! handlers, env `valueFrom`, volumes, pod-level resources. Nor `SetDefaults_ResourceList`,
-//! which rounds quantities up to milli-units: our quantities stay the strings the client wrote.
+//! Volumes are defaulted in `volume_defaults`. Quantities are written back in upstream's
+//! canonical form (`0.1` is `100m`), resource lists' rounded up to milli-units
+//! (`SetDefaults_ResourceList`). Not done: the defaults of ephemeral containers, which no
+//! create carries (`pod_validation`) and whose subresource kubestore does not serve.
 
 use kubestore_proto::core::v1::{Container, HttpGetAction, Pod, PodIp, PodSpec, PodStatus, Probe};
 
-use super::image_ref;
+use super::{image_ref, volume_defaults};
+use crate::quantity::Quantity;
 
 /// Upstream's `DefaultTerminationGracePeriodSeconds`.
 pub const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
@@ -107,9 +109,102 @@ pub fn default_spec(spec: &mut PodSpec) -> bool {
         }
         Some(_) => {}
     }
+    if spec.security_context.is_none() {
+        spec.security_context = Some(Default::default());
+        changed = true;
+    }
     changed |= fill(&mut spec.scheduler_name, DEFAULT_SCHEDULER_NAME);
+    // The v1 conversion of the deprecated `serviceAccount`: it fills an empty
+    // `serviceAccountName`, and is then always written as a copy of it.
+    if spec.service_account_name.is_empty() && !spec.service_account.is_empty() {
+        spec.service_account_name = spec.service_account.clone();
+        changed = true;
+    }
+    if spec.service_account != spec.service_account_name {
+        spec.service_account = spec.service_account_name.clone();
+        changed = true;
+    }
+    for v in &mut spec.volumes {
+        changed |= volume_defaults::default_volume(v);
+    }
     for c in spec.init_containers.iter_mut().chain(&mut spec.containers) {
         changed |= default_container(c);
+    }
+    changed |= canonical_quantities(spec);
+    changed
+}
+
+/// Every quantity of the spec written as upstream writes a `resource.Quantity` back
+/// (`Quantity::canonical`: `cpu: 0.1` reads back `100m`). Not a default upstream but its
+/// encoding, stored so that what is read is what upstream serves; one that does not parse is
+/// left for validation to refuse.
+fn canonical_quantities(spec: &mut PodSpec) -> bool {
+    fn canon(q: &mut String) -> bool {
+        match Quantity::canonical(q) {
+            Some(c) if c != *q => {
+                *q = c;
+                true
+            }
+            _ => false,
+        }
+    }
+    // A ResourceList: SetDefaults_ResourceList rounds each up to a milli-unit.
+    fn canon_map(m: &mut std::collections::BTreeMap<String, String>) -> bool {
+        let mut changed = false;
+        for q in m.values_mut() {
+            if let Some(c) = Quantity::canonical_milli(q)
+                && c != *q
+            {
+                *q = c;
+                changed = true;
+            }
+        }
+        changed
+    }
+    let mut changed = false;
+    let containers = spec.init_containers.iter_mut().chain(&mut spec.containers);
+    for c in containers {
+        if let Some(r) = c.resources.as_mut() {
+            changed |= canon_map(&mut r.requests) | canon_map(&mut r.limits);
+        }
+        for f in c.env.iter_mut().filter_map(|e| e.value_from.as_mut()) {
+            if let Some(r) = f.resource_field_ref.as_mut() {
+                changed |= canon(&mut r.divisor);
+            }
+        }
+    }
+    if let Some(r) = spec.resources.as_mut() {
+        changed |= canon_map(&mut r.requests) | canon_map(&mut r.limits);
+    }
+    changed |= canon_map(&mut spec.overhead);
+    for v in &mut spec.volumes {
+        if let Some(size) = v.empty_dir.as_mut().and_then(|e| e.size_limit.as_mut()) {
+            changed |= canon(size);
+        }
+        let items = v
+            .downward_api
+            .iter_mut()
+            .flat_map(|d| d.items.iter_mut())
+            .chain(v.projected.iter_mut().flat_map(|p| {
+                p.sources
+                    .iter_mut()
+                    .filter_map(|s| s.downward_api.as_mut())
+                    .flat_map(|d| d.items.iter_mut())
+            }));
+        for item in items {
+            if let Some(r) = item.resource_field_ref.as_mut() {
+                changed |= canon(&mut r.divisor);
+            }
+        }
+        if let Some(r) = v
+            .ephemeral
+            .as_mut()
+            .and_then(|e| e.volume_claim_template.as_mut())
+            .and_then(|t| t.spec.as_mut())
+            .and_then(|s| s.resources.as_mut())
+        {
+            changed |= canon_map(&mut r.requests) | canon_map(&mut r.limits);
+        }
     }
     changed
 }
@@ -117,6 +212,16 @@ pub fn default_spec(spec: &mut PodSpec) -> bool {
 /// `SetDefaults_Container` and the ports' `protocol` (`+default="TCP"`).
 fn default_container(c: &mut Container) -> bool {
     let mut changed = false;
+    // Upstream's `resources` is a struct value: absent and `{}` are one value, which reads
+    // back `{}` (the field's `always` rule). Stored as absent, so that a pod read and sent
+    // back with `resources: {}` is the same pod.
+    if c.resources
+        .as_ref()
+        .is_some_and(|r| *r == Default::default())
+    {
+        c.resources = None;
+        changed = true;
+    }
     if c.image_pull_policy.is_empty() {
         c.image_pull_policy = image_ref::default_pull_policy(&c.image).into();
         changed = true;
@@ -150,14 +255,11 @@ fn default_container(c: &mut Container) -> bool {
         }
     }
     for source in c.env.iter_mut().filter_map(|e| e.value_from.as_mut()) {
-        // SetDefaults_ObjectFieldSelector.
         if let Some(f) = source.field_ref.as_mut() {
-            changed |= fill(&mut f.api_version, "v1");
+            changed |= volume_defaults::default_field_ref(f);
         }
-        // Not a default upstream but its encoding: a divisor is a Quantity value, which Go
-        // writes as "0" when unset; storing it so reads back what upstream serves.
         if let Some(r) = source.resource_field_ref.as_mut() {
-            changed |= fill(&mut r.divisor, "0");
+            changed |= volume_defaults::default_divisor(r);
         }
     }
     changed
@@ -235,6 +337,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            ..Default::default()
         })
     }
 
@@ -270,6 +373,7 @@ mod tests {
             resources: Some(ResourceRequirements {
                 requests: [("cpu".to_string(), "1".to_string())].into(),
                 limits: [("cpu".to_string(), "1".to_string())].into(),
+                ..Default::default()
             }),
             // No image: it does not parse, so it has no tag and is IfNotPresent.
             image_pull_policy: "IfNotPresent".into(),
@@ -285,6 +389,7 @@ mod tests {
             restart_policy: "Always".into(),
             scheduler_name: "default-scheduler".into(),
             termination_grace_period_seconds: Some(30),
+            security_context: Some(Default::default()),
             ..Default::default()
         };
         assert_eq!(p.spec, Some(want));
@@ -307,6 +412,7 @@ mod tests {
                         ("memory".to_string(), "1Gi".to_string()),
                     ]
                     .into(),
+                    ..Default::default()
                 }),
                 ..Default::default()
             }],
@@ -350,6 +456,7 @@ mod tests {
             enable_service_links: Some(false),
             restart_policy: "Never".into(),
             termination_grace_period_seconds: Some(5),
+            security_context: Some(Default::default()),
             ..Default::default()
         };
         let mut p = pod(given.clone());
@@ -492,5 +599,31 @@ mod tests {
         assert_eq!(spec.dns_policy, "ClusterFirst");
         assert_eq!(spec.termination_grace_period_seconds, Some(30));
         assert!(!default_pod(&mut p));
+    }
+
+    /// The deprecated `serviceAccount` fills an empty `serviceAccountName` and is always written
+    /// as its copy (upstream's v1 conversion of `DeprecatedServiceAccount`).
+    #[test]
+    fn the_deprecated_service_account_mirrors_the_name() {
+        for (name, deprecated, want) in [
+            ("", "old", "old"),
+            ("new", "old", "new"),
+            ("new", "", "new"),
+        ] {
+            let mut p = pod(PodSpec {
+                service_account_name: name.into(),
+                service_account: deprecated.into(),
+                ..Default::default()
+            });
+            default_pod(&mut p);
+            let spec = p.spec.unwrap_or_default();
+            assert_eq!(
+                (
+                    spec.service_account_name.as_str(),
+                    spec.service_account.as_str()
+                ),
+                (want, want)
+            );
+        }
     }
 }

@@ -278,6 +278,39 @@ mod tests {
         );
     }
 
+    /// A volume embeds its source (`VolumeSource`), a configMap source its reference; a
+    /// container's security context keeps a `false` and a `0` (root) that are on the wire.
+    #[test]
+    fn volumes_embed_their_source_and_security_zeros_are_kept() {
+        use prost::encoding::{bool as boolean, int32, int64};
+        let msg = nested;
+        // volumes (1) {name (1), volumeSource (2) {configMap (19) {localObjectReference (1)
+        // {name (1)}, defaultMode (3) 420}}}.
+        let mut config_map = msg(1, &text(1, "settings"));
+        int32::encode(3, &420, &mut config_map);
+        let mut volume = text(1, "cfg");
+        volume.extend(msg(2, &msg(19, &config_map)));
+        // containers (2) {name (1), securityContext (15) {runAsUser (4) 0,
+        // allowPrivilegeEscalation (7) false}}.
+        let mut security = Vec::new();
+        int64::encode(4, &0, &mut security);
+        boolean::encode(7, &false, &mut security);
+        let mut container = text(1, "c");
+        container.extend(msg(15, &security));
+        let mut spec = msg(1, &volume);
+        spec.extend(msg(2, &container));
+        let json = pod_json(&msg(2, &spec));
+        assert_eq!(
+            json["spec"],
+            serde_json::json!({
+                "volumes": [{"name": "cfg",
+                             "configMap": {"name": "settings", "defaultMode": 420}}],
+                "containers": [{"name": "c", "securityContext":
+                    {"runAsUser": 0, "allowPrivilegeEscalation": false}}],
+            })
+        );
+    }
+
     #[test]
     fn false_and_zero_on_the_wire_are_kept_and_empty_strings_dropped() {
         use prost::encoding::{bool as boolean, bytes, int64, string};

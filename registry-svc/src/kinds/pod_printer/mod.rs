@@ -61,14 +61,22 @@ pub fn pod_columns() -> Vec<Column> {
     ]
 }
 
-/// A Pod's cells (upstream's `printPod`, for the fields kubestore models: no init container
-/// is a restartable sidecar, as our containers carry no `restartPolicy`).
+/// A Pod's cells (upstream's `printPod`): sidecars (init containers with `restartPolicy:
+/// Always`) count among the containers, ready once started, and their restarts count.
 pub fn pod_cells(pod: &Pod, now: i64) -> Vec<Value> {
     let spec = pod.spec.clone().unwrap_or_default();
     let status = pod.status.clone().unwrap_or_default();
-    let total = spec.containers.len();
+    let sidecars: std::collections::BTreeSet<&str> = spec
+        .init_containers
+        .iter()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+        .map(|c| c.name.as_str())
+        .collect();
+    let total = spec.containers.len() + sidecars.len();
     let mut ready = 0;
     let mut restarts: i64 = 0;
+    let mut sidecar_restarts: i64 = 0;
+    let mut sidecar_last_restart: Option<i64> = None;
     // The latest `lastState.terminated.finishedAt` of a container counted.
     let mut last_restart: Option<i64> = None;
     let mut reason = if status.reason.is_empty() {
@@ -95,9 +103,20 @@ pub fn pod_cells(pod: &Pod, now: i64) -> Vec<Value> {
     for (i, c) in status.init_container_statuses.iter().enumerate() {
         restarts += i64::from(c.restart_count);
         last_restart = last_restart.max(finished(c));
+        let sidecar = sidecars.contains(c.name.as_str());
+        if sidecar {
+            sidecar_restarts += i64::from(c.restart_count);
+            sidecar_last_restart = sidecar_last_restart.max(finished(c));
+        }
         let state = c.state.clone().unwrap_or_default();
         match (&state.terminated, &state.waiting) {
             (Some(t), _) if t.exit_code == 0 => continue,
+            _ if sidecar && c.started == Some(true) => {
+                if c.ready {
+                    ready += 1;
+                }
+                continue;
+            }
             (Some(t), _) => {
                 reason = if !t.reason.is_empty() {
                     format!("Init:{}", t.reason)
@@ -117,9 +136,9 @@ pub fn pod_cells(pod: &Pod, now: i64) -> Vec<Value> {
     }
     let initialized = condition("Initialized").is_some_and(|c| c.status == "True");
     if !initializing || initialized {
-        // Only sidecars' restarts count from init containers, and we model none.
-        restarts = 0;
-        last_restart = None;
+        // Only sidecars' restarts count from init containers.
+        restarts = sidecar_restarts;
+        last_restart = sidecar_last_restart;
         let mut has_running = false;
         // In reverse, so that the first container's state wins.
         for c in status.container_statuses.iter().rev() {

@@ -389,3 +389,38 @@ fn wide_cells_ip_nominated_node_and_readiness_gates() {
     }
     assert_eq!(row(&p)[2], "SchedulingGated");
 }
+
+/// Upstream's `TestPrintPodWithRestartableInitContainer`: a sidecar counts among the
+/// containers, ready once started, and its restarts count once the pod is initialized.
+#[test]
+fn sidecars_count_among_the_containers() {
+    let mut status = phase("Running");
+    status.conditions = vec![condition("Initialized", "True")];
+    let mut sidecar = running(true);
+    sidecar.name = "i0".into();
+    sidecar.restart_count = 3;
+    let mut app = running(true);
+    app.restart_count = 1;
+    status.init_container_statuses = vec![sidecar.clone()];
+    status.container_statuses = vec![app];
+    let mut p = pod(1, 1, status.clone());
+    if let Some(spec) = p.spec.as_mut() {
+        spec.init_containers[0].restart_policy = Some("Always".into());
+    }
+    assert_eq!(row(&p), want("2/2", "Running", "4"));
+    // Not started yet: the pod is still initializing, and the sidecar is not ready.
+    let mut starting = sidecar;
+    starting.started = Some(false);
+    starting.ready = false;
+    starting.state = Some(ContainerState::default());
+    status.init_container_statuses = vec![starting];
+    status.conditions.clear();
+    status.container_statuses.clear();
+    p.status = Some(status);
+    assert_eq!(row(&p), want("0/2", "Init:0/1", "3"));
+    // The same init container without restartPolicy is an ordinary one: 1 container.
+    if let Some(spec) = p.spec.as_mut() {
+        spec.init_containers[0].restart_policy = None;
+    }
+    assert_eq!(row(&p), want("0/1", "Init:0/1", "3"));
+}

@@ -1,13 +1,15 @@
-//! Validation of a pod's spec, for the fields our Pod carries: upstream's `ValidatePodSpec`,
-//! `validateContainers`, `validateInitContainers`, `validateContainerCommon` and
-//! `validateContainersOnlyForPod` (`pkg/apis/core/validation/validation.go`), in their order,
-//! with their paths and messages; and `ValidatePodUpdate`'s rules of what an update may change.
+//! Validation of a pod's spec: upstream's `ValidatePodSpec`, `validateContainers`,
+//! `validateInitContainers`, `validateContainerCommon` and `validateContainersOnlyForPod`
+//! (`pkg/apis/core/validation/validation.go`, 1.33), in their order, with their paths and
+//! messages; `ValidatePodCreate`'s additions; and `ValidatePodUpdate`'s rules of what an update
+//! may change. Each concern has its module: volumes, mounts and devices (`volumes` and its
+//! `volume_*` files), environment sources (`env`), probes and hooks (`probes`), security
+//! contexts and their annotations (`security`), scheduling (`scheduling`), name resolution
+//! (`dns`), dynamic resource claims and pod-level resources (`claims`).
 //!
-//! Differences, each because our Pod has no such field: volume mounts are not checked against
-//! `spec.volumes` (upstream's `NotFound` on a mount's name), and a `dnsPolicy` of `None` is
-//! always refused for its missing `dnsConfig`, in upstream's words. The rules of the container
-//! fields we do not model (security context, restartPolicy of sidecars) do not apply. Environment
-//! variables' sources (`valueFrom`, `envFrom`) are checked in `env`, probes and hooks in `probes`.
+//! Init containers with `restartPolicy: Always` are sidecars: they take probes, hooks and a
+//! resize policy as app containers do. Every field of the 1.33 Pod is checked as if its
+//! feature gate were on (the README's Pod rows).
 
 use std::collections::BTreeSet;
 
@@ -15,21 +17,23 @@ use kubestore_proto::core::v1::{Container, PodSpec};
 
 use super::hugepages;
 
+mod claims;
+mod dns;
 mod env;
 mod probes;
+mod scheduling;
+mod security;
+mod volumes;
 use crate::{
     quantity::Quantity,
     validation::{dns1123_label, dns1123_subdomain, label_value, qualified_name},
     violations::Violations,
 };
 
-/// Upstream's `updatablePodSpecFields` that our Pod has, as its Forbidden message lists them.
-/// Upstream's list goes on with `spec.tolerations` (not modelled) and a negative
-/// `spec.terminationGracePeriodSeconds` set to 1 (ours are 1 already, `pod_defaults`), and
-/// its message with a Go diff of the specs; the message stays within a violation's bound
-/// (`violations`) without them.
-const UPDATABLE: &str =
-    "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`";
+/// Upstream's `updatablePodSpecFields`, as its Forbidden message lists them (joined by `,`).
+/// Upstream's message goes on with a Go diff of the specs, which we leave out; the message is
+/// longer than a violation's bound (`violations`) and is cut there, as any long one is.
+const UPDATABLE: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
 /// Largest `activeDeadlineSeconds` (Go's `math.MaxInt32`).
 const MAX_INT32: i64 = i32::MAX as i64;
@@ -72,22 +76,30 @@ pub fn validate_spec(
         v.push(("spec.terminationGracePeriodSeconds".into(), problem));
     }
     let hugepages_ok = allow_indivisible_hugepages;
+    let grace = spec.termination_grace_period_seconds.unwrap_or(30);
+    // ValidateVolumes comes first; each container's mounts and devices name its valid volumes.
+    let volumes = volumes::validate(spec, v);
     // validateContainers.
     if spec.containers.is_empty() {
         v.push(("spec.containers".into(), "Required value".into()));
     } else {
         let mut names = BTreeSet::new();
-        let grace = spec.termination_grace_period_seconds.unwrap_or(30);
         for (i, c) in spec.containers.iter().enumerate() {
             let path = format!("spec.containers[{i}]");
-            probes::container(c, &path, grace, v);
-            container_common(c, &path, hugepages_ok, v);
+            container_common(c, &path, spec, &volumes, hugepages_ok, v);
             // Unique among app containers (an empty name too, as upstream); init containers
             // are checked against these below.
             if !names.insert(c.name.as_str()) {
                 v.push((
                     format!("{path}.name"),
                     format!("Duplicate value: {:?}", c.name),
+                ));
+            }
+            probes::container(c, &path, grace, v);
+            if c.restart_policy.is_some() {
+                v.push((
+                    format!("{path}.restartPolicy"),
+                    "Forbidden: may not be set for non-init containers".into(),
                 ));
             }
         }
@@ -97,8 +109,20 @@ pub fn validate_spec(
     let mut names: BTreeSet<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
     for (i, c) in spec.init_containers.iter().enumerate() {
         let path = format!("spec.initContainers[{i}]");
-        probes::init_container(c, &path, v);
-        container_common(c, &path, hugepages_ok, v);
+        container_common(c, &path, spec, &volumes, hugepages_ok, v);
+        // validateInitContainerRestartPolicy: Always makes a sidecar, which runs beside the
+        // app containers with their probes and hooks.
+        let sidecar = match c.restart_policy.as_deref() {
+            None => false,
+            Some("Always") => true,
+            Some(other) => {
+                v.push((
+                    format!("{path}.restartPolicy"),
+                    not_supported(other, &["Always"]),
+                ));
+                false
+            }
+        };
         if names.contains(c.name.as_str()) {
             v.push((
                 format!("{path}.name"),
@@ -110,6 +134,33 @@ pub fn validate_spec(
         // Init containers run one at a time: each is checked alone (and, as upstream, under
         // the index 0 whatever its own).
         host_port_conflicts(std::slice::from_ref(c), "spec.initContainers", v);
+        if sidecar {
+            probes::container(c, &path, grace, v);
+        } else {
+            probes::init_container(c, &path, v);
+        }
+        // Sidecars may be resized in place since 1.33; other init containers never run
+        // beside anything to resize.
+        if !sidecar && !c.resize_policy.is_empty() {
+            // field.Invalid of a slice prints Go's `%#v` of the internal type.
+            let items: Vec<String> = c
+                .resize_policy
+                .iter()
+                .map(|p| {
+                    format!(
+                        "core.ContainerResizePolicy{{ResourceName:{:?}, RestartPolicy:{:?}}}",
+                        p.resource_name, p.restart_policy
+                    )
+                })
+                .collect();
+            v.push((
+                format!("{path}.resizePolicy"),
+                format!(
+                    "Invalid value: []core.ContainerResizePolicy{{{}}}: must not be set for init containers",
+                    items.join(", ")
+                ),
+            ));
+        }
     }
     // validatePodHostNetworkDeps.
     if spec.host_network {
@@ -153,13 +204,9 @@ pub fn validate_spec(
             ));
         }
     }
-    // validatePodDNSConfig: None needs a dnsConfig, which our Pod cannot carry.
-    if spec.dns_policy == "None" {
-        v.push((
-            "spec.dnsConfig".into(),
-            "Required value: must provide `dnsConfig` when `dnsPolicy` is None".into(),
-        ));
-    }
+    security::validate(spec, v);
+    scheduling::affinity_rules(spec, v);
+    dns::config(spec.dns_config.as_ref(), &spec.dns_policy, v);
     for (i, g) in spec.readiness_gates.iter().enumerate() {
         if let Some(e) = qualified_name(&g.condition_type) {
             v.push((
@@ -168,6 +215,8 @@ pub fn validate_spec(
             ));
         }
     }
+    scheduling::gates_and_spread(spec, v);
+    security::pod_rules(spec, v);
     let subdomain = |path: &str, value: &str, v: &mut Violations| {
         if !value.is_empty()
             && let Some(e) = dns1123_subdomain(value)
@@ -195,7 +244,27 @@ pub fn validate_spec(
             v.push((path.into(), format!("Invalid value: {value:?}: {e}")));
         }
     }
+    scheduling::tolerations_rules(spec, v);
+    dns::host_aliases(&spec.host_aliases, v);
     subdomain("spec.priorityClassName", &spec.priority_class_name, v);
+    if let Some(name) = &spec.runtime_class_name
+        && let Some(e) = dns1123_subdomain(name)
+    {
+        v.push((
+            "spec.runtimeClassName".into(),
+            format!("Invalid value: {name:?}: {e}"),
+        ));
+    }
+    if let Some(policy) = &spec.preemption_policy
+        && !["PreemptLowerPriority", "Never"].contains(&policy.as_str())
+    {
+        v.push((
+            "spec.preemptionPolicy".into(),
+            not_supported(policy, &["PreemptLowerPriority", "Never"]),
+        ));
+    }
+    claims::pod(spec, v);
+    security::os(spec, v);
     // validateContainersOnlyForPod.
     for (list, containers) in [
         ("containers", &spec.containers),
@@ -213,10 +282,55 @@ pub fn validate_spec(
             }
         }
     }
+    // validatePodMetadataAndSpec's pod-only rule, after the whole spec.
+    volumes::service_account_tokens(spec, v);
+}
+
+/// What upstream's `ValidatePodCreate` adds to the spec's rules: ephemeral containers come only
+/// through their own subresource, and a pod with scheduling gates has no node yet.
+pub fn validate_spec_create(
+    spec: &PodSpec,
+    annotations: &std::collections::BTreeMap<String, String>,
+    v: &mut Violations,
+) {
+    if !spec.ephemeral_containers.is_empty() {
+        v.push((
+            "spec.ephemeralContainers".into(),
+            "Forbidden: cannot be set on create".into(),
+        ));
+    }
+    scheduling::validate_create(spec, v);
+    security::annotations_create(annotations, spec, v);
+}
+
+/// Upstream's `ValidatePodSpecificAnnotations` of the security annotations (seccomp, AppArmor),
+/// checked on create and update before the spec.
+pub fn validate_annotations(
+    annotations: &std::collections::BTreeMap<String, String>,
+    spec: &PodSpec,
+    v: &mut Violations,
+) {
+    security::annotations(annotations, spec, v);
+}
+
+/// Upstream's `ValidatePodSpecificAnnotationUpdates`: AppArmor annotations never change.
+pub fn validate_annotations_update(
+    new: &std::collections::BTreeMap<String, String>,
+    old: &std::collections::BTreeMap<String, String>,
+    v: &mut Violations,
+) {
+    security::annotations_update(new, old, v);
 }
 
 /// Upstream's `validateContainerCommon`, for one container at `path`.
-fn container_common(c: &Container, path: &str, hugepages_ok: bool, v: &mut Violations) {
+fn container_common(
+    c: &Container,
+    path: &str,
+    spec: &PodSpec,
+    volumes: &volumes::Valid<'_>,
+    hugepages_ok: bool,
+    v: &mut Violations,
+) {
     let f = |s: &str| format!("{path}.{s}");
     if c.name.is_empty() {
         v.push((f("name"), "Required value".into()));
@@ -240,7 +354,7 @@ fn container_common(c: &Container, path: &str, hugepages_ok: bool, v: &mut Viola
         }
     }
     env::env_from(&c.env_from, &format!("{path}.envFrom"), v);
-    volume_mounts(c, path, v);
+    volumes::container(c, path, volumes, v);
     one_of(
         f("imagePullPolicy"),
         &c.image_pull_policy,
@@ -248,6 +362,50 @@ fn container_common(c: &Container, path: &str, hugepages_ok: bool, v: &mut Viola
         v,
     );
     resources(c, path, hugepages_ok, v);
+    resize_policy(c, path, &spec.restart_policy, v);
+    security::container(
+        c.security_context.as_ref(),
+        path,
+        security::host_users(spec),
+        v,
+    );
+}
+
+/// Upstream's `validateResizePolicy`: cpu and memory, each at most once, each NotRequired or
+/// RestartContainer, and only NotRequired in a pod that never restarts containers.
+fn resize_policy(c: &Container, path: &str, pod_restart_policy: &str, v: &mut Violations) {
+    let list = format!("{path}.resizePolicy");
+    let mut seen = BTreeSet::new();
+    for (i, p) in c.resize_policy.iter().enumerate() {
+        if !seen.insert(p.resource_name.as_str()) {
+            v.push((
+                format!("{list}[{i}]"),
+                format!("Duplicate value: {:?}", p.resource_name),
+            ));
+        }
+        match p.resource_name.as_str() {
+            "cpu" | "memory" => {}
+            "" => v.push((list.clone(), "Required value".into())),
+            other => v.push((list.clone(), not_supported(other, &["cpu", "memory"]))),
+        }
+        match p.restart_policy.as_str() {
+            "NotRequired" | "RestartContainer" => {}
+            "" => v.push((list.clone(), "Required value".into())),
+            other => v.push((
+                list.clone(),
+                not_supported(other, &["NotRequired", "RestartContainer"]),
+            )),
+        }
+        if pod_restart_policy == "Never" && p.restart_policy != "NotRequired" {
+            v.push((
+                list.clone(),
+                format!(
+                    "Invalid value: {:?}: must be 'NotRequired' when `restartPolicy` is 'Never'",
+                    p.restart_policy
+                ),
+            ));
+        }
+    }
 }
 
 /// Upstream's `validateContainerPorts`.
@@ -323,43 +481,6 @@ fn env_name(name: &str, path: String, v: &mut Violations) {
         v.push((path, "Required value".into()));
     } else {
         env::relaxed_name(name, path, v);
-    }
-}
-
-/// Upstream's `ValidateVolumeMounts`, but for the volumes it would look the names up in.
-fn volume_mounts(c: &Container, path: &str, v: &mut Violations) {
-    let mut mount_paths = BTreeSet::new();
-    for (i, m) in c.volume_mounts.iter().enumerate() {
-        let f = |s: &str| format!("{path}.volumeMounts[{i}].{s}");
-        if m.name.is_empty() {
-            v.push((f("name"), "Required value".into()));
-        }
-        if m.mount_path.is_empty() {
-            v.push((f("mountPath"), "Required value".into()));
-        }
-        if !mount_paths.insert(m.mount_path.as_str()) {
-            v.push((
-                f("mountPath"),
-                format!("Invalid value: {:?}: must be unique", m.mount_path),
-            ));
-        }
-        if !m.sub_path.is_empty() {
-            // validateLocalDescendingPath, on the list's path (`volumeMounts.subPath`), as
-            // upstream reports it.
-            let at = format!("{path}.volumeMounts.subPath");
-            if m.sub_path.starts_with('/') {
-                v.push((
-                    at.clone(),
-                    format!("Invalid value: {:?}: must be a relative path", m.sub_path),
-                ));
-            }
-            if m.sub_path.split('/').any(|part| part == "..") {
-                v.push((
-                    at,
-                    format!("Invalid value: {:?}: must not contain '..'", m.sub_path),
-                ));
-            }
-        }
     }
 }
 
@@ -454,8 +575,9 @@ fn container_updates(new: &[Container], old: &[Container], list: &str, v: &mut V
     true
 }
 
-/// What `ValidatePodUpdate` adds to the spec's own rules: only images and
-/// `activeDeadlineSeconds` (set, or lowered) may change.
+/// What `ValidatePodUpdate` adds to the spec's own rules: only images, `activeDeadlineSeconds`
+/// (set, or lowered), tolerations (added), scheduling gates (removed) and, while the pod is
+/// gated, its node selector and required node affinity (narrowed) may change.
 pub fn validate_spec_update(new: &PodSpec, old: &PodSpec, v: &mut Violations) {
     if !container_updates(&new.containers, &old.containers, "containers", v)
         || !container_updates(
@@ -488,6 +610,10 @@ pub fn validate_spec_update(new: &PodSpec, old: &PodSpec, v: &mut Violations) {
         )),
         _ => {}
     }
+    // Tolerations may only be added (or their tolerationSeconds changed), scheduling gates
+    // only removed.
+    scheduling::update::only_added_tolerations(&new.tolerations, &old.tolerations, v);
+    scheduling::update::only_deleted_gates(&new.scheduling_gates, &old.scheduling_gates, v);
     if new == old {
         return;
     }
@@ -500,6 +626,16 @@ pub fn validate_spec_update(new: &PodSpec, old: &PodSpec, v: &mut Violations) {
         c.image = o.image.clone();
     }
     munged.active_deadline_seconds = old.active_deadline_seconds;
+    munged.scheduling_gates = old.scheduling_gates.clone();
+    munged.tolerations = old.tolerations.clone();
+    // A negative grace period may become 1 (ours are stored as 1 already, `pod_defaults`).
+    if old.termination_grace_period_seconds.is_some_and(|g| g < 0)
+        && munged.termination_grace_period_seconds == Some(1)
+    {
+        munged.termination_grace_period_seconds = old.termination_grace_period_seconds;
+    }
+    // A gated pod may gain node selector entries and narrow its required node affinity.
+    scheduling::update::gated_changes(&mut munged, old, v);
     if munged != *old {
         v.push((
             "spec".into(),

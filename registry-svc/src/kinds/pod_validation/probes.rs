@@ -319,6 +319,7 @@ mod tests {
                     sleep: Some(SleepAction { seconds: 5 }),
                     ..Default::default()
                 }),
+                ..Default::default()
             }),
             ..Default::default()
         };
@@ -367,6 +368,7 @@ mod tests {
                     sleep: Some(SleepAction { seconds: 31 }),
                     ..Default::default()
                 }),
+                ..Default::default()
             }),
             ..Default::default()
         };

@@ -5,7 +5,7 @@
 //! fields our Pod carries, with their paths and messages.
 
 use kubestore_proto::core::v1::{
-    Container, ContainerPort, EnvVar, PodReadinessGate, PodSpec, VolumeMount,
+    Container, ContainerPort, EnvVar, PodReadinessGate, PodSpec, Volume, VolumeMount,
 };
 
 use super::validate_spec;
@@ -249,22 +249,36 @@ fn env_var_names() {
     );
 }
 
-/// `TestValidateVolumeMounts`, for what we model (no volumes to look names up in).
+/// `TestValidateVolumeMounts`'s cases of names and paths (the volume module's tests have the
+/// rest).
 #[test]
 fn volume_mounts() {
+    let volumes = |names: &[&str]| -> Vec<Volume> {
+        names
+            .iter()
+            .map(|n| Volume {
+                name: n.to_string(),
+                empty_dir: Some(Default::default()),
+                ..Default::default()
+            })
+            .collect()
+    };
     let mount = |name: &str, path: &str, sub: &str| VolumeMount {
         name: name.into(),
         mount_path: path.into(),
         sub_path: sub.into(),
         read_only: false,
+        ..Default::default()
     };
     let ok = spec_with(|s| {
+        s.volumes = volumes(&["abc", "123"]);
         s.containers[0].volume_mounts =
             vec![mount("abc", "/foo", ""), mount("123", "/bar", "baz/x")]
     });
     assert_eq!(problems(&ok), []);
     let at = |i: usize, f: &str| format!("spec.containers[0].volumeMounts[{i}].{f}");
     let s = spec_with(|s| {
+        s.volumes = volumes(&["b", "c", "d", "e"]);
         s.containers[0].volume_mounts = vec![
             mount("", "/a", ""),
             mount("b", "", ""),
@@ -277,6 +291,7 @@ fn volume_mounts() {
         problems(&s),
         vec![
             (at(0, "name"), "Required value".into()),
+            (at(0, "name"), "Not found: \"\"".into()),
             (at(1, "mountPath"), "Required value".into()),
             (
                 at(2, "mountPath"),
