@@ -132,6 +132,11 @@ impl Quantity {
 
     fn written(s: &str, milli: bool) -> Option<String> {
         let mut value = Self::parse(s).ok()?.0;
+        if let Some(scale) = kept_scale(s)
+            && (!milli || scale >= -3)
+        {
+            return Some(s.to_string());
+        }
         if milli {
             // Away from zero, as Go's RoundUp.
             let unit = NANO / 1000;
@@ -140,10 +145,17 @@ impl Quantity {
                 value += if value > 0 { unit - rest } else { -unit - rest };
             }
         }
+        Some(Self(value).written_like(s))
+    }
+
+    /// The quantity written as Go's `String()` writes a computed value (a sum) in the notation
+    /// of `like` (binary, decimal exponent or decimal SI, by its suffix).
+    pub fn written_like(self, like: &str) -> String {
+        let value = self.0;
         if value == 0 {
-            return Some("0".into());
+            return "0".into();
         }
-        let suffix = s
+        let suffix = like
             .trim()
             .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '+' || c == '-');
         let binary = suffix.ends_with('i');
@@ -160,7 +172,7 @@ impl Quantity {
                 power += 1;
             }
             let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power];
-            return Some(format!("{sign}{units}{suffix}"));
+            return format!("{sign}{units}{suffix}");
         }
         // mantissa × 10^e, trailing zeros moved into e, e then lowered to a multiple of 3.
         let (mut mantissa, mut e) = (magnitude, -9i32);
@@ -190,12 +202,67 @@ impl Quantity {
                 12 => "T",
                 15 => "P",
                 18 => "E",
-                _ => return Some(format!("{sign}{mantissa}e{e}")),
+                _ => return format!("{sign}{mantissa}e{e}"),
             }
             .to_string()
         };
-        Some(format!("{sign}{mantissa}{suffix}"))
+        format!("{sign}{mantissa}{suffix}")
     }
+}
+
+/// The scale of `s` when Go's `ParseQuantity` keeps it as written (its fast path: the string
+/// is already what `String()` would write, or close enough that Go does not rewrite it), else
+/// `None`. Decimal notations (`500m`, `+5`, `1.500`, `1E3`) are kept when their digits need no
+/// more than 18 places, their scale is a multiple of 3 and at least nano, the digits do not end
+/// in `000` and do not start with `0`; binary ones (`100Ki`) when they have no fraction and the
+/// number is not a multiple of 8. `RoundUp` to milli-units keeps them too when their scale is
+/// at least milli.
+fn kept_scale(s: &str) -> Option<i32> {
+    if s == "0" {
+        return Some(0);
+    }
+    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let digits_end = unsigned
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(unsigned.len());
+    let (number, suffix) = unsigned.split_at(digits_end);
+    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+    let binary = match suffix {
+        "Ki" => Some(10),
+        "Mi" => Some(20),
+        "Gi" => Some(30),
+        "Ti" => Some(40),
+        "Pi" => Some(50),
+        "Ei" => Some(60),
+        _ => None,
+    };
+    if let Some(exponent) = binary {
+        let precision = 15 - int.len() as i32 - (exponent as f32 * 3.0 / 10.0) as i32 - 1;
+        let value: u64 = int.parse().ok()?;
+        return (frac.is_empty() && precision >= 0 && value & 7 != 0).then_some(0);
+    }
+    let exponent: i32 = match suffix {
+        "n" => -9,
+        "u" => -6,
+        "m" => -3,
+        "" => 0,
+        "k" => 3,
+        "M" => 6,
+        "G" => 9,
+        "T" => 12,
+        "P" => 15,
+        "E" => 18,
+        other => other.strip_prefix(['e', 'E'])?.parse().ok()?,
+    };
+    let shifted = format!("{int}{frac}");
+    let scale = exponent - frac.len() as i32;
+    let precision = 18 - shifted.len() as i32;
+    (precision >= 0
+        && scale >= -9
+        && scale % 3 == 0
+        && !shifted.ends_with("000")
+        && !shifted.starts_with('0'))
+    .then_some(scale)
 }
 
 #[cfg(test)]
@@ -236,7 +303,11 @@ mod tests {
             ("2000", "2k"),
             ("1k", "1k"),
             ("1e3", "1e3"),
-            ("1E3", "1e3"),
+            ("1E3", "1E3"),
+            ("01", "1"),
+            ("1.500", "1.500"),
+            ("5e0", "5e0"),
+            ("+1Gi", "+1Gi"),
             ("1.5e3", "1500"),
             ("129e6", "129e6"),
             ("128974848", "128974848"),
@@ -254,7 +325,7 @@ mod tests {
             ("0.1Ki", "102400m"),
             ("-1", "-1"),
             ("-100m", "-100m"),
-            ("+5", "5"),
+            ("+5", "+5"),
             ("1M", "1M"),
             ("64G", "64G"),
             ("3", "3"),

@@ -53,7 +53,9 @@ async fn hugepages_must_be_whole_pages() {
     for (_, description) in &violations {
         assert_eq!(
             description,
-            "Invalid value: \"1.1Mi\": 1.1Mi is not positive integer multiple of hugepages-1Mi"
+            // Upstream prints the quantity as Go writes it back: 1.1Mi is not a whole number
+            // of bytes, so its canonical form is decimal, in milli-units.
+            "Invalid value: \"1153433600m\": 1153433600m is not positive integer multiple of hugepages-1Mi"
         );
     }
 
@@ -123,7 +125,8 @@ async fn a_pod_stored_with_indivisible_hugepages_can_still_be_updated() {
             .as_ref()
             .expect("resources")
             .limits["hugepages-2Mi"],
-        "2.1Mi"
+        // 2.1Mi as upstream writes it back (not a whole number of bytes: decimal milli-units).
+        "2202009600m"
     );
 
     // A pod stored with whole pages gets no such allowance: its values cannot become

@@ -189,7 +189,7 @@ async fn kubectl_explain_prints_upstreams_descriptions() {
     let r = c.k(&["explain", "pods.spec.nodeName"]).run().ok();
     assert!(
         r.out()
-            .contains("NodeName is a request to schedule this pod onto a specific node."),
+            .contains("NodeName indicates in which node this pod is scheduled."),
         "{r}"
     );
     let r = c.k(&["explain", "configmaps"]).run().ok();

@@ -369,6 +369,12 @@ impl Reader<'_> {
                         return Err(self.mismatch(owner, field, v));
                     }
                     self.message(&desc, v, &[], &mut buf, depth + 1)?;
+                    // A Go struct value (an `always` message) that holds nothing is the field's
+                    // zero: absent, as it is written back (`{}`), so that `resources: {}` and
+                    // no `resources` are one pod.
+                    if buf.is_empty() && field.rule.always && !field.repeated {
+                        return Ok(());
+                    }
                 }
                 encode_key(number, WireType::LengthDelimited, out);
                 encode_varint(buf.len() as u64, out);

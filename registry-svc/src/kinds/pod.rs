@@ -73,16 +73,28 @@ pub mod qos {
     pub const BEST_EFFORT: &str = "BestEffort";
 }
 
-/// Upstream's `ComputePodQOS` over app and init containers, for cpu and memory, counting
-/// quantities > 0. Unparsable quantities count as absent (validation rejects them before this
-/// matters).
+/// Upstream's `ComputePodQOS`, for cpu and memory, counting quantities > 0: over the pod-level
+/// `resources` when the pod sets them (PodLevelResources), else over app and init containers.
+/// Unparsable quantities count as absent (validation rejects them before this matters).
 pub fn compute_qos(spec: &PodSpec) -> &'static str {
     use std::collections::BTreeMap;
     let mut requests: BTreeMap<&str, Quantity> = BTreeMap::new();
     let mut limits: BTreeMap<&str, Quantity> = BTreeMap::new();
     let mut guaranteed = true;
-    for c in spec.containers.iter().chain(&spec.init_containers) {
-        let res = c.resources.clone().unwrap_or_default();
+    let lists: Vec<&kubestore_proto::core::v1::ResourceRequirements> = match &spec.resources {
+        Some(pod_level) => {
+            // Without both limits (none at all, too), a pod cannot be Guaranteed: the loop
+            // below finds fewer than two.
+            vec![pod_level]
+        }
+        None => spec
+            .containers
+            .iter()
+            .chain(&spec.init_containers)
+            .map(|c| c.resources.as_ref().unwrap_or(&NO_RESOURCES))
+            .collect(),
+    };
+    for res in lists {
         for (name, map) in [("requests", &res.requests), ("limits", &res.limits)] {
             let mut found = Vec::new();
             for r in ["cpu", "memory"] {
@@ -117,6 +129,14 @@ pub fn compute_qos(spec: &PodSpec) -> &'static str {
     }
     qos::BURSTABLE
 }
+
+/// No resources.
+static NO_RESOURCES: kubestore_proto::core::v1::ResourceRequirements =
+    kubestore_proto::core::v1::ResourceRequirements {
+        requests: std::collections::BTreeMap::new(),
+        limits: std::collections::BTreeMap::new(),
+        claims: Vec::new(),
+    };
 
 impl Strategy<Pod> for PodStrategy {
     fn columns(&self) -> Vec<kubestore_apimachinery::table::Column> {
@@ -333,6 +353,26 @@ mod tests {
             compute_qos(&spec(vec![g, container(&[], &[])])),
             qos::BURSTABLE
         );
+        // Pod-level resources decide when the pod sets them.
+        let mut pod_level = spec(vec![container(&[], &[])]);
+        pod_level.resources = Some(kubestore_proto::core::v1::ResourceRequirements {
+            requests: [
+                ("cpu".to_string(), "1".to_string()),
+                ("memory".to_string(), "1Gi".to_string()),
+            ]
+            .into(),
+            limits: [
+                ("cpu".to_string(), "1".to_string()),
+                ("memory".to_string(), "1Gi".to_string()),
+            ]
+            .into(),
+            ..Default::default()
+        });
+        assert_eq!(compute_qos(&pod_level), qos::GUARANTEED);
+        if let Some(r) = pod_level.resources.as_mut() {
+            r.limits.remove("memory");
+        }
+        assert_eq!(compute_qos(&pod_level), qos::BURSTABLE);
         // Zero quantities do not count; other resources are ignored.
         assert_eq!(
             compute_qos(&spec(vec![container(

@@ -77,6 +77,7 @@ pub fn default_spec(spec: &mut PodSpec) -> bool {
             }
         }
     }
+    changed |= default_pod_requests(spec);
     if spec.enable_service_links.is_none() {
         spec.enable_service_links = Some(true);
         changed = true;
@@ -131,6 +132,70 @@ pub fn default_spec(spec: &mut PodSpec) -> bool {
         changed |= default_container(c);
     }
     changed |= canonical_quantities(spec);
+    changed
+}
+
+/// Upstream's `defaultPodRequests` (PodLevelResources): a pod with pod-level limits gets
+/// pod-level requests of cpu and memory where it gives none, from its containers' aggregated
+/// requests (`AggregateContainerRequests`: app containers and sidecars summed, against each
+/// other init container with the sidecars started before it, the larger), else the limit.
+fn default_pod_requests(spec: &mut PodSpec) -> bool {
+    let Some(pod_level) = spec.resources.as_ref() else {
+        return false;
+    };
+    if pod_level.limits.is_empty() {
+        return false;
+    }
+    let request = |c: &Container, r: &str| -> Option<Quantity> {
+        Quantity::parse(c.resources.as_ref()?.requests.get(r)?).ok()
+    };
+    let mut defaults: Vec<(String, String)> = Vec::new();
+    for r in ["cpu", "memory"] {
+        // App containers and sidecars run together; each other init container runs with the
+        // sidecars started before it.
+        let mut together = Quantity::ZERO;
+        let mut sidecars = Quantity::ZERO;
+        let mut init_peak = Quantity::ZERO;
+        for c in &spec.containers {
+            together = together.saturating_add(request(c, r).unwrap_or(Quantity::ZERO));
+        }
+        for c in &spec.init_containers {
+            let q = request(c, r).unwrap_or(Quantity::ZERO);
+            if c.restart_policy.as_deref() == Some("Always") {
+                together = together.saturating_add(q);
+                sidecars = sidecars.saturating_add(q);
+            } else {
+                init_peak = init_peak.max(q.saturating_add(sidecars));
+            }
+        }
+        let aggregate = together.max(init_peak);
+        if aggregate.is_positive() {
+            // A sum keeps the notation of the first request it adds (Go's `Quantity.Add`).
+            let like = spec
+                .containers
+                .iter()
+                .chain(&spec.init_containers)
+                .find_map(|c| c.resources.as_ref()?.requests.get(r).cloned())
+                .unwrap_or_default();
+            defaults.push((r.to_string(), aggregate.written_like(&like)));
+        }
+    }
+    let Some(pod_level) = spec.resources.as_mut() else {
+        return false;
+    };
+    let mut changed = false;
+    for (r, q) in defaults {
+        if !pod_level.requests.contains_key(&r) {
+            pod_level.requests.insert(r, q);
+            changed = true;
+        }
+    }
+    for (r, limit) in pod_level.limits.clone() {
+        if ["cpu", "memory"].contains(&r.as_str()) && !pod_level.requests.contains_key(&r) {
+            pod_level.requests.insert(r, limit);
+            changed = true;
+        }
+    }
     changed
 }
 
@@ -625,5 +690,47 @@ mod tests {
                 (want, want)
             );
         }
+    }
+
+    /// Upstream's `TestPodLevelResourcesDefaults` cases: requests from the containers' where
+    /// they give some, else from the pod-level limit; nothing without pod-level limits.
+    #[test]
+    fn pod_level_requests_come_from_containers_then_limits() {
+        let with = |limits: &[(&str, &str)], containers: Vec<Container>| PodSpec {
+            resources: Some(ResourceRequirements {
+                limits: limits
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                ..Default::default()
+            }),
+            containers,
+            ..Default::default()
+        };
+        let requesting = |cpu: &str| Container {
+            name: "c".into(),
+            resources: Some(ResourceRequirements {
+                requests: [("cpu".to_string(), cpu.to_string())].into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut spec = with(
+            &[("cpu", "2"), ("memory", "1Gi")],
+            vec![requesting("500m"), requesting("250m")],
+        );
+        assert!(default_pod_requests(&mut spec));
+        let requests = spec.resources.map(|r| r.requests).unwrap_or_default();
+        assert_eq!(
+            requests,
+            [
+                ("cpu".to_string(), "750m".to_string()),
+                ("memory".to_string(), "1Gi".to_string())
+            ]
+            .into()
+        );
+        let mut spec = with(&[], vec![requesting("1")]);
+        assert!(!default_pod_requests(&mut spec));
+        assert_eq!(spec.resources.map(|r| r.requests.len()), Some(0));
     }
 }

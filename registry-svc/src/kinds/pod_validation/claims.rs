@@ -53,7 +53,7 @@ pub(super) fn pod(spec: &PodSpec, v: &mut Violations) {
         if !r.claims.is_empty() {
             v.push((
                 "spec.resources.claims".into(),
-                "Forbidden: claims may not be set for Resources at pod-level".into(),
+                "Forbidden: claims cannot be set for Resources at pod-level".into(),
             ));
         }
         for (kind, map) in [("requests", &r.requests), ("limits", &r.limits)] {

@@ -12,7 +12,10 @@ use std::net::IpAddr;
 
 use kubestore_proto::core::v1::{HostAlias, PodDnsConfig};
 
-use crate::{validation::dns1123_subdomain, violations::Violations};
+use crate::{
+    validation::{dns1123_label, dns1123_subdomain},
+    violations::Violations,
+};
 
 /// Upstream's `MaxDNSNameservers`.
 const MAX_NAMESERVERS: usize = 3;
@@ -25,6 +28,21 @@ const MAX_SEARCH_CHARS: usize = 2048;
 fn go_strings(values: &[String]) -> String {
     let quoted: Vec<String> = values.iter().map(|s| format!("{s:?}")).collect();
     format!("[]string{{{}}}", quoted.join(", "))
+}
+
+/// Upstream's `IsDNS1123SubdomainWithUnderscore`: a DNS-1123 subdomain whose labels may each
+/// start with one `_` (`_sip._tcp.example.com`).
+fn subdomain_with_underscore(s: &str) -> Option<String> {
+    if s.is_empty() || s.len() > 253 {
+        return Some("must be no more than 253 characters".into());
+    }
+    let ok = s.split('.').all(|label| {
+        let label = label.strip_prefix('_').unwrap_or(label);
+        dns1123_label(label).is_none()
+    });
+    (!ok).then(|| {
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '_', '-' or '.', and must start and end with an alphanumeric character".to_string()
+    })
 }
 
 /// An IP address, in upstream's words when it is not one.
@@ -96,9 +114,13 @@ pub(super) fn config(config: Option<&PodDnsConfig>, policy: &str, v: &mut Violat
         ));
     }
     for (i, search) in c.searches.iter().enumerate() {
-        // A trailing dot (a fully qualified domain) is fine.
+        // RelaxedDNSSearchValidation (beta, on in 1.33): "." alone is fine, a trailing dot (a
+        // fully qualified domain) too, and labels may start with an underscore (SRV names).
+        if search == "." {
+            continue;
+        }
         let domain = search.strip_suffix('.').unwrap_or(search);
-        if let Some(e) = dns1123_subdomain(domain) {
+        if let Some(e) = subdomain_with_underscore(domain) {
             v.push((
                 format!("{path}.searches[{i}]"),
                 format!("Invalid value: {domain:?}: {e}"),
@@ -218,6 +240,31 @@ mod tests {
                 .1
                 .starts_with("Invalid value: []string{\"d0.example\""),
             "{got:?}"
+        );
+    }
+
+    /// RelaxedDNSSearchValidation: "." and underscored SRV labels are searches.
+    #[test]
+    fn searches_may_be_a_dot_or_start_labels_with_underscores() {
+        let relaxed = PodDnsConfig {
+            searches: vec![
+                ".".into(),
+                "_sip._tcp.example.com".into(),
+                "example.com.".into(),
+            ],
+            ..Default::default()
+        };
+        assert!(check(Some(&relaxed), "ClusterFirst").is_empty());
+        let bad = PodDnsConfig {
+            searches: vec!["a__b.example".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            check(Some(&bad), "ClusterFirst"),
+            [(
+                "spec.dnsConfig.searches[0]".to_string(),
+                "Invalid value: \"a__b.example\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '_', '-' or '.', and must start and end with an alphanumeric character".to_string()
+            )]
         );
     }
 

@@ -139,28 +139,8 @@ pub fn validate_spec(
         } else {
             probes::init_container(c, &path, v);
         }
-        // Sidecars may be resized in place since 1.33; other init containers never run
-        // beside anything to resize.
-        if !sidecar && !c.resize_policy.is_empty() {
-            // field.Invalid of a slice prints Go's `%#v` of the internal type.
-            let items: Vec<String> = c
-                .resize_policy
-                .iter()
-                .map(|p| {
-                    format!(
-                        "core.ContainerResizePolicy{{ResourceName:{:?}, RestartPolicy:{:?}}}",
-                        p.resource_name, p.restart_policy
-                    )
-                })
-                .collect();
-            v.push((
-                format!("{path}.resizePolicy"),
-                format!(
-                    "Invalid value: []core.ContainerResizePolicy{{{}}}: must not be set for init containers",
-                    items.join(", ")
-                ),
-            ));
-        }
+        // A resize policy on any init container is allowed in 1.33 (`AllowSidecarResizePolicy`
+        // follows InPlacePodVerticalScaling, on by default): no rule here.
     }
     // validatePodHostNetworkDeps.
     if spec.host_network {
@@ -255,13 +235,13 @@ pub fn validate_spec(
             format!("Invalid value: {name:?}: {e}"),
         ));
     }
-    if let Some(policy) = &spec.preemption_policy
-        && !["PreemptLowerPriority", "Never"].contains(&policy.as_str())
-    {
-        v.push((
+    if let Some(policy) = &spec.preemption_policy {
+        one_of(
             "spec.preemptionPolicy".into(),
-            not_supported(policy, &["PreemptLowerPriority", "Never"]),
-        ));
+            policy,
+            &["PreemptLowerPriority", "Never"],
+            v,
+        );
     }
     claims::pod(spec, v);
     security::os(spec, v);
