@@ -184,15 +184,15 @@ fn default_pod_requests(spec: &mut PodSpec) -> bool {
         return false;
     };
     let mut changed = false;
-    for (r, q) in defaults {
-        if !pod_level.requests.contains_key(&r) {
-            pod_level.requests.insert(r, q);
-            changed = true;
-        }
-    }
-    for (r, limit) in pod_level.limits.clone() {
-        if ["cpu", "memory"].contains(&r.as_str()) && !pod_level.requests.contains_key(&r) {
-            pod_level.requests.insert(r, limit);
+    let limits = pod_level
+        .limits
+        .iter()
+        .filter(|(r, _)| ["cpu", "memory"].contains(&r.as_str()))
+        .map(|(r, q)| (r.clone(), q.clone()))
+        .collect::<Vec<_>>();
+    for (r, q) in defaults.into_iter().chain(limits) {
+        if let std::collections::btree_map::Entry::Vacant(e) = pod_level.requests.entry(r) {
+            e.insert(q);
             changed = true;
         }
     }
