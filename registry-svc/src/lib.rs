@@ -33,6 +33,7 @@
 //! strategy ([`kinds`]), one `grpc_service!` line and one registration in [`run_with_listeners`]
 //! (its Store, its typed service, its catalog entry); no transport has code of its own for it.
 
+pub mod authn;
 pub mod catalog;
 pub mod custom;
 pub mod error;
@@ -257,6 +258,11 @@ pub struct Config {
     /// down (upstream's `IdleTimeout`, 90 s).
     #[arg(long, env = "KUBE_API_IDLE_TIMEOUT", default_value = "90s", value_parser = parse_duration)]
     pub kube_api_idle_timeout: Duration,
+    /// Static bearer tokens of the REST API (kube-apiserver's `--token-auth-file`): a CSV of
+    /// `token,user,uid[,"group1,group2"]`, read at start. With it (or `--client-ca-file`) every
+    /// REST request must authenticate; a client certificate is then optional.
+    #[arg(long, env = "TOKEN_AUTH_FILE")]
+    pub token_auth_file: Option<PathBuf>,
     /// Log line format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -309,6 +315,7 @@ impl Default for Config {
             kube_api_addr: None,
             kube_api_max_connections_per_client: 1000,
             kube_api_idle_timeout: rest::conn::IDLE_TIMEOUT,
+            token_auth_file: None,
             log_format: LogFormat::Text,
             tls: ServerTlsArgs::default(),
             storage_ca_file: None,
@@ -523,15 +530,34 @@ pub async fn run_with_listeners(
         custom.clone(),
     )));
     let generic = grpc::generic::GenericService::new(catalog.clone(), stop.clone());
+    let authenticator = Arc::new(authn::Authenticator {
+        tokens: config
+            .token_auth_file
+            .as_deref()
+            .map(authn::TokenFile::read)
+            .transpose()
+            .map_err(RunError::Tls)?,
+    });
+    // With tokens, a client certificate is optional at the handshake: a client may present
+    // either (upstream's serving options).
+    let grpc_tls = ServerTlsArgs {
+        client_auth_optional: authenticator.tokens.is_some(),
+        ..config.tls.clone()
+    };
     let server = serving
         .server(
             config.max_requests_inflight,
             grpc::service::REQUEST_TIMEOUTS,
             error::DOMAIN,
-            &config.tls,
+            &grpc_tls,
             Vec::new(),
         )
         .map_err(|e| RunError::Tls(e.to_string()))?
+        .layer(grpc::identify::IdentifyLayer::new(
+            authenticator.clone(),
+            !config.tls.enabled(),
+            error::DOMAIN,
+        ))
         .add_service(serving.health_service())
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -561,12 +587,18 @@ pub async fn run_with_listeners(
     let rest_server = match kube_api_listener {
         Some(l) => {
             let tls = rest::tls::config(&config.tls).map_err(RunError::Tls)?;
+            // Plain HTTP (the local-development mode), or TLS without a client CA or a token
+            // file (no authenticator to ask): a request without credentials runs as the local
+            // administrator, as every request did before authentication existed.
+            let open = tls.is_none()
+                || (config.tls.client_ca_file.is_none() && authenticator.tokens.is_none());
             let rest = Arc::new(rest::Rest {
                 catalog: catalog.clone(),
                 stop: stop.clone(),
                 inflight: serving.inflight(),
                 serving: serving.serving_flag(),
-                client_auth: config.tls.client_ca_file.is_some(),
+                authn: authenticator.clone(),
+                open,
                 openapi: rest::openapi::OpenApi::new(codec.clone()),
                 max_connections_per_client: config.kube_api_max_connections_per_client,
                 idle_timeout: config.kube_api_idle_timeout,

@@ -91,6 +91,11 @@ pub struct ServerTlsArgs {
     /// --tls-cert-file.
     #[arg(long, env = "CLIENT_CA_FILE")]
     pub client_ca_file: Option<PathBuf>,
+    /// With a client CA, let a client without a certificate complete the handshake (one that
+    /// sends a certificate must still present one the CA signed): set by a service that
+    /// authenticates such clients otherwise (registry-svc's bearer tokens). Not a flag.
+    #[arg(skip)]
+    pub client_auth_optional: bool,
 }
 
 impl ServerTlsArgs {
@@ -116,7 +121,9 @@ impl ServerTlsArgs {
         let mut config = ServerTlsConfig::new().identity(id);
         if let Some(ca) = &self.client_ca_file {
             // With a client CA, rustls refuses connections without a certificate it signed.
-            config = config.client_ca_root(Certificate::from_pem(pem("--client-ca-file", ca)?));
+            config = config
+                .client_ca_root(Certificate::from_pem(pem("--client-ca-file", ca)?))
+                .client_auth_optional(self.client_auth_optional);
         }
         Ok(Some(config))
     }
@@ -400,6 +407,7 @@ mod tests {
             tls_cert_file: Some(der.clone()),
             tls_private_key_file: Some(der.clone()),
             client_ca_file: None,
+            ..Default::default()
         };
         let e = args.config().expect_err("not PEM").to_string();
         assert!(e.contains("no PEM block"), "{e}");

@@ -194,12 +194,14 @@ async fn tls_client_certificates_are_identities_and_alpn_picks_h2_or_http1() {
         tls_cert_file: Some(file("server.crt", &server_cert)),
         tls_private_key_file: Some(file("server.key", &server_key)),
         client_ca_file: Some(file("ca.crt", &ca.pem)),
+        ..Default::default()
     };
     let receiver = OtlpReceiver::start().await;
     let (dispatch, guard) = telemetry("registry-svc", &receiver.endpoint);
     let cluster = Cluster::storage_only().await;
     let config = registry_svc::Config {
         tls,
+        token_auth_file: Some(file("tokens.csv", "t0ken,carol,3003,ops\n")),
         ..Default::default()
     };
     let (mut registry, api) =
@@ -221,6 +223,37 @@ async fn tls_client_certificates_are_identities_and_alpn_picks_h2_or_http1() {
     let (_, r) = tls_get(api, &anonymous, CMS).await.expect("served");
     let status = assert_status(&r, 401, "Unauthorized");
     assert_eq!(status["message"], "Unauthorized", "{r}");
+
+    // With a token file, a certificate is optional: a bearer token of the file is its user, any
+    // other token upstream's 401.
+    for (token, code) in [("t0ken", 200), ("t0ken2", 401)] {
+        let mut s = tls_connect(api, &anonymous).await.expect("handshake");
+        let auth = format!("Bearer {token}");
+        let r = exchange(
+            &mut s,
+            &request("GET", CMS, &[("Authorization", &auth)], b""),
+        )
+        .await
+        .expect("served");
+        assert_eq!(r.code, code, "{token}: {r}");
+    }
+    let mut s = tls_connect(api, &anonymous).await.expect("handshake");
+    let r = exchange(
+        &mut s,
+        &request(
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            &[JSON, ("Authorization", "Bearer t0ken")],
+            b"{}",
+        ),
+    )
+    .await
+    .expect("served");
+    assert_eq!(
+        r.is(201).json()["status"]["userInfo"],
+        serde_json::json!({"username": "carol", "uid": "3003",
+                           "groups": ["ops", "system:authenticated"]}),
+    );
 
     // A certificate another CA signed does not verify: no response at all.
     let mallory = Ca::new("other").issue("mallory", &["devs"]);
@@ -340,11 +373,62 @@ async fn tls_client_certificates_are_identities_and_alpn_picks_h2_or_http1() {
         );
     }
 
+    // kubectl auth whoami (1.29, 1.33, 1.37): alice by her certificate, carol by her token
+    // (kubectl sends credentials over https:// only), and a token the file does not hold as
+    // kubectl prints a 401.
+    let token_config = file(
+        "kubeconfig-token",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster:\n    server: https://localhost:{}\n    certificate-authority: {}\n\
+             users:\n- name: u\n  user:\n    token: t0ken\ncontexts:\n- name: k\n  context:\n    cluster: k\n    user: u\n    namespace: default\ncurrent-context: k\n",
+            api.port(),
+            file("ca.crt", &ca.pem).display()
+        ),
+    );
+    for v in [Kubectl::V1_29, Kubectl::V1_33, Kubectl::V1_37] {
+        for (config, args, want) in [
+            (
+                &config,
+                &["auth", "whoami"][..],
+                "[devs ops system:authenticated]",
+            ),
+            (
+                &token_config,
+                &["auth", "whoami"][..],
+                "[ops system:authenticated]",
+            ),
+            (
+                &token_config,
+                &["get", "configmaps", "--token", "t0ken2"][..],
+                "error: You must be logged in to the server (Unauthorized)",
+            ),
+        ] {
+            let out = std::process::Command::new(v.path())
+                .arg("--kubeconfig")
+                .arg(config)
+                .args(args)
+                .env_remove("KUBECONFIG")
+                .env("HOME", dir.path())
+                .output()
+                .expect("kubectl runs");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                text.contains(want),
+                "kubectl {} {args:?}: {text}",
+                v.minor()
+            );
+        }
+    }
+
     // Who each request was: the REST span's user.name (the certificate's CN).
     registry.stop();
     let route = "GET /api/v1/namespaces/{namespace}/{resource}";
     let spans = flushed(&receiver, vec![guard], |s| {
-        s.iter().filter(|x| x.span.name == route).count() >= 5
+        s.iter().filter(|x| x.span.name == route).count() >= 10
     })
     .await;
     let mut users: Vec<(Option<i64>, String)> = spans
@@ -358,14 +442,15 @@ async fn tls_client_certificates_are_identities_and_alpn_picks_h2_or_http1() {
         })
         .collect();
     users.sort();
-    // alice over HTTP/1.1, h2 and kubectl (its create is a POST); no one (401) over HTTP/1.1
-    // and h2.
+    // alice over HTTP/1.1, h2 and kubectl (its create is a POST), carol by her token; no one
+    // (401) over HTTP/1.1 and h2 without credentials, with a token the file does not hold
+    // (raw, and kubectl of three minors).
     let alice = (Some(200), "alice".to_string());
+    let carol = (Some(200), "carol".to_string());
     let nobody = (Some(401), String::new());
-    assert_eq!(
-        users,
-        [alice.clone(), alice.clone(), alice, nobody.clone(), nobody]
-    );
+    let mut want = vec![alice.clone(), alice.clone(), alice, carol];
+    want.extend(std::iter::repeat_n(nobody, 6));
+    assert_eq!(users, want);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -78,6 +78,11 @@ struct Stack {
 }
 
 async fn stack() -> Stack {
+    stack_with(None).await
+}
+
+/// [`stack`], registry-svc with `--token-auth-file` when `tokens` is given (its text).
+async fn stack_with(tokens: Option<&str>) -> Stack {
     let pki = Pki::new("kubestore");
     let etcd = EtcdProcess::start_tls(EtcdTls {
         ca: pki.ca.clone(),
@@ -92,6 +97,7 @@ async fn stack() -> Stack {
                 tls_cert_file: Some(storage_id.cert.clone()),
                 tls_private_key_file: Some(storage_id.key.clone()),
                 client_ca_file: Some(pki.ca.clone()),
+                ..Default::default()
             },
             allowed_client_names: vec!["registry-svc".into()],
             etcd_cafile: Some(pki.ca.clone()),
@@ -110,10 +116,16 @@ async fn stack() -> Stack {
                 tls_cert_file: Some(registry_id.cert.clone()),
                 tls_private_key_file: Some(registry_id.key.clone()),
                 client_ca_file: Some(pki.ca.clone()),
+                ..Default::default()
             },
             storage_ca_file: Some(pki.ca.clone()),
             storage_cert_file: Some(registry_id.cert.clone()),
             storage_key_file: Some(registry_id.key.clone()),
+            token_auth_file: tokens.map(|text| {
+                let path = pki.ca.with_file_name("tokens.csv");
+                std::fs::write(&path, text).expect("write tokens");
+                path
+            }),
             ..Default::default()
         },
         https(&storage),
@@ -312,6 +324,7 @@ async fn tls_mistakes_stop_the_service_at_start_with_the_flag_named() {
                     tls_cert_file: Some(id.cert.clone()),
                     tls_private_key_file: Some(pki.ca.with_file_name("missing.key")),
                     client_ca_file: None,
+                    ..Default::default()
                 },
                 ..Default::default()
             },
@@ -430,6 +443,7 @@ async fn allowed_client_names_match_the_subject_cn_only_never_a_san() {
                 tls_cert_file: Some(server.cert.clone()),
                 tls_private_key_file: Some(server.key.clone()),
                 client_ca_file: Some(ca.ca.clone()),
+                ..Default::default()
             },
             allowed_client_names: vec!["registry-svc".into()],
             ..Default::default()
@@ -465,4 +479,74 @@ async fn allowed_client_names_match_the_subject_cn_only_never_a_san() {
     get(ca.client_tls(&registry))
         .await
         .expect("CN registry-svc is allowed, whatever its SANs");
+}
+
+/// With `--token-auth-file`, a client certificate is optional: a client without one presents a
+/// bearer token in its metadata, and one with neither (or a token the file does not hold) ends
+/// UNAUTHENTICATED; a certificate of another CA still fails the handshake, and health needs no
+/// credentials.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_tokens_a_client_presents_a_certificate_or_a_token() {
+    let s = stack_with(Some("t0ken,carol,3003,ops\n")).await;
+    let url = https(&s.registry);
+    let no_cert = tls_channel(&url, client_tls(&s.pki, None))
+        .await
+        .expect("the handshake lets a client without a certificate through");
+    let get = |channel: Channel, token: Option<&'static str>| async move {
+        let mut request = tonic::Request::new(GetPodRequest {
+            namespace: NS.into(),
+            name: "nobody".into(),
+        });
+        if let Some(t) = token {
+            request.metadata_mut().insert(
+                "authorization",
+                format!("Bearer {t}").parse().expect("metadata"),
+            );
+        }
+        PodsClient::new(channel).get(request).await
+    };
+    let served = get(no_cert.clone(), Some("t0ken"))
+        .await
+        .expect_err("no such pod");
+    assert_eq!(served.code(), Code::NotFound, "{served:?}");
+    for token in [None, Some("t0ken2")] {
+        let refused = get(no_cert.clone(), token).await.expect_err("refused");
+        assert_eq!(
+            refused.code(),
+            Code::Unauthenticated,
+            "{token:?}: {refused:?}"
+        );
+        assert_eq!(refused.message(), "Unauthorized");
+        assert_eq!(
+            refused.get_details_error_info().map(|i| i.reason),
+            Some("Unauthorized".into())
+        );
+    }
+    let with_cert = tls_channel(&url, client_tls(&s.pki, Some(&s.registry_client)))
+        .await
+        .expect("connect");
+    let served = get(with_cert, None).await.expect_err("no such pod");
+    assert_eq!(
+        served.code(),
+        Code::NotFound,
+        "a certificate alone: {served:?}"
+    );
+    let other = Pki::new("other");
+    let stranger = other.issue("alice");
+    // With TLS 1.3 the client may finish its side of the handshake before the server
+    // refuses the certificate: then its first call fails, and is never served.
+    if let Ok(channel) = tls_channel(&url, client_tls(&s.pki, Some(&stranger))).await {
+        let failed = get(channel, Some("t0ken"))
+            .await
+            .expect_err("a certificate of another CA is never served");
+        assert_ne!(failed.code(), Code::NotFound, "{failed:?}");
+    }
+    health::check_with(
+        &url,
+        "",
+        Duration::from_secs(2),
+        Some(client_tls(&s.pki, None)),
+    )
+    .await
+    .expect("health without credentials");
 }

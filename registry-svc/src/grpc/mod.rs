@@ -8,7 +8,8 @@
 //! - [`custom`]: `apiextensions.v1.CustomResourceDefinitions`, and `CustomObjects`
 //!   (deprecated): an alias of [`generic`]'s handlers for custom kinds, objects as `Struct`s;
 //! - [`generic`]: `registry.v1.Resources`, every verb of every resource over the catalog (what
-//!   the CLI and the controllers call).
+//!   the CLI and the controllers call);
+//! - [`identify`]: who a call is (a client certificate, a bearer token), before any service.
 //!
 //! What a request's deadline is comes from here (`grpc-timeout`, [`service::ctx`]); what a
 //! verb does is the catalog's and the Store's.
@@ -16,5 +17,6 @@
 pub mod custom;
 pub mod custom_passthrough;
 pub mod generic;
+pub mod identify;
 pub mod passthrough;
 pub mod service;

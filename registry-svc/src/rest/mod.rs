@@ -52,6 +52,10 @@ pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
 /// Response bodies.
 pub type Body = UnsyncBoxBody<Bytes, BodyError>;
 
+/// `authentication.k8s.io/v1` SelfSubjectReviews: a create-only review of the caller, served
+/// before routing (the group has no stored kind).
+const SELF_SUBJECT_REVIEWS: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+
 /// How long a TLS handshake may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -65,8 +69,11 @@ pub struct Rest {
     pub inflight: Option<InflightLimitLayer>,
     /// Whether registry-svc is SERVING (its storage answers).
     pub serving: Arc<AtomicBool>,
-    /// Whether a client certificate is required (a client CA is configured).
-    pub client_auth: bool,
+    /// Who a request is (`authn`): its certificate, its bearer token.
+    pub authn: Arc<crate::authn::Authenticator>,
+    /// Whether a request without credentials is the local administrator: plain HTTP (the
+    /// local-development mode), or TLS without a client CA or a token file.
+    pub open: bool,
     /// The OpenAPI documents.
     pub openapi: openapi::OpenApi,
     /// Connections one client address may hold (0: no bound but the process's).
@@ -202,6 +209,20 @@ impl Rest {
         let start = Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_string();
+        let certificate = identity.as_ref().map(|i| crate::authn::UserInfo {
+            name: i.user.clone(),
+            groups: i.groups.clone(),
+            ..Default::default()
+        });
+        let user = self.authn.authenticate(crate::authn::Credentials {
+            certificate: certificate.as_ref(),
+            bearer: req
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(crate::authn::bearer),
+            plain: self.open,
+        });
         let route = route::parse(&path, |g, v, r| self.catalog.knows(g, v, r));
         let template = template(&route);
         let span = tracing::info_span!(
@@ -219,12 +240,23 @@ impl Rest {
                 .get(header::USER_AGENT)
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or(""),
-            user.name = identity.as_ref().map_or("", |i| i.user.as_str()),
+            user.name = user.as_ref().map_or("", |u| u.name.as_str()),
         );
         let _ = span.set_parent(kubestore_telemetry::grpc_trace::extract(req.headers()));
         let response = async {
-            if self.client_auth && identity.is_none() {
-                return unauthorized();
+            let user = match user {
+                Ok(user) => user,
+                Err(why) => {
+                    tracing::debug!(reason = why.0, "REST API: unauthorized");
+                    return unauthorized();
+                }
+            };
+            if method == Method::POST && path == SELF_SUBJECT_REVIEWS {
+                // `kubectl auth whoami`: who the request is, answered as created.
+                return reply::value(
+                    StatusCode::CREATED,
+                    &crate::authn::self_subject_review(&user),
+                );
             }
             match self.dispatch(req, route).await {
                 Ok(r) => r,

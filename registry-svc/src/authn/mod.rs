@@ -1,0 +1,245 @@
+//! Authentication: who a request is (upstream's `WithAuthentication` over its authenticator
+//! union, `apiserver/pkg/authentication`). A request's credentials give a [`UserInfo`]:
+//!
+//! 1. a verified client certificate (CN the user, each O a group: the `x509` authenticator);
+//! 2. else a bearer token of `--token-auth-file` ([`token_file`]); a token the file does not
+//!    hold is `401 Unauthorized`, never anonymous;
+//! 3. else, on plain HTTP (no TLS flags: the local-development mode, like kube-apiserver's old
+//!    insecure port), the fixed local administrator [`UNSECURED_USER`] in `system:masters`;
+//! 4. else `401 Unauthorized`.
+//!
+//! Every authenticated user also has `system:authenticated` (upstream's
+//! `AuthenticatedGroupAdder`). Anonymous requests (`system:anonymous`) are never allowed:
+//! upstream turns `--anonymous-auth` off under `--authorization-mode=AlwaysAllow`, the only mode
+//! kubestore has yet. What the user may do is not decided here: every authenticated user may do
+//! everything (the README's row on authorization).
+
+pub mod token_file;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+pub use token_file::TokenFile;
+
+/// Upstream's `system:masters`: every request of its members is allowed.
+pub const SYSTEM_MASTERS: &str = "system:masters";
+/// Upstream's group of every authenticated user.
+pub const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
+/// The user of plain-HTTP requests (the name of kube-apiserver's old insecure port's user).
+pub const UNSECURED_USER: &str = "system:unsecured";
+
+/// An authenticated user (upstream's `user.Info`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    /// The user's name.
+    pub name: String,
+    /// The user's UID (empty when its authenticator gives none).
+    pub uid: String,
+    /// The user's groups.
+    pub groups: Vec<String>,
+    /// Extra attributes.
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// The local administrator of plain-HTTP requests.
+    pub fn unsecured() -> Self {
+        Self {
+            name: UNSECURED_USER.into(),
+            groups: vec![SYSTEM_MASTERS.into()],
+            ..Default::default()
+        }
+        .authenticated()
+    }
+
+    /// The user with `system:authenticated` added (upstream's `AuthenticatedGroupAdder`).
+    pub fn authenticated(mut self) -> Self {
+        if !self
+            .groups
+            .iter()
+            .any(|g| g == SYSTEM_AUTHENTICATED || g == "system:unauthenticated")
+        {
+            self.groups.push(SYSTEM_AUTHENTICATED.into());
+        }
+        self
+    }
+
+    /// The user as `authentication.k8s.io/v1` writes it (`UserInfo`: username, uid, groups,
+    /// extra, each omitted when empty).
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({"username": self.name});
+        if !self.uid.is_empty() {
+            v["uid"] = json!(self.uid);
+        }
+        if !self.groups.is_empty() {
+            v["groups"] = json!(self.groups);
+        }
+        if !self.extra.is_empty() {
+            v["extra"] = json!(self.extra);
+        }
+        v
+    }
+}
+
+/// What a request presents.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Credentials<'a> {
+    /// The user of a verified client certificate.
+    pub certificate: Option<&'a UserInfo>,
+    /// The `Authorization: Bearer` token (gRPC: the `authorization` metadata).
+    pub bearer: Option<&'a str>,
+    /// Whether the request came over plain HTTP (no TLS configured).
+    pub plain: bool,
+}
+
+/// Why a request is not authenticated: upstream answers every such request `401` with
+/// `Unauthorized`, and logs the reason only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unauthorized(pub &'static str);
+
+/// The authenticator union.
+#[derive(Debug, Default)]
+pub struct Authenticator {
+    /// `--token-auth-file`.
+    pub tokens: Option<TokenFile>,
+}
+
+impl Authenticator {
+    /// Who presents `credentials`.
+    pub fn authenticate(&self, credentials: Credentials<'_>) -> Result<UserInfo, Unauthorized> {
+        if let Some(user) = credentials.certificate {
+            return Ok(user.clone().authenticated());
+        }
+        if let Some(token) = credentials.bearer
+            && let Some(tokens) = &self.tokens
+        {
+            return tokens
+                .user(token)
+                .map(|u| u.clone().authenticated())
+                .ok_or(Unauthorized("invalid bearer token"));
+        }
+        if credentials.plain {
+            return Ok(UserInfo::unsecured());
+        }
+        Err(Unauthorized("no credentials"))
+    }
+}
+
+/// The token of an `Authorization` header's value (`Bearer <token>`, the scheme in any case,
+/// as upstream's bearer-token reader), if it is one; an empty token is none.
+pub fn bearer(authorization: &str) -> Option<&str> {
+    let (scheme, token) = authorization.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// `authentication.k8s.io/v1` SelfSubjectReview's answer for `user` (`kubectl auth whoami`).
+pub fn self_subject_review(user: &UserInfo) -> Value {
+    json!({
+        "kind": "SelfSubjectReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"creationTimestamp": null},
+        "status": {"userInfo": user.to_json()},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn authenticator() -> Authenticator {
+        Authenticator {
+            tokens: Some(
+                TokenFile::parse("secret,alice,1001,\"dev,ops\"\n", "tokens.csv")
+                    .expect("a valid file"),
+            ),
+        }
+    }
+
+    #[test]
+    fn certificates_then_tokens_then_plain_http() {
+        let a = authenticator();
+        let cert = UserInfo {
+            name: "bob".into(),
+            groups: vec!["team".into()],
+            ..Default::default()
+        };
+        let who = |c: Credentials<'_>| a.authenticate(c).map(|u| (u.name, u.groups));
+        assert_eq!(
+            who(Credentials {
+                certificate: Some(&cert),
+                bearer: Some("wrong"),
+                plain: false,
+            }),
+            Ok((
+                "bob".into(),
+                vec!["team".into(), SYSTEM_AUTHENTICATED.into()]
+            )),
+            "a verified certificate wins, as x509 comes first in upstream's union"
+        );
+        assert_eq!(
+            who(Credentials {
+                bearer: Some("secret"),
+                ..Default::default()
+            }),
+            Ok((
+                "alice".into(),
+                vec!["dev".into(), "ops".into(), SYSTEM_AUTHENTICATED.into()]
+            ))
+        );
+        assert_eq!(
+            a.authenticate(Credentials {
+                bearer: Some("guess"),
+                plain: true,
+                ..Default::default()
+            }),
+            Err(Unauthorized("invalid bearer token")),
+            "a bad token is refused, even on plain HTTP"
+        );
+        assert_eq!(
+            who(Credentials {
+                plain: true,
+                ..Default::default()
+            }),
+            Ok((
+                UNSECURED_USER.into(),
+                vec![SYSTEM_MASTERS.into(), SYSTEM_AUTHENTICATED.into()]
+            ))
+        );
+        assert_eq!(
+            a.authenticate(Credentials::default()),
+            Err(Unauthorized("no credentials"))
+        );
+        // Without a token file, a bearer token is nobody's: TLS without a certificate is 401.
+        assert_eq!(
+            Authenticator::default().authenticate(Credentials {
+                bearer: Some("secret"),
+                ..Default::default()
+            }),
+            Err(Unauthorized("no credentials"))
+        );
+    }
+
+    #[test]
+    fn bearer_headers_and_reviews() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert_eq!(bearer("Bearer"), None);
+        let user = UserInfo {
+            name: "alice".into(),
+            uid: "1001".into(),
+            groups: vec!["dev".into(), SYSTEM_AUTHENTICATED.into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            self_subject_review(&user),
+            json!({"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
+                   "metadata": {"creationTimestamp": null},
+                   "status": {"userInfo": {"username": "alice", "uid": "1001",
+                                           "groups": ["dev", "system:authenticated"]}}})
+        );
+    }
+}

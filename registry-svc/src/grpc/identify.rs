@@ -1,0 +1,124 @@
+//! Authentication of gRPC calls, as the REST API authenticates its requests (`crate::authn`):
+//! a verified client certificate, else a bearer token of `--token-auth-file` in the call's
+//! `authorization` metadata (`Bearer <token>`, as grpcurl's `-H` and every gRPC client send
+//! it). A call that presents neither, or a token the file does not hold, ends with
+//! UNAUTHENTICATED (`Unauthorized`, reason `Unauthorized` in its ErrorInfo) before it reaches a
+//! service; over plain gRPC (no TLS, the local-development mode) a call without credentials is
+//! the local administrator, as on the REST API. Health checks are never authenticated (load
+//! balancers and `healthcheck` call them).
+//!
+//! Without a token file nothing changes: TLS with `--client-ca-file` already refuses a client
+//! without a certificate at the handshake, and plain gRPC is the local-development mode. With a
+//! token file, the handshake lets a client without a certificate through (as kube-apiserver's
+//! does) and this layer decides.
+
+use std::{
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use tonic::{
+    Status,
+    body::Body,
+    transport::server::{TcpConnectInfo, TlsConnectInfo},
+};
+use tonic_types::{ErrorDetails, StatusExt};
+
+use crate::authn::{Authenticator, Credentials, UserInfo};
+
+/// The layer.
+#[derive(Clone, Debug)]
+pub struct IdentifyLayer {
+    /// None without a token file: every call passes (see the module's doc).
+    authn: Option<Arc<Authenticator>>,
+    /// Plain gRPC (no TLS): a call without credentials is the local administrator, as on the
+    /// REST API.
+    plain: bool,
+    domain: &'static str,
+}
+
+impl IdentifyLayer {
+    /// Calls authenticated by `authn` when it has a token file, over TLS unless `plain`;
+    /// refusals name `domain` in their ErrorInfo.
+    pub fn new(authn: Arc<Authenticator>, plain: bool, domain: &'static str) -> Self {
+        Self {
+            authn: authn.tokens.is_some().then_some(authn),
+            plain,
+            domain,
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for IdentifyLayer {
+    type Service = Identify<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        Identify {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service made by [`IdentifyLayer`].
+#[derive(Clone, Debug)]
+pub struct Identify<S> {
+    inner: S,
+    layer: IdentifyLayer,
+}
+
+type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+impl<S, B> tower::Service<http::Request<B>> for Identify<S>
+where
+    S: tower::Service<http::Request<B>, Response = http::Response<Body>>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let Some(authn) = &self.layer.authn else {
+            return Box::pin(self.inner.call(request));
+        };
+        if request.uri().path().starts_with("/grpc.health.v1.Health/") {
+            return Box::pin(self.inner.call(request));
+        }
+        // A certificate the handshake verified (the CA is configured whenever one is sent).
+        let certified = request
+            .extensions()
+            .get::<TlsConnectInfo<TcpConnectInfo>>()
+            .and_then(TlsConnectInfo::peer_certs)
+            .is_some_and(|c| !c.is_empty());
+        let certificate = certified.then(UserInfo::default);
+        let bearer = request
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::authn::bearer);
+        let who = authn.authenticate(Credentials {
+            certificate: certificate.as_ref(),
+            bearer,
+            plain: self.layer.plain,
+        });
+        match who {
+            Ok(_) => Box::pin(self.inner.call(request)),
+            Err(why) => {
+                tracing::debug!(reason = why.0, path = %request.uri().path(), "gRPC: unauthenticated");
+                let mut details = ErrorDetails::new();
+                details.set_error_info("Unauthorized", self.layer.domain, []);
+                let status = Status::with_error_details(
+                    tonic::Code::Unauthenticated,
+                    "Unauthorized",
+                    details,
+                );
+                Box::pin(async move { Ok(status.into_http()) })
+            }
+        }
+    }
+}
