@@ -87,7 +87,7 @@ pub(super) fn value_from(value: &str, from: &EnvVarSource, path: &str, v: &mut V
     }
     if let Some(r) = &from.resource_field_ref {
         sources += 1;
-        resource_field_ref(r, &format!("{path}.resourceFieldRef"), v);
+        resource_field_ref(r, &format!("{path}.resourceFieldRef"), false, v);
     }
     for (name, key, at) in [
         from.config_map_key_ref
@@ -183,13 +183,23 @@ fn split_subscript(path: &str) -> (&str, Option<&str>) {
     (path, None)
 }
 
-/// `validateContainerResourceFieldSelector` (for a variable: no container name needed) and
-/// `validateContainerResourceDivisor`.
-fn resource_field_ref(r: &ResourceFieldSelector, path: &str, v: &mut Violations) {
+/// `validateContainerResourceFieldSelector` and `validateContainerResourceDivisor`, for a
+/// variable (`container_required` false: the variable's own container is meant) or a downward
+/// API file (the container must be named). A divisor is checked as upstream checks it, by the
+/// text Go writes it back as (`divisor.String()`: kubestore stores divisors so), so `1024` is
+/// no memory divisor though it equals `1Ki`.
+pub(super) fn resource_field_ref(
+    r: &ResourceFieldSelector,
+    path: &str,
+    container_required: bool,
+    v: &mut Violations,
+) {
     let resource = r.resource.as_str();
     let huge_pages =
         resource.starts_with("requests.hugepages-") || resource.starts_with("limits.hugepages-");
-    if resource.is_empty() {
+    if container_required && r.container_name.is_empty() {
+        v.push((format!("{path}.containerName"), "Required value".into()));
+    } else if resource.is_empty() {
         v.push((format!("{path}.resource"), "Required value".into()));
     } else if !RESOURCES.contains(&resource) && !huge_pages {
         v.push((
@@ -197,13 +207,14 @@ fn resource_field_ref(r: &ResourceFieldSelector, path: &str, v: &mut Violations)
             not_supported(resource, RESOURCES),
         ));
     }
-    let divisor = match Quantity::parse(if r.divisor.is_empty() {
+    let divisor = if r.divisor.is_empty() {
         "0"
     } else {
         &r.divisor
-    }) {
+    };
+    let written = match Quantity::parse(divisor) {
         Ok(d) if d == Quantity::ZERO => return,
-        Ok(d) => d,
+        Ok(_) => Quantity::canonical(divisor).unwrap_or_default(),
         Err(e) => {
             v.push((
                 format!("{path}.divisor"),
@@ -212,25 +223,21 @@ fn resource_field_ref(r: &ResourceFieldSelector, path: &str, v: &mut Violations)
             return;
         }
     };
-    let allowed = |list: &[&str]| {
-        list.iter()
-            .any(|a| Quantity::parse(a).is_ok_and(|q| q == divisor))
+    let allowed = |list: &[&str]| list.contains(&written.as_str());
+    let bytes = |kind: &str| {
+        format!(
+            "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the {kind} resource"
+        )
     };
     let problem = match resource {
         "limits.cpu" | "requests.cpu" if !allowed(&["1m", "1"]) => {
-            Some("only divisor's values 1m and 1 are supported with the cpu resource")
+            Some("only divisor's values 1m and 1 are supported with the cpu resource".to_string())
         }
-        "limits.memory" | "requests.memory" if !allowed(BYTE_DIVISORS) => Some(
-            "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the memory resource",
-        ),
+        "limits.memory" | "requests.memory" if !allowed(BYTE_DIVISORS) => Some(bytes("memory")),
         "limits.ephemeral-storage" | "requests.ephemeral-storage" if !allowed(BYTE_DIVISORS) => {
-            Some(
-                "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the local ephemeral storage resource",
-            )
+            Some(bytes("local ephemeral storage"))
         }
-        _ if huge_pages && !allowed(BYTE_DIVISORS) => Some(
-            "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the hugepages resource",
-        ),
+        _ if huge_pages && !allowed(BYTE_DIVISORS) => Some(bytes("hugepages")),
         _ => None,
     };
     if let Some(p) = problem {
@@ -482,6 +489,37 @@ mod tests {
                     "{path}: Invalid value: \"\": may not have more than one field specified at a time"
                 ),
             ]
+        );
+    }
+
+    /// A divisor is checked by the text Go writes it back as (`divisor.String()`), as upstream:
+    /// `1Ki` and `1000m` (written `1`) are divisors, `1024` (equal to `1Ki`, written `1024`) is
+    /// not; a downward API file must name its container.
+    #[test]
+    fn divisors_are_checked_as_written_back() {
+        let resource = |resource: &str, divisor: &str, container: &str| ResourceFieldSelector {
+            container_name: container.into(),
+            resource: resource.into(),
+            divisor: divisor.into(),
+        };
+        let problems = |r: ResourceFieldSelector, container_required: bool| {
+            let mut v = Violations::new();
+            resource_field_ref(&r, "f", container_required, &mut v);
+            v.iter()
+                .map(|(f, d)| format!("{f}: {d}"))
+                .collect::<Vec<_>>()
+        };
+        assert!(problems(resource("limits.memory", "1Ki", ""), false).is_empty());
+        assert!(problems(resource("limits.cpu", "1000m", ""), false).is_empty());
+        assert_eq!(
+            problems(resource("limits.memory", "1024", ""), false),
+            [
+                "f.divisor: Invalid value: \"limits.memory\": only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the memory resource"
+            ]
+        );
+        assert_eq!(
+            problems(resource("limits.cpu", "", ""), true),
+            ["f.containerName: Required value"]
         );
     }
 }

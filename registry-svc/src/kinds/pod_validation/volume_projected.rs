@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use kubestore_proto::{
     core::v1::{
         ClusterTrustBundleProjection, DownwardApiVolumeFile, DownwardApiVolumeSource,
-        ObjectFieldSelector, ProjectedVolumeSource, ResourceFieldSelector,
+        ObjectFieldSelector, ProjectedVolumeSource,
     },
     meta::v1::LabelSelector,
 };
@@ -29,7 +29,6 @@ use crate::{
         pod_validation::{not_supported, scheduling},
         volume_defaults::DEFAULT_TOKEN_EXPIRATION_SECONDS,
     },
-    quantity::Quantity,
     validation::qualified_name,
     violations::Violations,
 };
@@ -42,21 +41,6 @@ const FIELD_PATHS: &[&str] = &[
     "metadata.name",
     "metadata.namespace",
     "metadata.uid",
-];
-
-/// A container's resources a file may name (`validContainerResourceFieldPathExpressions`).
-const RESOURCES: &[&str] = &[
-    "limits.cpu",
-    "limits.ephemeral-storage",
-    "limits.memory",
-    "requests.cpu",
-    "requests.ephemeral-storage",
-    "requests.memory",
-];
-
-/// The divisors of memory, storage and huge pages.
-const BYTE_DIVISORS: &[&str] = &[
-    "1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei",
 ];
 
 /// Shortest and longest token lifetimes.
@@ -87,7 +71,7 @@ fn downward_file(f: &DownwardApiVolumeFile, at: &str, v: &mut Violations) {
             ));
         }
     } else if let Some(r) = &f.resource_field_ref {
-        resource_field(r, &format!("{at}.resourceFieldRef"), v);
+        super::super::env::resource_field_ref(r, &format!("{at}.resourceFieldRef"), true, v);
     } else {
         v.push((
             at.to_string(),
@@ -180,68 +164,6 @@ fn convert_field_label<'a>(version: &str, label: &'a str) -> Result<&'a str, Str
 fn split_subscript(path: &str) -> Option<(&str, &str)> {
     let (field, key) = path.strip_suffix("']")?.split_once("['")?;
     (!field.is_empty()).then_some((field, key))
-}
-
-/// `validateContainerResourceFieldSelector` for a volume (the container's name required) and
-/// `validateContainerResourceDivisor`.
-fn resource_field(r: &ResourceFieldSelector, at: &str, v: &mut Violations) {
-    let resource = r.resource.as_str();
-    let huge_pages =
-        resource.starts_with("requests.hugepages-") || resource.starts_with("limits.hugepages-");
-    if r.container_name.is_empty() {
-        v.push((format!("{at}.containerName"), "Required value".into()));
-    } else if resource.is_empty() {
-        v.push((format!("{at}.resource"), "Required value".into()));
-    } else if !RESOURCES.contains(&resource) && !huge_pages {
-        v.push((format!("{at}.resource"), not_supported(resource, RESOURCES)));
-    }
-    let divisor = match Quantity::parse(if r.divisor.is_empty() {
-        "0"
-    } else {
-        &r.divisor
-    }) {
-        Ok(d) if d == Quantity::ZERO => return,
-        Ok(d) => d,
-        Err(e) => {
-            v.push((
-                format!("{at}.divisor"),
-                format!("Invalid value: {:?}: {e}", r.divisor),
-            ));
-            return;
-        }
-    };
-    let allowed = |list: &[&str]| {
-        list.iter()
-            .any(|a| Quantity::parse(a).is_ok_and(|q| q == divisor))
-    };
-    let bytes = |kind: &str| {
-        format!(
-            "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the {kind} resource"
-        )
-    };
-    let mut problems = Vec::new();
-    match resource {
-        "limits.cpu" | "requests.cpu" if !allowed(&["1m", "1"]) => {
-            problems
-                .push("only divisor's values 1m and 1 are supported with the cpu resource".into());
-        }
-        "limits.memory" | "requests.memory" if !allowed(BYTE_DIVISORS) => {
-            problems.push(bytes("memory"));
-        }
-        "limits.ephemeral-storage" | "requests.ephemeral-storage" if !allowed(BYTE_DIVISORS) => {
-            problems.push(bytes("local ephemeral storage"));
-        }
-        _ => {}
-    }
-    if huge_pages && !allowed(BYTE_DIVISORS) {
-        problems.push(bytes("hugepages"));
-    }
-    for p in problems {
-        v.push((
-            format!("{at}.divisor"),
-            format!("Invalid value: {resource:?}: {p}"),
-        ));
-    }
 }
 
 /// `validateProjectedVolumeSource` and `validateProjectionSources`, for the source at `at`. A
