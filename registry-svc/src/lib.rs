@@ -258,9 +258,11 @@ pub struct Config {
     /// down (upstream's `IdleTimeout`, 90 s).
     #[arg(long, env = "KUBE_API_IDLE_TIMEOUT", default_value = "90s", value_parser = parse_duration)]
     pub kube_api_idle_timeout: Duration,
-    /// Static bearer tokens of the REST API (kube-apiserver's `--token-auth-file`): a CSV of
-    /// `token,user,uid[,"group1,group2"]`, read at start. With it (or `--client-ca-file`) every
-    /// REST request must authenticate; a client certificate is then optional.
+    /// Static bearer tokens of the REST API and gRPC (kube-apiserver's `--token-auth-file`): a
+    /// CSV of `token,user,uid[,"group1,group2"]`, read at start. Over TLS every request must
+    /// then authenticate, with a token or a client certificate (now optional). Without TLS a
+    /// wrong token is refused, but a request without one is still the local administrator (the
+    /// plain ports' development mode): tokens protect nothing there.
     #[arg(long, env = "TOKEN_AUTH_FILE")]
     pub token_auth_file: Option<PathBuf>,
     /// Log line format.
@@ -538,6 +540,12 @@ pub async fn run_with_listeners(
             .transpose()
             .map_err(RunError::Tls)?,
     });
+    if authenticator.tokens.is_some() && !config.tls.enabled() {
+        tracing::warn!(
+            "--token-auth-file without TLS: tokens travel in cleartext, and a request without \
+             one is the local administrator (system:unsecured); serve TLS to make tokens a gate"
+        );
+    }
     // With tokens, a client certificate is optional at the handshake: a client may present
     // either (upstream's serving options).
     let grpc_tls = ServerTlsArgs {

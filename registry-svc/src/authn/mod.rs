@@ -82,8 +82,8 @@ impl UserInfo {
     }
 }
 
-/// What a request presents.
-#[derive(Debug, Default, Clone, Copy)]
+/// What a request presents. (No `Debug`: it holds a secret.)
+#[derive(Default, Clone, Copy)]
 pub struct Credentials<'a> {
     /// The user of a verified client certificate.
     pub certificate: Option<&'a UserInfo>,
@@ -126,12 +126,37 @@ impl Authenticator {
     }
 }
 
-/// The token of an `Authorization` header's value (`Bearer <token>`, the scheme in any case,
-/// as upstream's bearer-token reader), if it is one; an empty token is none.
+/// The token of an `Authorization` header's value, read as upstream's bearer-token reader
+/// reads it (`bearertoken.go`): trimmed, split on single spaces into at most three parts, the
+/// first `bearer` in any case, the second the token; an empty token is none.
 pub fn bearer(authorization: &str) -> Option<&str> {
-    let (scheme, token) = authorization.trim().split_once(' ')?;
-    let token = token.trim();
+    let mut parts = authorization.trim().splitn(3, ' ');
+    let scheme = parts.next()?;
+    let token = parts.next()?;
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// The user of a client certificate the handshake verified (upstream's `x509` authenticator):
+/// the subject CN is the name, each O a group. A certificate without a CN (or with an empty
+/// one) names nobody, and the request's other credentials decide.
+pub fn certificate_user(der: &[u8]) -> Option<UserInfo> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = parsed.subject();
+    let name = subject
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())
+        .filter(|cn| !cn.is_empty())?
+        .to_string();
+    let groups = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(String::from))
+        .collect();
+    Some(UserInfo {
+        name,
+        groups,
+        ..Default::default()
+    })
 }
 
 /// `authentication.k8s.io/v1` SelfSubjectReview's answer for `user` (`kubectl auth whoami`).
@@ -224,7 +249,10 @@ mod tests {
     #[test]
     fn bearer_headers_and_reviews() {
         assert_eq!(bearer("Bearer abc"), Some("abc"));
-        assert_eq!(bearer("bearer  abc "), Some("abc"));
+        assert_eq!(bearer(" bearer abc "), Some("abc"));
+        // Upstream's split: a second space makes the token empty, a third part is ignored.
+        assert_eq!(bearer("Bearer  abc"), None);
+        assert_eq!(bearer("Bearer abc def"), Some("abc"));
         assert_eq!(bearer("Basic abc"), None);
         assert_eq!(bearer("Bearer "), None);
         assert_eq!(bearer("Bearer"), None);

@@ -12,9 +12,16 @@ use std::{collections::HashMap, path::Path};
 use super::UserInfo;
 
 /// The tokens of a token file, each with its user.
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 pub struct TokenFile {
     tokens: HashMap<String, UserInfo>,
+}
+
+/// Never the tokens: a `{:?}` of the authenticator must not write secrets to a log.
+impl std::fmt::Debug for TokenFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TokenFile({} tokens)", self.tokens.len())
+    }
 }
 
 impl TokenFile {
@@ -28,6 +35,8 @@ impl TokenFile {
     /// Parses the file's `text`; `path` names it in errors and warnings.
     pub fn parse(text: &str, path: &str) -> Result<Self, String> {
         let mut tokens = HashMap::new();
+        // A byte-order mark (editors on Windows write one) is no part of the first token.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         for (number, record) in records(text)?.into_iter().enumerate() {
             let number = number + 1;
             if record.len() < 3 {
@@ -64,9 +73,9 @@ impl TokenFile {
         Ok(Self { tokens })
     }
 
-    /// The user of `token`, if the file has it. Every token is compared in constant time
-    /// (upstream's linear scan with `ConstantTimeCompare`): how long a lookup takes says
-    /// nothing about how much of a guess was right.
+    /// The user of `token`, if the file has it. Every token is compared, each in constant
+    /// time (stricter than upstream's map lookup): how long a lookup takes says nothing about
+    /// how much of a guess was right, only how many tokens the file holds.
     pub fn user(&self, token: &str) -> Option<&UserInfo> {
         let mut found = None;
         for (known, user) in &self.tokens {
@@ -228,5 +237,15 @@ mod tests {
                 .is_some_and(|e| e.contains("bare \" in non-quoted-field"))
         );
         assert!(TokenFile::parse("\"open,u,1\n", "f").is_err());
+        let bom = TokenFile::parse("\u{feff}t,u,1\n", "f").expect("valid");
+        assert!(
+            bom.user("t").is_some(),
+            "a byte-order mark is not part of the token"
+        );
+        assert_eq!(
+            format!("{bom:?}"),
+            "TokenFile(1 tokens)",
+            "no secret in Debug"
+        );
     }
 }

@@ -25,7 +25,7 @@ use tonic::{
 };
 use tonic_types::{ErrorDetails, StatusExt};
 
-use crate::authn::{Authenticator, Credentials, UserInfo};
+use crate::authn::{Authenticator, Credentials, certificate_user};
 
 /// The layer.
 #[derive(Clone, Debug)]
@@ -89,25 +89,29 @@ where
         if request.uri().path().starts_with("/grpc.health.v1.Health/") {
             return Box::pin(self.inner.call(request));
         }
-        // A certificate the handshake verified (the CA is configured whenever one is sent).
-        let certified = request
+        // A certificate the handshake verified (one is only asked for with a client CA).
+        let certificate = request
             .extensions()
             .get::<TlsConnectInfo<TcpConnectInfo>>()
             .and_then(TlsConnectInfo::peer_certs)
-            .is_some_and(|c| !c.is_empty());
-        let certificate = certified.then(UserInfo::default);
-        let bearer = request
-            .headers()
-            .get(http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(crate::authn::bearer);
+            .and_then(|chain| chain.first().and_then(|leaf| certificate_user(leaf)));
         let who = authn.authenticate(Credentials {
             certificate: certificate.as_ref(),
-            bearer,
+            bearer: request
+                .headers()
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(crate::authn::bearer),
             plain: self.layer.plain,
         });
         match who {
-            Ok(_) => Box::pin(self.inner.call(request)),
+            Ok(_) => {
+                // Gone once used, as upstream's filter deletes it: nothing after this layer
+                // can pass the secret on.
+                let mut request = request;
+                request.headers_mut().remove(http::header::AUTHORIZATION);
+                Box::pin(self.inner.call(request))
+            }
             Err(why) => {
                 tracing::debug!(reason = why.0, path = %request.uri().path(), "gRPC: unauthenticated");
                 let mut details = ErrorDetails::new();

@@ -202,7 +202,7 @@ impl Rest {
     /// One request, traced, logged and answered.
     async fn handle(
         self: &Arc<Self>,
-        req: http::Request<hyper::body::Incoming>,
+        mut req: http::Request<hyper::body::Incoming>,
         peer: SocketAddr,
         identity: &Option<tls::Identity>,
     ) -> http::Response<Body> {
@@ -223,6 +223,9 @@ impl Rest {
                 .and_then(crate::authn::bearer),
             plain: self.open,
         });
+        // Gone once used, as upstream's filter deletes it: nothing after authentication can
+        // pass the secret on.
+        req.headers_mut().remove(header::AUTHORIZATION);
         let route = route::parse(&path, |g, v, r| self.catalog.knows(g, v, r));
         let template = template(&route);
         let span = tracing::info_span!(

@@ -70,18 +70,11 @@ pub fn config(args: &ServerTlsArgs) -> Result<Option<Arc<ServerConfig>>, String>
     Ok(Some(Arc::new(config)))
 }
 
-/// The identity in a verified client certificate.
+/// The identity in a verified client certificate (`crate::authn::certificate_user`): None for
+/// a certificate without a subject CN, which names nobody.
 pub fn identity(cert: &[u8]) -> Option<Identity> {
-    let (_, parsed) = x509_parser::parse_x509_certificate(cert).ok()?;
-    let subject = parsed.subject();
-    let user = subject
-        .iter_common_name()
-        .next()
-        .and_then(|cn| cn.as_str().ok())
-        .map(String::from)?;
-    let groups = subject
-        .iter_organization()
-        .filter_map(|o| o.as_str().ok().map(String::from))
-        .collect();
-    Some(Identity { user, groups })
+    crate::authn::certificate_user(cert).map(|u| Identity {
+        user: u.name,
+        groups: u.groups,
+    })
 }
