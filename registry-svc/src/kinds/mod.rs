@@ -17,6 +17,7 @@ pub mod pod;
 pub mod pod_create;
 pub mod pod_defaults;
 pub mod pod_printer;
+pub mod pod_quantities;
 pub mod pod_status;
 pub mod pod_validation;
 pub mod printers;
