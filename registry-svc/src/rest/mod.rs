@@ -149,7 +149,7 @@ pub async fn serve(
                         .1
                         .peer_certificates()
                         .and_then(|c| c.first())
-                        .and_then(|c| tls::identity(c));
+                        .and_then(|c| crate::authn::certificate_user(c));
                     let idle = rest.idle_timeout;
                     conn::serve(tls, service(rest, peer, identity), stop, idle).await;
                 }
@@ -169,7 +169,7 @@ pub async fn serve(
     }
 }
 
-fn service(rest: Arc<Rest>, peer: SocketAddr, identity: Option<tls::Identity>) -> Service {
+fn service(rest: Arc<Rest>, peer: SocketAddr, identity: Option<crate::authn::UserInfo>) -> Service {
     Service {
         rest,
         peer,
@@ -182,7 +182,8 @@ fn service(rest: Arc<Rest>, peer: SocketAddr, identity: Option<tls::Identity>) -
 struct Service {
     rest: Arc<Rest>,
     peer: SocketAddr,
-    identity: Arc<Option<tls::Identity>>,
+    /// The user of the connection's verified client certificate, read once per connection.
+    identity: Arc<Option<crate::authn::UserInfo>>,
 }
 
 impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Service {
@@ -204,18 +205,13 @@ impl Rest {
         self: &Arc<Self>,
         mut req: http::Request<hyper::body::Incoming>,
         peer: SocketAddr,
-        identity: &Option<tls::Identity>,
+        identity: &Option<crate::authn::UserInfo>,
     ) -> http::Response<Body> {
         let start = Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_string();
-        let certificate = identity.as_ref().map(|i| crate::authn::UserInfo {
-            name: i.user.clone(),
-            groups: i.groups.clone(),
-            ..Default::default()
-        });
         let user = self.authn.authenticate(crate::authn::Credentials {
-            certificate: certificate.as_ref(),
+            certificate: identity.as_ref(),
             bearer: req
                 .headers()
                 .get(header::AUTHORIZATION)

@@ -12,6 +12,7 @@ use std::net::IpAddr;
 
 use kubestore_proto::core::v1::{HostAlias, PodDnsConfig};
 
+use super::go_strings;
 use crate::{
     validation::{dns1123_label, dns1123_subdomain},
     violations::Violations,
@@ -23,12 +24,6 @@ const MAX_NAMESERVERS: usize = 3;
 const MAX_SEARCH_PATHS: usize = 32;
 /// Upstream's `MaxDNSSearchListChars`, spaces between the domains included.
 const MAX_SEARCH_CHARS: usize = 2048;
-
-/// Go's `%#v` of a `[]string`, as `field.Invalid` prints a list.
-fn go_strings(values: &[String]) -> String {
-    let quoted: Vec<String> = values.iter().map(|s| format!("{s:?}")).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
-}
 
 /// Upstream's `IsDNS1123SubdomainWithUnderscore`: a DNS-1123 subdomain whose labels may each
 /// start with one `_` (`_sip._tcp.example.com`).

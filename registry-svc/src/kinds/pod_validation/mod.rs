@@ -47,6 +47,16 @@ fn not_supported(value: &str, supported: &[&str]) -> String {
     )
 }
 
+/// Go's `%#v` of a string slice: `[]string{"a", "b"}`, or `[]string(nil)` when empty (an empty
+/// list and an absent one are the same here).
+pub(super) fn go_strings(items: &[String]) -> String {
+    if items.is_empty() {
+        return "[]string(nil)".into();
+    }
+    let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
+    format!("[]string{{{}}}", quoted.join(", "))
+}
+
 /// A required value from a closed set (upstream's `validateRestartPolicy`, `validateDNSPolicy`,
 /// `validatePullPolicy`, the termination message policy): Required when empty.
 fn one_of(path: String, value: &str, supported: &[&str], v: &mut Violations) {

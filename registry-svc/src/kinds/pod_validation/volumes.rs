@@ -15,7 +15,7 @@
 //!   1.31's `not allowed in image volume sources`; no `readOnly` is required of their mounts.
 //! - A quantity that does not parse (an `emptyDir.sizeLimit`, a claim's storage request) is
 //!   `Invalid` at its field: upstream refuses it while decoding, before validation.
-//! - Go renders some bad values as Go structs (`%#v`); [`go_strings`] and [`go_pointer`] mimic that
+//! - Go renders some bad values as Go structs (`%#v`); `go_strings` and [`go_pointer`] mimic that
 //!   rendering, but a pointer's address (random upstream) is written as a fixed placeholder.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,7 +24,7 @@ use kubestore_proto::core::v1::{
     Container, KeyToPath, PodSpec, SecurityContext, Volume, VolumeDevice, VolumeMount,
 };
 
-use super::not_supported;
+use super::{go_strings, not_supported};
 use crate::{
     validation::{dns1123_label, dns1123_subdomain},
     violations::Violations,
@@ -400,16 +400,6 @@ fn label(s: &str) -> Option<String> {
 /// Upstream's `IsDNS1123Subdomain` as one problem, with [`label`]'s treatment of the empty value.
 fn subdomain(s: &str) -> Option<String> {
     dns1123_subdomain(if s.is_empty() { "." } else { s })
-}
-
-/// Go's `%#v` of a string slice: `[]string{"a", "b"}`, or `[]string(nil)` when empty (an empty
-/// list and an absent one are the same here).
-fn go_strings(items: &[String]) -> String {
-    if items.is_empty() {
-        return "[]string(nil)".into();
-    }
-    let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
 }
 
 /// Go's `%#v` of a pointer: `(*T)(nil)`, or a fixed placeholder address (upstream prints a
