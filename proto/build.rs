@@ -20,6 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "apiextensions/v1/apiextensions.proto",
         "coordination/v1/coordination.proto",
         "events/v1/events.proto",
+        "rbac/v1/rbac.proto",
         "registry/v1/resources.proto",
     ] {
         println!("cargo:rerun-if-changed={p}");
@@ -52,6 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "apiextensions/v1/apiextensions.proto",
                 "coordination/v1/coordination.proto",
                 "events/v1/events.proto",
+                "rbac/v1/rbac.proto",
                 "registry/v1/resources.proto",
             ],
             &["."],
@@ -65,6 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ".apiextensions.v1",
                 ".coordination.v1",
                 ".events.v1",
+                ".rbac.v1",
                 ".registry.v1",
             ][..],
         ),
@@ -88,6 +91,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "k8s/core.proto",
         "k8s/coordination.proto",
         "k8s/events.proto",
+        "k8s/rbac.proto",
+        "k8s/authorization.proto",
+        "k8s/authentication.proto",
     ];
     for p in k8s {
         println!("cargo:rerun-if-changed={p}");

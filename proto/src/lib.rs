@@ -6,6 +6,7 @@
 //! - [`apiextensions::v1`]: custom kinds (`CustomResourceDefinitions`, `CustomObjects`).
 //! - [`coordination::v1`]: `Leases` (leader election).
 //! - [`events::v1`]: events.k8s.io's `Event`, a second version of `core.v1.Event` (messages only).
+//! - [`rbac::v1`]: `Roles`, `ClusterRoles`, `RoleBindings`, `ClusterRoleBindings` (RBAC).
 //!
 //! - [`codec`]: the codec of every generated client and server (malformed = INVALID_ARGUMENT);
 //! - [`amplification`]: what a request may decode into, checked before decoding;
@@ -122,5 +123,14 @@ pub mod events {
     pub mod v1 {
         tonic::include_proto!("events.v1");
         include!(concat!(env!("OUT_DIR"), "/events.v1.serde.rs"));
+    }
+}
+
+/// Role-based access control (rbac.authorization.k8s.io), served by registry-svc.
+pub mod rbac {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("rbac.v1");
+        include!(concat!(env!("OUT_DIR"), "/rbac.v1.serde.rs"));
     }
 }

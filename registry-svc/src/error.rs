@@ -133,6 +133,19 @@ pub enum ApiError {
     /// do not retry until the state changes.
     #[error("{0}")]
     Forbidden(String),
+    /// The request's user may not do what it asks (upstream's 403 of its authorizers, worded
+    /// by `authz::forbidden`): PERMISSION_DENIED.
+    #[error("{message}")]
+    Denied {
+        /// The API group of the resource asked for.
+        group: String,
+        /// The plural resource ("" for a non-resource path).
+        resource: String,
+        /// The object's name, if the request named one.
+        name: String,
+        /// Upstream's message.
+        message: String,
+    },
     /// A bug or corrupt data.
     #[error("Internal error occurred: {0}")]
     Internal(String),
@@ -186,7 +199,7 @@ impl ApiError {
             Self::WatcherTooSlow(_) => "WatcherTooSlow",
             Self::TooManyRequests(_) => "TooManyRequests",
             Self::Unavailable { reason, .. } => reason,
-            Self::Forbidden(_) => "Forbidden",
+            Self::Forbidden(_) | Self::Denied { .. } => "Forbidden",
             Self::Internal(_) => "InternalError",
         }
     }
@@ -205,7 +218,7 @@ impl ApiError {
             Self::TooLarge { .. } | Self::EntityTooLarge(_) => 413,
             Self::Expired { .. } => 410,
             Self::WatcherTooSlow(_) | Self::TooManyRequests(_) => 429,
-            Self::Forbidden(_) => 403,
+            Self::Forbidden(_) | Self::Denied { .. } => 403,
             Self::Unavailable { reason, .. } if *reason == "Timeout" => 504,
             Self::Unavailable { .. } => 503,
             Self::StorageFull(_) | Self::Internal(_) => 500,
@@ -232,6 +245,7 @@ impl ApiError {
             Self::Expired { .. } => Code::OutOfRange,
             Self::Unavailable { .. } => Code::Unavailable,
             Self::Forbidden(_) => Code::FailedPrecondition,
+            Self::Denied { .. } => Code::PermissionDenied,
             Self::Internal(_) => Code::Internal,
         }
     }
@@ -349,6 +363,16 @@ impl From<ApiError> for Status {
             }
             ApiError::TooLarge { kind, name, .. } => {
                 put("kind", kind);
+                put("name", name);
+            }
+            ApiError::Denied {
+                group,
+                resource,
+                name,
+                ..
+            } => {
+                put("group", group);
+                put("resource", resource);
                 put("name", name);
             }
             ApiError::TooManyRequests(_) => {

@@ -34,6 +34,7 @@
 //! (its Store, its typed service, its catalog entry); no transport has code of its own for it.
 
 pub mod authn;
+pub mod authz;
 pub mod catalog;
 pub mod custom;
 pub mod error;
@@ -89,6 +90,11 @@ use kubestore_proto::core::v1::{
     namespaces_server::NamespacesServer,
 };
 use kubestore_proto::limits::REGISTRY_MAX_MESSAGE_BYTES;
+use kubestore_proto::rbac::v1::{
+    cluster_role_bindings_server::ClusterRoleBindingsServer,
+    cluster_roles_server::ClusterRolesServer, role_bindings_server::RoleBindingsServer,
+    roles_server::RolesServer,
+};
 use kubestore_telemetry::{
     LogFormat, Metrics,
     deadline::parse_duration,
@@ -103,6 +109,9 @@ use tonic_health::{
 
 use crate::{
     grpc::{passthrough::PassThrough, service::ResourceService},
+    kinds::rbac::{
+        ClusterRoleBindingStrategy, ClusterRoleStrategy, RoleBindingStrategy, RoleStrategy,
+    },
     kinds::{
         configmap::ConfigMapStrategy, event::EventStrategy, lease::LeaseStrategy,
         namespace::NamespaceStrategy, pod::PodStrategy, secret::SecretStrategy,
@@ -265,6 +274,17 @@ pub struct Config {
     /// plain ports' development mode): tokens protect nothing there.
     #[arg(long, env = "TOKEN_AUTH_FILE")]
     pub token_auth_file: Option<PathBuf>,
+    /// Who may do what (kube-apiserver's `--authorization-mode`): a comma-separated list of
+    /// `AlwaysAllow` (every request is allowed: the default), `AlwaysDeny`, `RBAC`, asked in
+    /// order; the first to allow or deny decides, and `system:masters` is always allowed.
+    #[arg(
+        long,
+        env = "AUTHORIZATION_MODE",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "AlwaysAllow"
+    )]
+    pub authorization_mode: Vec<authz::Mode>,
     /// Log line format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -318,6 +338,7 @@ impl Default for Config {
             kube_api_max_connections_per_client: 1000,
             kube_api_idle_timeout: rest::conn::IDLE_TIMEOUT,
             token_auth_file: None,
+            authorization_mode: vec![authz::Mode::AlwaysAllow],
             log_format: LogFormat::Text,
             tls: ServerTlsArgs::default(),
             storage_ca_file: None,
@@ -514,6 +535,11 @@ pub async fn run_with_listeners(
     let leases = builtin.kind(Store::new(storage.clone(), LeaseStrategy));
     let namespaces = builtin.kind(Store::new(storage.clone(), NamespaceStrategy));
     let definitions = builtin.kind(custom.definitions.clone());
+    let roles = builtin.kind(Store::new(storage.clone(), RoleStrategy));
+    let cluster_roles = builtin.kind(Store::new(storage.clone(), ClusterRoleStrategy));
+    let role_bindings = builtin.kind(Store::new(storage.clone(), RoleBindingStrategy));
+    let cluster_role_bindings =
+        builtin.kind(Store::new(storage.clone(), ClusterRoleBindingStrategy));
     let counted = builtin.counted;
     tokio::spawn(kinds::namespace::ensure_system_namespaces(
         namespaces.clone(),
@@ -546,6 +572,12 @@ pub async fn run_with_listeners(
              one is the local administrator (system:unsecured); serve TLS to make tokens a gate"
         );
     }
+    let gate = Arc::new(authz::Gate::new(&config.authorization_mode, None).map_err(RunError::Tls)?);
+    // Plain ports (the local-development mode), or TLS without a client CA or a token file (no
+    // authenticator to ask): a request without credentials runs as the local administrator,
+    // as every request did before authentication existed.
+    let open = !config.tls.enabled()
+        || (config.tls.client_ca_file.is_none() && authenticator.tokens.is_none());
     // With tokens, a client certificate is optional at the handshake: a client may present
     // either (upstream's serving options).
     let grpc_tls = ServerTlsArgs {
@@ -563,7 +595,8 @@ pub async fn run_with_listeners(
         .map_err(|e| RunError::Tls(e.to_string()))?
         .layer(grpc::identify::IdentifyLayer::new(
             authenticator.clone(),
-            !config.tls.enabled(),
+            open,
+            gate.clone(),
             error::DOMAIN,
         ))
         .add_service(serving.health_service())
@@ -575,6 +608,10 @@ pub async fn run_with_listeners(
         .add_service(serve!(SecretsServer, secrets))
         .add_service(serve!(LeasesServer, leases))
         .add_service(serve!(NamespacesServer, namespaces.clone()))
+        .add_service(serve!(RolesServer, roles))
+        .add_service(serve!(ClusterRolesServer, cluster_roles))
+        .add_service(serve!(RoleBindingsServer, role_bindings))
+        .add_service(serve!(ClusterRoleBindingsServer, cluster_role_bindings))
         .add_service(
             kubestore_proto::registry::v1::resources_server::ResourcesServer::new(generic.clone())
                 .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),
@@ -595,17 +632,13 @@ pub async fn run_with_listeners(
     let rest_server = match kube_api_listener {
         Some(l) => {
             let tls = rest::tls::config(&config.tls).map_err(RunError::Tls)?;
-            // Plain HTTP (the local-development mode), or TLS without a client CA or a token
-            // file (no authenticator to ask): a request without credentials runs as the local
-            // administrator, as every request did before authentication existed.
-            let open = tls.is_none()
-                || (config.tls.client_ca_file.is_none() && authenticator.tokens.is_none());
             let rest = Arc::new(rest::Rest {
                 catalog: catalog.clone(),
                 stop: stop.clone(),
                 inflight: serving.inflight(),
                 serving: serving.serving_flag(),
                 authn: authenticator.clone(),
+                gate: gate.clone(),
                 open,
                 openapi: rest::openapi::OpenApi::new(codec.clone()),
                 max_connections_per_client: config.kube_api_max_connections_per_client,

@@ -75,11 +75,27 @@ impl Verb {
         }
     }
 
-    fn subresource(self) -> &'static str {
+    /// The subresource the verb works on ("" for the object).
+    pub fn subresource(self) -> &'static str {
         match self {
             Self::UpdateStatus | Self::PatchStatus => "status",
             Self::UpdateFinalize => "finalize",
             _ => "",
+        }
+    }
+
+    /// Upstream's authorization verb (`get`, `list`, `watch`, `create`, `update`, `patch`,
+    /// `delete`, `deletecollection`).
+    pub fn authz_verb(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Get => "get",
+            Self::List => "list",
+            Self::Watch => "watch",
+            Self::Update | Self::UpdateStatus | Self::UpdateFinalize => "update",
+            Self::Patch | Self::PatchStatus => "patch",
+            Self::Delete => "delete",
+            Self::DeleteCollection => "deletecollection",
         }
     }
 

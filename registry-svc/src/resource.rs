@@ -125,6 +125,38 @@ resource!(
     short = ["ns"]
 );
 resource!(
+    kubestore_proto::rbac::v1::Role,
+    "Role",
+    "roles",
+    kubestore_proto::rbac::v1::ListRolesRequest,
+    kubestore_proto::rbac::v1::WatchRolesRequest,
+    group = "rbac.authorization.k8s.io"
+);
+resource!(
+    kubestore_proto::rbac::v1::ClusterRole,
+    "ClusterRole",
+    "clusterroles",
+    kubestore_proto::rbac::v1::ListClusterRolesRequest,
+    kubestore_proto::rbac::v1::WatchClusterRolesRequest,
+    group = "rbac.authorization.k8s.io"
+);
+resource!(
+    kubestore_proto::rbac::v1::RoleBinding,
+    "RoleBinding",
+    "rolebindings",
+    kubestore_proto::rbac::v1::ListRoleBindingsRequest,
+    kubestore_proto::rbac::v1::WatchRoleBindingsRequest,
+    group = "rbac.authorization.k8s.io"
+);
+resource!(
+    kubestore_proto::rbac::v1::ClusterRoleBinding,
+    "ClusterRoleBinding",
+    "clusterrolebindings",
+    kubestore_proto::rbac::v1::ListClusterRoleBindingsRequest,
+    kubestore_proto::rbac::v1::WatchClusterRoleBindingsRequest,
+    group = "rbac.authorization.k8s.io"
+);
+resource!(
     Secret,
     "Secret",
     "secrets",
@@ -146,6 +178,10 @@ pub const BUILT_IN_NAMES: &[(&str, &str, &[&str])] = &[
         &[],
     ),
     (Secret::KIND, Secret::RESOURCE, &[]),
+    ("Role", "roles", &[]),
+    ("ClusterRole", "clusterroles", &[]),
+    ("RoleBinding", "rolebindings", &[]),
+    ("ClusterRoleBinding", "clusterrolebindings", &[]),
     (
         "CustomResourceDefinition",
         "customresourcedefinitions",

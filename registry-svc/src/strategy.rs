@@ -55,6 +55,13 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
     /// Clears or sets fields the server owns before create (status, generation).
     fn prepare_for_create(&self, _obj: &mut R) {}
 
+    /// The rule of the kind's names, giving the reason a name breaks it: a DNS subdomain
+    /// (upstream's `NameIsDNSSubdomain`) unless the kind says otherwise (the RBAC kinds take any
+    /// path segment).
+    fn name_rule(&self) -> fn(&str) -> Option<String> {
+        crate::validation::dns1123_subdomain
+    }
+
     /// Kind-specific validation on create.
     fn validate(&self, _obj: &R) -> Violations {
         Violations::new()

@@ -114,14 +114,19 @@ pub fn path_segment(name: &str) -> Option<String> {
 }
 
 /// Validates the metadata of an object about to be stored (create or update).
-pub fn object_meta(meta: &ObjectMeta, namespaced: bool, v: &mut Violations) {
+pub fn object_meta(
+    meta: &ObjectMeta,
+    namespaced: bool,
+    name_rule: fn(&str) -> Option<String>,
+    v: &mut Violations,
+) {
     let mut add = |f: &str, d: String| v.push((f.to_string(), d));
     if meta.name.is_empty() {
         add(
             "metadata.name",
             "Required value: name or generateName is required".into(),
         );
-    } else if let Some(e) = dns1123_subdomain(&meta.name) {
+    } else if let Some(e) = name_rule(&meta.name) {
         add(
             "metadata.name",
             format!("Invalid value: {:?}: {e}", meta.name),
@@ -131,7 +136,7 @@ pub fn object_meta(meta: &ObjectMeta, namespaced: bool, v: &mut Violations) {
         // The generated suffix makes the result valid if the prefix is.
         let base = meta.generate_name.trim_end_matches('-');
         if !base.is_empty()
-            && let Some(e) = dns1123_subdomain(base)
+            && let Some(e) = name_rule(base)
         {
             add(
                 "metadata.generateName",
@@ -340,7 +345,7 @@ mod tests {
             ..Default::default()
         };
         let mut v = Violations::new();
-        object_meta(&meta, true, &mut v);
+        object_meta(&meta, true, dns1123_subdomain, &mut v);
         let fields: Vec<&str> = v.iter().map(|(f, _)| f.as_str()).collect();
         assert!(fields.contains(&"metadata.name"), "{v:?}");
         assert!(fields.contains(&"metadata.namespace"), "{v:?}");
@@ -359,7 +364,7 @@ mod tests {
             ..Default::default()
         };
         let mut v = Violations::new();
-        object_meta(&meta, true, &mut v);
+        object_meta(&meta, true, dns1123_subdomain, &mut v);
         assert_eq!(v.len(), 2, "{v:?}");
         assert!(v.iter().any(|(f, d)| f == "metadata.ownerReferences" && d.starts_with("Too many: 1000000")));
     }

@@ -11,7 +11,6 @@ use kubestore_proto::{
     },
     meta::v1::{DeleteOptions, ListOptions, ObjectMeta, ResourceVersionMatch, WatchEventType},
 };
-use kubestore_telemetry::Deadline;
 use kubestore_tests::Cluster;
 use registry_svc::{
     error::ApiError,
@@ -103,9 +102,7 @@ fn cm(name: &str) -> ConfigMap {
 }
 
 fn ctx() -> Ctx {
-    Ctx {
-        deadline: Deadline::after(std::time::Duration::from_secs(10)),
-    }
+    Ctx::within(std::time::Duration::from_secs(10))
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -224,7 +224,7 @@ impl<R: Resource, S: Shape<R>> StoreEndpoint<R, S> {
     /// `obj` as written, with `warnings`; a large object is encoded off the async workers.
     fn written(
         &self,
-        ctx: Ctx,
+        ctx: &Ctx,
         obj: &R,
         warnings: Vec<String>,
         created: bool,
@@ -242,7 +242,7 @@ impl<R: Resource, S: Shape<R>> StoreEndpoint<R, S> {
     /// `body` taken in as `R`; a large one off the async workers.
     fn take_in(
         &self,
-        ctx: Ctx,
+        ctx: &Ctx,
         body: Value,
         options: &WriteOptions,
     ) -> Result<(R, Vec<String>), ApiError> {
@@ -253,7 +253,7 @@ impl<R: Resource, S: Shape<R>> StoreEndpoint<R, S> {
 }
 
 /// The request's deadline, for work off the async workers.
-fn deadline(ctx: Ctx) -> Option<std::time::Instant> {
+fn deadline(ctx: &Ctx) -> Option<std::time::Instant> {
     Some(ctx.deadline.instant().into_std())
 }
 
@@ -286,7 +286,13 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
     ) -> Result<Json, ApiError> {
         let s = &self.store;
         let obj = s
-            .request(Verb::Get, namespace, false, s.get(ctx, namespace, name))
+            .request(
+                &ctx,
+                Verb::Get,
+                namespace,
+                false,
+                s.get(ctx.clone(), namespace, name),
+            )
             .await?;
         self.answer(&obj, output)
     }
@@ -301,10 +307,11 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         let s = &self.store;
         let (meta, items) = s
             .request(
+                &ctx,
                 Verb::List,
                 namespace,
                 false,
-                s.list_encoded(ctx, namespace, Some(options)),
+                s.list_encoded(ctx.clone(), namespace, Some(options)),
             )
             .await?;
         self.page(meta, &items, output)
@@ -323,10 +330,11 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         let s = &self.store;
         let (meta, chunks) = s
             .request(
+                &ctx,
                 Verb::List,
                 namespace,
                 false,
-                s.list_chunked(ctx, namespace, options),
+                s.list_chunked(ctx.clone(), namespace, options),
             )
             .await?;
         let this = self.handle();
@@ -341,6 +349,7 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
 
     async fn watch(
         &self,
+        ctx: &Ctx,
         namespace: &str,
         options: ListOptions,
         output: Output,
@@ -349,6 +358,7 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         let s = &self.store;
         let events = s
             .request(
+                ctx,
                 Verb::Watch,
                 namespace,
                 false,
@@ -393,10 +403,10 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
     ) -> Result<Written, ApiError> {
         self.shape.admit_create()?;
         let (s, dry_run) = (&self.store, options.dry_run);
-        s.request(Verb::Create, namespace, dry_run, async {
-            let (obj, warnings) = self.take_in(ctx, body, options)?;
-            let created = s.create(ctx, namespace, obj, dry_run).await?;
-            self.written(ctx, &created, warnings, true)
+        s.request(&ctx, Verb::Create, namespace, dry_run, async {
+            let (obj, warnings) = self.take_in(&ctx, body, options)?;
+            let created = s.create(ctx.clone(), namespace, obj, dry_run).await?;
+            self.written(&ctx, &created, warnings, true)
         })
         .await
     }
@@ -411,16 +421,18 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
         let (s, dry_run) = (&self.store, options.dry_run);
-        s.request(Verb::update(part), namespace, dry_run, async {
-            let (obj, warnings) = self.take_in(ctx, body, options)?;
+        s.request(&ctx, Verb::update(part), namespace, dry_run, async {
+            let (obj, warnings) = self.take_in(&ctx, body, options)?;
             let got = obj.meta().map_or("", |m| m.name.as_str());
             if got != name {
                 return Err(ApiError::BadRequest(format!(
                     "the name of the object ({got}) does not match the name on the URL ({name})"
                 )));
             }
-            let (updated, created) = s.upsert_in(ctx, namespace, obj, dry_run, part).await?;
-            self.written(ctx, &updated, warnings, created)
+            let (updated, created) = s
+                .upsert_in(ctx.clone(), namespace, obj, dry_run, part)
+                .await?;
+            self.written(&ctx, &updated, warnings, created)
         })
         .await
     }
@@ -455,10 +467,10 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         // Applied to each state storage hands the update: the object and the patch are the
         // work's input, which runs off the async workers when large, and stops at the
         // request's deadline (`Limits`).
-        let limits = Limits::until(deadline(ctx));
+        let limits = Limits::until(deadline(&ctx));
         let apply = |current: &R| -> Result<R, ApiError> {
             let size = options.body_bytes + current.encoded_len();
-            crate::offload::run(size, deadline(ctx), || {
+            crate::offload::run(size, deadline(&ctx), || {
                 let original = self.value(current)?;
                 let patched = patch
                     .apply(&original, strategic, &limits)
@@ -468,10 +480,12 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
                 Ok(obj)
             })
         };
-        s.request(Verb::patch(part), namespace, dry_run, async {
-            let patched = s.patch(ctx, namespace, name, &apply, dry_run, part).await?;
+        s.request(&ctx, Verb::patch(part), namespace, dry_run, async {
+            let patched = s
+                .patch(ctx.clone(), namespace, name, &apply, dry_run, part)
+                .await?;
             let w = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
-            self.written(ctx, &patched, w, false)
+            self.written(&ctx, &patched, w, false)
         })
         .await
     }
@@ -486,10 +500,11 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         let (s, dry_run) = (&self.store, options.dry_run);
         let (obj, deleted) = s
             .request(
+                &ctx,
                 Verb::Delete,
                 namespace,
                 dry_run,
-                s.delete(ctx, namespace, name, Some(options)),
+                s.delete(ctx.clone(), namespace, name, Some(options)),
             )
             .await?;
         Ok(Deleted {
@@ -509,10 +524,11 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         let (s, dry_run) = (&self.store, options.dry_run);
         let (meta, items) = s
             .request(
+                &ctx,
                 Verb::DeleteCollection,
                 namespace,
                 dry_run,
-                s.delete_collection(ctx, namespace, Some(list), Some(options)),
+                s.delete_collection(ctx.clone(), namespace, Some(list), Some(options)),
             )
             .await?;
         Ok(Page::Objects {

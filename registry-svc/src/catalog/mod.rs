@@ -292,6 +292,7 @@ pub trait Endpoint: Send + Sync + 'static {
     /// A Watch; ends when `stop` is raised (shutdown).
     async fn watch(
         &self,
+        ctx: &Ctx,
         namespace: &str,
         options: ListOptions,
         output: Output,
@@ -517,6 +518,33 @@ impl Catalog {
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changed.subscribe()
     }
+}
+
+/// Asks the gate whether `ctx`'s caller may run `verb` on `part` of the resource `endpoint`
+/// serves, in `namespace` (none for a cluster-scoped kind), naming `name`; a refusal is
+/// counted in the request metrics. The generic gRPC API's entrance (the REST API asks from
+/// the path, before it looks the resource up: `rest::attributes`).
+pub fn authorize(
+    ctx: &mut Ctx,
+    endpoint: &dyn Endpoint,
+    verb: crate::metrics::Verb,
+    part: Part,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let i = endpoint.info();
+    let subresource = match part {
+        Part::Main => "",
+        Part::Status => "status",
+        Part::Finalize => "finalize",
+    };
+    let attrs = crate::authz::Attributes::Resource(
+        crate::authz::ResourceAttributes::new(verb.authz_verb(), &i.group, &i.version, &i.plural)
+            .subresource(subresource)
+            .at(if i.namespaced { namespace } else { "" }, name),
+    );
+    ctx.authorize(&attrs)
+        .inspect_err(|e| endpoint.refused(verb, namespace, e))
 }
 
 /// Upstream's 404 for a resource nobody serves ("the server could not find the requested

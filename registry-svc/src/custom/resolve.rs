@@ -93,7 +93,7 @@ impl Resolver {
         }
         match self
             .definitions
-            .get(*ctx, "", &format!("{}.{}", t.plural, t.group))
+            .get(ctx.clone(), "", &format!("{}.{}", t.plural, t.group))
             .await
         {
             Ok(crd) => {

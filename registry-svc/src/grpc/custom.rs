@@ -55,10 +55,10 @@ async fn update_definition(
     request: Request<UpdateCustomResourceDefinitionRequest>,
     part: UpdatePart,
 ) -> Result<Response<CustomResourceDefinition>, Status> {
-    let (metadata, _, r) = request.into_parts();
+    let (metadata, ext, r) = request.into_parts();
     service
         .write(
-            &metadata,
+            ctx(&metadata, &ext)?,
             Write::Update(part),
             String::new(),
             r.custom_resource_definition,
@@ -74,9 +74,9 @@ impl CustomResourceDefinitions for ResourceService<CustomResourceDefinition> {
         &self,
         request: Request<CreateCustomResourceDefinitionRequest>,
     ) -> Result<Response<CustomResourceDefinition>, Status> {
-        let (metadata, _, r) = request.into_parts();
+        let (metadata, ext, r) = request.into_parts();
         self.write(
-            &metadata,
+            ctx(&metadata, &ext)?,
             Write::Create,
             String::new(),
             r.custom_resource_definition,
@@ -90,8 +90,10 @@ impl CustomResourceDefinitions for ResourceService<CustomResourceDefinition> {
         &self,
         request: Request<GetCustomResourceDefinitionRequest>,
     ) -> Result<Response<CustomResourceDefinition>, Status> {
-        let (metadata, _, r) = request.into_parts();
-        Ok(Response::new(self.get_one(&metadata, "", &r.name).await?))
+        let (metadata, ext, r) = request.into_parts();
+        Ok(Response::new(
+            self.get_one(ctx(&metadata, &ext)?, "", &r.name).await?,
+        ))
     }
 
     async fn update(
@@ -114,8 +116,10 @@ impl CustomResourceDefinitions for ResourceService<CustomResourceDefinition> {
         &self,
         request: Request<DeleteCustomResourceDefinitionRequest>,
     ) -> Result<Response<DeleteCustomResourceDefinitionResponse>, Status> {
-        let (metadata, _, r) = request.into_parts();
-        let (crd, deleted) = self.delete_one(&metadata, "", &r.name, r.options).await?;
+        let (metadata, ext, r) = request.into_parts();
+        let (crd, deleted) = self
+            .delete_one(ctx(&metadata, &ext)?, "", &r.name, r.options)
+            .await?;
         Ok(Response::new(DeleteCustomResourceDefinitionResponse {
             custom_resource_definition: Some(crd),
             deleted,
@@ -126,8 +130,8 @@ impl CustomResourceDefinitions for ResourceService<CustomResourceDefinition> {
         &self,
         request: Request<ListCustomResourceDefinitionsRequest>,
     ) -> Result<Response<CustomResourceDefinitionList>, Status> {
-        let (md, _, r) = request.into_parts();
-        let (metadata, items) = self.list_page(&md, "", r.options).await?;
+        let (md, ext, r) = request.into_parts();
+        let (metadata, items) = self.list_page(ctx(&md, &ext)?, "", r.options).await?;
         Ok(Response::new(CustomResourceDefinitionList {
             metadata: Some(metadata),
             items,
@@ -140,8 +144,8 @@ impl CustomResourceDefinitions for ResourceService<CustomResourceDefinition> {
         &self,
         request: Request<WatchCustomResourceDefinitionsRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
-        let r = request.into_inner();
-        let events = self.watch_events("", r.options).await?;
+        let (md, ext, r) = request.into_parts();
+        let events = self.watch_events(ctx(&md, &ext)?, "", r.options).await?;
         Ok(Response::new(Box::pin(events.map(|e| {
             e.map(|(kind, object)| CustomResourceDefinitionWatchEvent {
                 r#type: kind as i32,
@@ -196,21 +200,23 @@ impl CustomObjectsAlias {
     async fn forward<T>(
         &self,
         metadata: MetadataMap,
+        extensions: tonic::Extensions,
         t: Target<'_>,
         collection: bool,
         make: impl FnOnce(Option<ResourceRef>) -> T,
     ) -> Result<Request<T>, Status> {
         self.resolver
-            .resolve(&ctx(&metadata), &t, collection)
+            .resolve(&ctx(&metadata, &extensions)?, &t, collection)
             .await?;
         let resource = ResourceRef {
             group: t.group.to_string(),
             version: t.version.to_string(),
             resource: t.plural.to_string(),
         };
+        // The extensions go on: they carry the caller the generic API authorizes.
         Ok(Request::from_parts(
             metadata,
-            Default::default(),
+            extensions,
             make(Some(resource)),
         ))
     }
@@ -269,10 +275,10 @@ impl CustomObjects for CustomObjectsAlias {
         &self,
         request: Request<CreateCustomObjectRequest>,
     ) -> Result<Response<pbjson_types::Struct>, Status> {
-        let (metadata, _, r) = request.into_parts();
+        let (metadata, ext, r) = request.into_parts();
         let json = text(r.object)?;
         let call = self
-            .forward(metadata, target!(r), false, |resource| CreateRequest {
+            .forward(metadata, ext, target!(r), false, |resource| CreateRequest {
                 resource,
                 namespace: r.namespace.clone(),
                 json,
@@ -287,9 +293,9 @@ impl CustomObjects for CustomObjectsAlias {
         &self,
         request: Request<GetCustomObjectRequest>,
     ) -> Result<Response<pbjson_types::Struct>, Status> {
-        let (metadata, _, r) = request.into_parts();
+        let (metadata, ext, r) = request.into_parts();
         let call = self
-            .forward(metadata, target!(r), false, |resource| GetRequest {
+            .forward(metadata, ext, target!(r), false, |resource| GetRequest {
                 resource,
                 namespace: r.namespace.clone(),
                 name: r.name.clone(),
@@ -318,9 +324,9 @@ impl CustomObjects for CustomObjectsAlias {
         &self,
         request: Request<DeleteCustomObjectRequest>,
     ) -> Result<Response<DeleteCustomObjectResponse>, Status> {
-        let (metadata, _, r) = request.into_parts();
+        let (metadata, ext, r) = request.into_parts();
         let call = self
-            .forward(metadata, target!(r), false, |resource| DeleteRequest {
+            .forward(metadata, ext, target!(r), false, |resource| DeleteRequest {
                 resource,
                 namespace: r.namespace.clone(),
                 name: r.name.clone(),
@@ -338,9 +344,9 @@ impl CustomObjects for CustomObjectsAlias {
         &self,
         request: Request<DeleteCollectionCustomObjectsRequest>,
     ) -> Result<Response<CustomObjectList>, Status> {
-        let (metadata, _, r) = request.into_parts();
+        let (metadata, ext, r) = request.into_parts();
         let call = self
-            .forward(metadata, target!(r), true, |resource| {
+            .forward(metadata, ext, target!(r), true, |resource| {
                 DeleteCollectionRequest {
                     resource,
                     namespace: r.namespace.clone(),
@@ -359,9 +365,9 @@ impl CustomObjects for CustomObjectsAlias {
         &self,
         request: Request<ListCustomObjectsRequest>,
     ) -> Result<Response<CustomObjectList>, Status> {
-        let (metadata, _, r) = request.into_parts();
+        let (metadata, ext, r) = request.into_parts();
         let call = self
-            .forward(metadata, target!(r), true, |resource| ListRequest {
+            .forward(metadata, ext, target!(r), true, |resource| ListRequest {
                 resource,
                 namespace: r.namespace.clone(),
                 options: r.options,
@@ -378,9 +384,9 @@ impl CustomObjects for CustomObjectsAlias {
         &self,
         request: Request<WatchCustomObjectsRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
-        let (metadata, _, r) = request.into_parts();
+        let (metadata, ext, r) = request.into_parts();
         let call = self
-            .forward(metadata, target!(r), true, |resource| WatchRequest {
+            .forward(metadata, ext, target!(r), true, |resource| WatchRequest {
                 resource,
                 namespace: r.namespace.clone(),
                 options: r.options,
@@ -406,11 +412,11 @@ impl CustomObjectsAlias {
         request: Request<UpdateCustomObjectRequest>,
         subresource: &str,
     ) -> Result<Response<pbjson_types::Struct>, Status> {
-        let (metadata, _, r) = request.into_parts();
+        let (metadata, ext, r) = request.into_parts();
         if subresource == "status" {
             let (e, kind, v) = self
                 .resolver
-                .endpoint(&ctx(&metadata), &target!(r), false)
+                .endpoint(&ctx(&metadata, &ext)?, &target!(r), false)
                 .await?;
             if !e.info().status {
                 return Err(not_found(&kind.group, &format!("{v} (status)"), &kind.plural).into());
@@ -427,7 +433,7 @@ impl CustomObjectsAlias {
             ApiError::BadRequest("request field `object` is required: the object to write".into())
         })?;
         let call = self
-            .forward(metadata, target!(r), false, |resource| UpdateRequest {
+            .forward(metadata, ext, target!(r), false, |resource| UpdateRequest {
                 resource,
                 namespace: r.namespace.clone(),
                 name,

@@ -50,8 +50,8 @@ impl tower::Service<tonic::Request<ListCustomObjectsRequest>> for ListCall {
     fn call(&mut self, request: tonic::Request<ListCustomObjectsRequest>) -> Self::Future {
         let svc = self.service.clone();
         Box::pin(async move {
-            let ctx = service::ctx(request.metadata());
-            let r = request.into_inner();
+            let (md, ext, r) = request.into_parts();
+            let mut ctx = service::ctx(&md, &ext)?;
             let target = Target {
                 group: &r.group,
                 version: &r.version,
@@ -61,10 +61,13 @@ impl tower::Service<tonic::Request<ListCustomObjectsRequest>> for ListCall {
             let (kind, v) = svc.resolve(&ctx, &target, true).await?;
             let version = kind.version(&v)?;
             let store = &version.store;
+            let name = crate::authz::selected_name(r.options.as_ref());
+            ctx.authorize(&store.attributes(Verb::List, &r.namespace, &name))
+                .map_err(|e| store.refused_with(Verb::List, &r.namespace, e))?;
             let api_version = format!("{}/{v}", kind.group);
             let list = async {
                 let (meta, items) = store
-                    .list_encoded(ctx, &r.namespace, r.options.clone())
+                    .list_encoded(ctx.clone(), &r.namespace, r.options.clone())
                     .await?;
                 // Each item pruned and defaulted by the version's schema as the typed path
                 // does (`catalog::custom`'s `give_out`), on the JSON parsed once for writing it.
@@ -74,7 +77,9 @@ impl tower::Service<tonic::Request<ListCustomObjectsRequest>> for ListCall {
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(EncodedList::new(meta, items))
             };
-            let list = store.request(Verb::List, &r.namespace, false, list).await?;
+            let list = store
+                .request(&ctx, Verb::List, &r.namespace, false, list)
+                .await?;
             Ok(tonic::Response::new(list))
         })
     }

@@ -19,11 +19,13 @@ use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status};
 
 use crate::{
+    catalog::authorize,
     catalog::{
         Catalog, Endpoint, FieldValidation, IncludeObject, Output, Page, Part, WriteOptions,
     },
     error::ApiError,
     grpc::service::{ctx, ctx_within},
+    metrics::Verb,
     store::{Ctx, DELETE_COLLECTION_TIMEOUT},
 };
 
@@ -125,6 +127,17 @@ fn body(json: &str, ctx: &Ctx) -> Result<Value, ApiError> {
     })
 }
 
+/// The namespace a write works in, for its authorization: the request's, else the object's
+/// (read from the value that is written: one parse, see `authz`).
+fn namespace_of<'a>(request: &'a str, obj: Option<&'a Value>) -> &'a str {
+    if !request.is_empty() {
+        return request;
+    }
+    obj.and_then(|o| o.pointer("/metadata/namespace"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
 fn list(page: Page) -> ObjectList {
     match page {
         Page::Objects { meta, items } => ObjectList {
@@ -158,8 +171,16 @@ type Stream<T> = std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Sta
 impl Resources for GenericService {
     async fn discover(
         &self,
-        _request: Request<DiscoverRequest>,
+        request: Request<DiscoverRequest>,
     ) -> Result<Response<DiscoverResponse>, Status> {
+        // What the REST API's discovery is: `get /apis` (granted to every user by
+        // `system:discovery`).
+        ctx(request.metadata(), request.extensions())?
+            .caller
+            .check(&crate::authz::Attributes::NonResource {
+                verb: "get".into(),
+                path: "/apis".into(),
+            })?;
         let resources = self
             .catalog
             .all()
@@ -194,25 +215,30 @@ impl Resources for GenericService {
     }
 
     async fn get(&self, request: Request<GetRequest>) -> Result<Response<Object>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
+        let (md, ext, r) = request.into_parts();
+        let mut ctx = ctx(&md, &ext)?;
         let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let p = part(&r.subresource)?;
+        authorize(&mut ctx, e.as_ref(), Verb::Get, p, &r.namespace, &r.name)?;
         let json = e
-            .get(
-                ctx,
-                &r.namespace,
-                &r.name,
-                part(&r.subresource)?,
-                output(r.output),
-            )
+            .get(ctx, &r.namespace, &r.name, p, output(r.output))
             .await?;
         Ok(Response::new(Object { json: text(json) }))
     }
 
     async fn list(&self, request: Request<ListRequest>) -> Result<Response<ObjectList>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
+        let (md, ext, r) = request.into_parts();
+        let mut ctx = ctx(&md, &ext)?;
         let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let name = crate::authz::selected_name(r.options.as_ref());
+        authorize(
+            &mut ctx,
+            e.as_ref(),
+            Verb::List,
+            Part::Main,
+            &r.namespace,
+            &name,
+        )?;
         let page = e
             .list(
                 ctx,
@@ -231,11 +257,21 @@ impl Resources for GenericService {
         request: Request<WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         // Looking the resource up has a unary call's deadline; the watch itself none.
-        let lookup = ctx(request.metadata());
-        let r = request.into_inner();
+        let (md, ext, r) = request.into_parts();
+        let mut lookup = ctx(&md, &ext)?;
         let e = self.endpoint(&lookup, r.resource.as_ref()).await?;
+        let name = crate::authz::selected_name(r.options.as_ref());
+        authorize(
+            &mut lookup,
+            e.as_ref(),
+            Verb::Watch,
+            Part::Main,
+            &r.namespace,
+            &name,
+        )?;
         let events = e
             .watch(
+                &lookup,
                 &r.namespace,
                 r.options.unwrap_or_default(),
                 output(r.output),
@@ -255,17 +291,24 @@ impl Resources for GenericService {
         &self,
         request: Request<CreateRequest>,
     ) -> Result<Response<WriteResponse>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
+        let (md, ext, r) = request.into_parts();
+        let mut ctx = ctx(&md, &ext)?;
         let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
-        let w = e
-            .create(
-                ctx,
-                &r.namespace,
-                body(&r.json, &ctx)?,
-                &write_options(r.options, &r.json),
-            )
-            .await?;
+        // Authorized in the namespace the object is written to: the request's, else the
+        // object's, read from the value that is written (one parse: see `authz`).
+        let obj = body(&r.json, &ctx);
+        let namespace = namespace_of(&r.namespace, obj.as_ref().ok());
+        authorize(
+            &mut ctx,
+            e.as_ref(),
+            Verb::Create,
+            Part::Main,
+            namespace,
+            "",
+        )?;
+        let obj = obj?;
+        let options = write_options(r.options, &r.json);
+        let w = e.create(ctx, &r.namespace, obj, &options).await?;
         Ok(Response::new(written(w)))
     }
 
@@ -273,18 +316,17 @@ impl Resources for GenericService {
         &self,
         request: Request<UpdateRequest>,
     ) -> Result<Response<WriteResponse>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
+        let (md, ext, r) = request.into_parts();
+        let mut ctx = ctx(&md, &ext)?;
         let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let p = part(&r.subresource)?;
+        let obj = body(&r.json, &ctx);
+        let namespace = namespace_of(&r.namespace, obj.as_ref().ok());
+        authorize(&mut ctx, e.as_ref(), Verb::update(p), p, namespace, &r.name)?;
+        let obj = obj?;
+        let options = write_options(r.options, &r.json);
         let w = e
-            .update(
-                ctx,
-                &r.namespace,
-                &r.name,
-                body(&r.json, &ctx)?,
-                part(&r.subresource)?,
-                &write_options(r.options, &r.json),
-            )
+            .update(ctx, &r.namespace, &r.name, obj, p, &options)
             .await?;
         Ok(Response::new(written(w)))
     }
@@ -293,26 +335,30 @@ impl Resources for GenericService {
         &self,
         request: Request<PatchRequest>,
     ) -> Result<Response<WriteResponse>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
+        let (md, ext, r) = request.into_parts();
+        let mut ctx = ctx(&md, &ext)?;
         let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let p = part(&r.subresource)?;
+        authorize(
+            &mut ctx,
+            e.as_ref(),
+            Verb::patch(p),
+            p,
+            &r.namespace,
+            &r.name,
+        )?;
         let patch_type = match PatchType::try_from(r.patch_type) {
             Ok(PatchType::Json) => ApplyType::Json,
             Ok(PatchType::Strategic) => ApplyType::Strategic,
             _ => ApplyType::Merge,
         };
+        let patch = Patch {
+            patch_type,
+            body: body(&r.patch, &ctx)?,
+        };
+        let options = write_options(r.options, &r.patch);
         let w = e
-            .patch(
-                ctx,
-                &r.namespace,
-                &r.name,
-                Patch {
-                    patch_type,
-                    body: body(&r.patch, &ctx)?,
-                },
-                part(&r.subresource)?,
-                &write_options(r.options, &r.patch),
-            )
+            .patch(ctx, &r.namespace, &r.name, patch, p, &options)
             .await?;
         Ok(Response::new(written(w)))
     }
@@ -321,9 +367,17 @@ impl Resources for GenericService {
         &self,
         request: Request<DeleteRequest>,
     ) -> Result<Response<DeleteResponse>, Status> {
-        let ctx = ctx(request.metadata());
-        let r = request.into_inner();
+        let (md, ext, r) = request.into_parts();
+        let mut ctx = ctx(&md, &ext)?;
         let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        authorize(
+            &mut ctx,
+            e.as_ref(),
+            Verb::Delete,
+            Part::Main,
+            &r.namespace,
+            &r.name,
+        )?;
         let d = e
             .delete(ctx, &r.namespace, &r.name, r.options.unwrap_or_default())
             .await?;
@@ -337,9 +391,11 @@ impl Resources for GenericService {
         &self,
         request: Request<DeleteCollectionRequest>,
     ) -> Result<Response<ObjectList>, Status> {
-        let ctx = ctx_within(request.metadata(), DELETE_COLLECTION_TIMEOUT);
-        let r = request.into_inner();
+        let (md, ext, r) = request.into_parts();
+        let mut ctx = ctx_within(&md, &ext, DELETE_COLLECTION_TIMEOUT)?;
         let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let verb = Verb::DeleteCollection;
+        authorize(&mut ctx, e.as_ref(), verb, Part::Main, &r.namespace, "")?;
         let page = e
             .delete_collection(
                 ctx,

@@ -3,12 +3,13 @@
 //! `authorization` metadata (`Bearer <token>`, as grpcurl's `-H` and every gRPC client send
 //! it). A call that presents neither, or a token the file does not hold, ends with
 //! UNAUTHENTICATED (`Unauthorized`, reason `Unauthorized` in its ErrorInfo) before it reaches a
-//! service; over plain gRPC (no TLS, the local-development mode) a call without credentials is
-//! the local administrator, as on the REST API. Health checks are never authenticated (load
-//! balancers and `healthcheck` call them).
+//! service; over plain gRPC (no TLS, the local-development mode), or TLS with nothing to
+//! authenticate with (no client CA, no token file), a call without credentials is the local
+//! administrator, as on the REST API. Health checks are never authenticated (load balancers
+//! and `healthcheck` call them).
 //!
-//! Without a token file nothing changes: TLS with `--client-ca-file` already refuses a client
-//! without a certificate at the handshake, and plain gRPC is the local-development mode. With a
+//! The user becomes the call's [`Caller`] (with the server's gate, `authz`), put in the
+//! request's extensions, where every handler takes it from (`grpc::service::ctx`). With a
 //! token file, the handshake lets a client without a certificate through (as kube-apiserver's
 //! does) and this layer decides.
 
@@ -25,26 +26,34 @@ use tonic::{
 };
 use tonic_types::{ErrorDetails, StatusExt};
 
-use crate::authn::{Authenticator, Credentials, certificate_user};
+use crate::{
+    authn::{Authenticator, Credentials, certificate_user},
+    authz::{Caller, Gate},
+};
 
 /// The layer.
 #[derive(Clone, Debug)]
 pub struct IdentifyLayer {
-    /// None without a token file: every call passes (see the module's doc).
-    authn: Option<Arc<Authenticator>>,
-    /// Plain gRPC (no TLS): a call without credentials is the local administrator, as on the
-    /// REST API.
-    plain: bool,
+    authn: Arc<Authenticator>,
+    /// A call without credentials is the local administrator (see the module's doc).
+    open: bool,
+    gate: Arc<Gate>,
     domain: &'static str,
 }
 
 impl IdentifyLayer {
-    /// Calls authenticated by `authn` when it has a token file, over TLS unless `plain`;
-    /// refusals name `domain` in their ErrorInfo.
-    pub fn new(authn: Arc<Authenticator>, plain: bool, domain: &'static str) -> Self {
+    /// Calls authenticated by `authn` (`open`: a call without credentials is the local
+    /// administrator) and decided by `gate`; refusals name `domain` in their ErrorInfo.
+    pub fn new(
+        authn: Arc<Authenticator>,
+        open: bool,
+        gate: Arc<Gate>,
+        domain: &'static str,
+    ) -> Self {
         Self {
-            authn: authn.tokens.is_some().then_some(authn),
-            plain,
+            authn,
+            open,
+            gate,
             domain,
         }
     }
@@ -83,9 +92,7 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let Some(authn) = &self.layer.authn else {
-            return Box::pin(self.inner.call(request));
-        };
+        let authn = &self.layer.authn;
         if request.uri().path().starts_with("/grpc.health.v1.Health/") {
             return Box::pin(self.inner.call(request));
         }
@@ -102,14 +109,16 @@ where
                 .get(http::header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
                 .and_then(crate::authn::bearer),
-            plain: self.layer.plain,
+            plain: self.layer.open,
         });
         match who {
-            Ok(_) => {
+            Ok(user) => {
                 // Gone once used, as upstream's filter deletes it: nothing after this layer
                 // can pass the secret on.
                 let mut request = request;
                 request.headers_mut().remove(http::header::AUTHORIZATION);
+                let caller = Arc::new(Caller::new(user, self.layer.gate.clone()));
+                request.extensions_mut().insert(caller);
                 Box::pin(self.inner.call(request))
             }
             Err(why) => {

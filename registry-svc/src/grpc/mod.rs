@@ -19,4 +19,5 @@ pub mod custom_passthrough;
 pub mod generic;
 pub mod identify;
 pub mod passthrough;
+pub mod rbac;
 pub mod service;

@@ -188,17 +188,23 @@ impl<R: Resource> tower::Service<tonic::Request<R::ListRequest>> for ListCall<R>
     fn call(&mut self, request: tonic::Request<R::ListRequest>) -> Self::Future {
         let store = self.store.clone();
         Box::pin(async move {
-            let ctx = crate::grpc::service::ctx(request.metadata());
-            let (namespace, options) = R::list_parts(request.into_inner());
+            let (md, ext, r) = request.into_parts();
+            let mut ctx = crate::grpc::service::ctx(&md, &ext)?;
+            let (namespace, options) = R::list_parts(r);
+            let name = crate::authz::selected_name(options.as_ref());
+            ctx.authorize(&store.attributes(Verb::List, &namespace, &name))
+                .map_err(|e| store.refused_with(Verb::List, &namespace, e))?;
             let list = async {
-                let (meta, items) = store.list_encoded(ctx, &namespace, options).await?;
+                let (meta, items) = store.list_encoded(ctx.clone(), &namespace, options).await?;
                 let items = items
                     .into_iter()
                     .map(|bytes| store.defaulted(bytes))
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(EncodedList { meta, items })
             };
-            let list = store.request(Verb::List, &namespace, false, list).await?;
+            let list = store
+                .request(&ctx, Verb::List, &namespace, false, list)
+                .await?;
             Ok(tonic::Response::new(list))
         })
     }
@@ -223,9 +229,15 @@ impl<R: Resource> tower::Service<tonic::Request<R::WatchRequest>> for WatchCall<
         let store = self.store.clone();
         let stop = self.stop.clone();
         Box::pin(async move {
-            let (namespace, options) = R::watch_parts(request.into_inner());
+            let (md, ext, r) = request.into_parts();
+            let mut ctx = crate::grpc::service::ctx(&md, &ext)?;
+            let (namespace, options) = R::watch_parts(r);
+            let name = crate::authz::selected_name(options.as_ref());
+            ctx.authorize(&store.attributes(Verb::Watch, &namespace, &name))
+                .map_err(|e| store.refused_with(Verb::Watch, &namespace, e))?;
             let events = store
                 .request(
+                    &ctx,
                     Verb::Watch,
                     &namespace,
                     false,

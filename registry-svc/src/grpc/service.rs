@@ -45,35 +45,69 @@ pub enum Write {
 }
 
 impl<R: Resource> ResourceService<R> {
-    /// One write of a typed service: its context from the request, the object it must carry,
-    /// the Store's verb, and the request metrics.
+    /// One write of a typed service: the object it must carry, authorized in the namespace it
+    /// is written to (the request's, else the object's: `Store::request_namespace`), the
+    /// Store's verb, and the request metrics.
     pub async fn write(
         &self,
-        metadata: &tonic::metadata::MetadataMap,
+        mut ctx: Ctx,
         write: Write,
         namespace: String,
         obj: Option<R>,
         field: &str,
         dry_run: bool,
     ) -> Result<tonic::Response<R>, tonic::Status> {
-        let ctx = ctx(metadata);
-        let obj = required(obj, field)?;
         let store = &self.store;
+        let verb = match write {
+            Write::Create => crate::metrics::Verb::Create,
+            Write::Update(part) => crate::metrics::Verb::update(part),
+        };
+        // Authorized first, as upstream's filter runs before anything reads the request: in
+        // the namespace the object is written to (the request's, else the object's; none
+        // known: the cluster scope, which only a cluster-wide grant covers).
+        let (obj_ns, name) = obj
+            .as_ref()
+            .and_then(|o| o.meta())
+            .map_or(("", ""), |m| (m.namespace.as_str(), m.name.as_str()));
+        // A create names nothing (upstream's create is a POST to the collection).
+        let name = if matches!(write, Write::Create) {
+            ""
+        } else {
+            name
+        };
+        let ns = if namespace.is_empty() {
+            obj_ns
+        } else {
+            &namespace
+        };
+        ctx.authorize(&store.attributes(verb, ns, name))
+            .map_err(|e| store.refused_with(verb, &namespace, e))?;
+        let obj = required(obj, field)?;
         type Fut<'a, R> =
             std::pin::Pin<Box<dyn std::future::Future<Output = Result<R, ApiError>> + Send + 'a>>;
-        let (verb, fut): (_, Fut<'_, R>) = match write {
-            Write::Create => (
-                crate::metrics::Verb::Create,
-                Box::pin(store.create(ctx, &namespace, obj, dry_run)),
-            ),
-            Write::Update(part) => (
-                crate::metrics::Verb::update(part),
-                Box::pin(store.update_in(ctx, &namespace, obj, dry_run, part)),
-            ),
+        let fut: Fut<'_, R> = match write {
+            Write::Create => Box::pin(store.create(ctx.clone(), &namespace, obj, dry_run)),
+            Write::Update(part) => {
+                Box::pin(store.update_in(ctx.clone(), &namespace, obj, dry_run, part))
+            }
         };
         Ok(tonic::Response::new(
-            store.request(verb, &namespace, dry_run, fut).await?,
+            store.request(&ctx, verb, &namespace, dry_run, fut).await?,
         ))
+    }
+
+    /// `ctx` authorized for `verb` in `namespace` on `name`, or the refusal (counted).
+    fn authorized(
+        &self,
+        mut ctx: Ctx,
+        verb: crate::metrics::Verb,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Ctx, ApiError> {
+        let s = &self.store;
+        ctx.authorize(&s.attributes(verb, namespace, name))
+            .map_err(|e| s.refused_with(verb, namespace, e))?;
+        Ok(ctx)
     }
 }
 
@@ -88,18 +122,16 @@ pub type Watched<R> = std::pin::Pin<
 
 impl<R: Resource> ResourceService<R> {
     /// Get, with the request metrics.
-    pub async fn get_one(
-        &self,
-        metadata: &tonic::metadata::MetadataMap,
-        namespace: &str,
-        name: &str,
-    ) -> Result<R, tonic::Status> {
+    pub async fn get_one(&self, ctx: Ctx, namespace: &str, name: &str) -> Result<R, tonic::Status> {
+        use crate::metrics::Verb;
         let s = &self.store;
+        let ctx = self.authorized(ctx, Verb::Get, namespace, name)?;
         Ok(s.request(
-            crate::metrics::Verb::Get,
+            &ctx,
+            Verb::Get,
             namespace,
             false,
-            s.get(ctx(metadata), namespace, name),
+            s.get(ctx.clone(), namespace, name),
         )
         .await?)
     }
@@ -107,18 +139,21 @@ impl<R: Resource> ResourceService<R> {
     /// Delete: the object's last state and whether it is gone.
     pub async fn delete_one(
         &self,
-        metadata: &tonic::metadata::MetadataMap,
+        ctx: Ctx,
         namespace: &str,
         name: &str,
         options: Option<kubestore_proto::meta::v1::DeleteOptions>,
     ) -> Result<(R, bool), tonic::Status> {
+        use crate::metrics::Verb;
         let s = &self.store;
         let dry_run = options.as_ref().is_some_and(|o| o.dry_run);
+        let ctx = self.authorized(ctx, Verb::Delete, namespace, name)?;
         Ok(s.request(
-            crate::metrics::Verb::Delete,
+            &ctx,
+            Verb::Delete,
             namespace,
             dry_run,
-            s.delete(ctx(metadata), namespace, name, options),
+            s.delete(ctx.clone(), namespace, name, options),
         )
         .await?)
     }
@@ -126,16 +161,20 @@ impl<R: Resource> ResourceService<R> {
     /// List: one page.
     pub async fn list_page(
         &self,
-        metadata: &tonic::metadata::MetadataMap,
+        ctx: Ctx,
         namespace: &str,
         options: Option<kubestore_proto::meta::v1::ListOptions>,
     ) -> Result<(kubestore_proto::meta::v1::ListMeta, Vec<R>), tonic::Status> {
+        use crate::metrics::Verb;
         let s = &self.store;
+        let name = crate::authz::selected_name(options.as_ref());
+        let ctx = self.authorized(ctx, Verb::List, namespace, &name)?;
         Ok(s.request(
-            crate::metrics::Verb::List,
+            &ctx,
+            Verb::List,
             namespace,
             false,
-            s.list(ctx(metadata), namespace, options),
+            s.list(ctx.clone(), namespace, options),
         )
         .await?)
     }
@@ -143,14 +182,19 @@ impl<R: Resource> ResourceService<R> {
     /// Watch, counted as open (`apiserver_longrunning_requests`) while its stream lives.
     pub async fn watch_events(
         &self,
+        ctx: Ctx,
         namespace: &str,
         options: Option<kubestore_proto::meta::v1::ListOptions>,
     ) -> Result<Watched<R>, tonic::Status> {
+        use crate::metrics::Verb;
         use tokio_stream::StreamExt;
         let s = &self.store;
+        let name = crate::authz::selected_name(options.as_ref());
+        let ctx = self.authorized(ctx, Verb::Watch, namespace, &name)?;
         let events = s
             .request(
-                crate::metrics::Verb::Watch,
+                &ctx,
+                Verb::Watch,
                 namespace,
                 false,
                 s.watch(namespace, options, self.stop.clone()),
@@ -163,37 +207,49 @@ impl<R: Resource> ResourceService<R> {
         })))
     }
 
-    /// DeleteCollection, with its longer deadline.
+    /// DeleteCollection (`ctx` with its longer deadline: [`ctx_within`]).
     pub async fn delete_all(
         &self,
-        metadata: &tonic::metadata::MetadataMap,
+        ctx: Ctx,
         namespace: &str,
         list_options: Option<kubestore_proto::meta::v1::ListOptions>,
         options: Option<kubestore_proto::meta::v1::DeleteOptions>,
     ) -> Result<(kubestore_proto::meta::v1::ListMeta, Vec<R>), tonic::Status> {
+        use crate::metrics::Verb;
         let s = &self.store;
         let dry_run = options.as_ref().is_some_and(|o| o.dry_run);
-        let ctx = ctx_within(metadata, DELETE_COLLECTION_TIMEOUT);
+        let ctx = self.authorized(ctx, Verb::DeleteCollection, namespace, "")?;
         Ok(s.request(
-            crate::metrics::Verb::DeleteCollection,
+            &ctx,
+            Verb::DeleteCollection,
             namespace,
             dry_run,
-            s.delete_collection(ctx, namespace, list_options, options),
+            s.delete_collection(ctx.clone(), namespace, list_options, options),
         )
         .await?)
     }
 }
 
-/// The context of a gRPC request.
-pub fn ctx(metadata: &tonic::metadata::MetadataMap) -> Ctx {
-    ctx_within(metadata, DEFAULT_REQUEST_TIMEOUT)
+/// The context of a gRPC request: its deadline, and its caller (`grpc::identify` puts it in
+/// every request's extensions; a request without one is a bug, never the registry itself).
+pub fn ctx(
+    metadata: &tonic::metadata::MetadataMap,
+    extensions: &tonic::Extensions,
+) -> Result<Ctx, ApiError> {
+    ctx_within(metadata, extensions, DEFAULT_REQUEST_TIMEOUT)
 }
 
-/// The context of a gRPC request that may take up to `default` when the caller sets no deadline.
-pub fn ctx_within(metadata: &tonic::metadata::MetadataMap, default: Duration) -> Ctx {
-    Ctx {
-        deadline: Deadline::from_metadata(metadata, default),
-    }
+/// [`ctx`], for a request that may take up to `default` when the caller sets no deadline.
+pub fn ctx_within(
+    metadata: &tonic::metadata::MetadataMap,
+    extensions: &tonic::Extensions,
+    default: Duration,
+) -> Result<Ctx, ApiError> {
+    let caller = extensions
+        .get::<std::sync::Arc<crate::authz::Caller>>()
+        .cloned()
+        .ok_or_else(|| ApiError::Internal("a gRPC request without its caller".into()))?;
+    Ok(Ctx::of(caller, Deadline::from_metadata(metadata, default)))
 }
 
 /// The object a write request must carry.
@@ -223,35 +279,39 @@ macro_rules! grpc_service {
                 &self,
                 request: tonic::Request<$create>,
             ) -> Result<tonic::Response<$res>, tonic::Status> {
-                let (metadata, _, r) = request.into_parts();
+                let (metadata, ext, r) = request.into_parts();
+                let ctx = $crate::grpc::service::ctx(&metadata, &ext)?;
                 let write = $crate::grpc::service::Write::Create;
-                self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
+                self.write(ctx, write, r.namespace, r.$field, stringify!($field), r.dry_run)
                     .await
             }
             async fn get(
                 &self,
                 request: tonic::Request<$get>,
             ) -> Result<tonic::Response<$res>, tonic::Status> {
-                let (metadata, _, r) = request.into_parts();
-                let obj = self.get_one(&metadata, &r.namespace, &r.name).await?;
+                let (metadata, ext, r) = request.into_parts();
+                let ctx = $crate::grpc::service::ctx(&metadata, &ext)?;
+                let obj = self.get_one(ctx, &r.namespace, &r.name).await?;
                 Ok(tonic::Response::new(obj))
             }
             async fn update(
                 &self,
                 request: tonic::Request<$update>,
             ) -> Result<tonic::Response<$res>, tonic::Status> {
-                let (metadata, _, r) = request.into_parts();
+                let (metadata, ext, r) = request.into_parts();
+                let ctx = $crate::grpc::service::ctx(&metadata, &ext)?;
                 let write = $crate::grpc::service::Write::Update($crate::store::update::Part::Main);
-                self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
+                self.write(ctx, write, r.namespace, r.$field, stringify!($field), r.dry_run)
                     .await
             }
             async fn delete(
                 &self,
                 request: tonic::Request<$delete>,
             ) -> Result<tonic::Response<$delete_resp>, tonic::Status> {
-                let (metadata, _, r) = request.into_parts();
+                let (metadata, ext, r) = request.into_parts();
+                let ctx = $crate::grpc::service::ctx(&metadata, &ext)?;
                 let (obj, deleted) = self
-                    .delete_one(&metadata, &r.namespace, &r.name, r.options)
+                    .delete_one(ctx, &r.namespace, &r.name, r.options)
                     .await?;
                 Ok(tonic::Response::new($delete_resp {
                     $field: Some(obj),
@@ -262,8 +322,9 @@ macro_rules! grpc_service {
                 &self,
                 request: tonic::Request<$list_req>,
             ) -> Result<tonic::Response<$list>, tonic::Status> {
-                let (md, _, r) = request.into_parts();
-                let (metadata, items) = self.list_page(&md, &r.namespace, r.options).await?;
+                let (md, ext, r) = request.into_parts();
+                let ctx = $crate::grpc::service::ctx(&md, &ext)?;
+                let (metadata, items) = self.list_page(ctx, &r.namespace, r.options).await?;
                 Ok(tonic::Response::new($list {
                     metadata: Some(metadata),
                     items,
@@ -277,8 +338,10 @@ macro_rules! grpc_service {
                 request: tonic::Request<$watch_req>,
             ) -> Result<tonic::Response<Self::WatchStream>, tonic::Status> {
                 use tokio_stream::StreamExt;
-                let r = request.into_inner();
-                let events = self.watch_events(&r.namespace, r.options).await?;
+                let (md, ext, r) = request.into_parts();
+                // The lookup has a unary call's deadline; the watch itself none.
+                let ctx = $crate::grpc::service::ctx(&md, &ext)?;
+                let events = self.watch_events(ctx, &r.namespace, r.options).await?;
                 Ok(tonic::Response::new(Box::pin(events.map(|e| {
                     e.map(|(kind, object)| $event {
                         r#type: kind as i32,
@@ -290,9 +353,14 @@ macro_rules! grpc_service {
                 &self,
                 request: tonic::Request<$delete_collection>,
             ) -> Result<tonic::Response<$list>, tonic::Status> {
-                let (md, _, r) = request.into_parts();
+                let (md, ext, r) = request.into_parts();
+                let ctx = $crate::grpc::service::ctx_within(
+                    &md,
+                    &ext,
+                    $crate::store::DELETE_COLLECTION_TIMEOUT,
+                )?;
                 let (metadata, items) = self
-                    .delete_all(&md, &r.namespace, r.list_options, r.options)
+                    .delete_all(ctx, &r.namespace, r.list_options, r.options)
                     .await?;
                 Ok(tonic::Response::new($list {
                     metadata: Some(metadata),
@@ -305,9 +373,10 @@ macro_rules! grpc_service {
                     &self,
                     request: tonic::Request<$update>,
                 ) -> Result<tonic::Response<$res>, tonic::Status> {
-                    let (metadata, _, r) = request.into_parts();
+                    let (metadata, ext, r) = request.into_parts();
+                    let ctx = $crate::grpc::service::ctx(&metadata, &ext)?;
                     let write = $crate::grpc::service::Write::Update($crate::store::update::Part::Status);
-                    self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
+                    self.write(ctx, write, r.namespace, r.$field, stringify!($field), r.dry_run)
                         .await
                 }
             )?
@@ -317,9 +386,10 @@ macro_rules! grpc_service {
                     &self,
                     request: tonic::Request<$update>,
                 ) -> Result<tonic::Response<$res>, tonic::Status> {
-                    let (metadata, _, r) = request.into_parts();
+                    let (metadata, ext, r) = request.into_parts();
+                    let ctx = $crate::grpc::service::ctx(&metadata, &ext)?;
                     let write = $crate::grpc::service::Write::Update($crate::store::update::Part::Finalize);
-                    self.write(&metadata, write, r.namespace, r.$field, stringify!($field), r.dry_run)
+                    self.write(ctx, write, r.namespace, r.$field, stringify!($field), r.dry_run)
                         .await
                 }
             )?

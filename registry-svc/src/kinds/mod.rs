@@ -21,6 +21,8 @@ pub mod pod_quantities;
 pub mod pod_status;
 pub mod pod_validation;
 pub mod printers;
+pub mod rbac;
+pub mod rbac_validation;
 pub mod secret;
 pub mod volume_defaults;
 

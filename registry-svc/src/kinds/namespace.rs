@@ -193,9 +193,7 @@ pub async fn ensure_system_namespaces(
                 }),
                 ..Default::default()
             };
-            let ctx = Ctx {
-                deadline: kubestore_telemetry::Deadline::after(std::time::Duration::from_secs(10)),
-            };
+            let ctx = Ctx::within(std::time::Duration::from_secs(10));
             match store.create(ctx, "", ns, false).await {
                 Ok(_) | Err(ApiError::AlreadyExists { .. }) => break,
                 Err(e) => {
@@ -229,9 +227,7 @@ pub async fn follow(store: Store<Namespace>, stop: tokio::sync::watch::Receiver<
     let mut rv: Option<String> = None;
     while !*stop.borrow() {
         if rv.is_none() {
-            let ctx = Ctx {
-                deadline: kubestore_telemetry::Deadline::after(std::time::Duration::from_secs(30)),
-            };
+            let ctx = Ctx::within(std::time::Duration::from_secs(30));
             match store.list(ctx, "", None).await {
                 Ok((meta, items)) => {
                     lifecycle.replace(

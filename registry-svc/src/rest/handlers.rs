@@ -75,14 +75,17 @@ pub async fn parse(
     rest: &Rest,
     req: http::Request<hyper::body::Incoming>,
     path: ResourcePath,
-    ctx: &Ctx,
+    ctx: &mut Ctx,
 ) -> Result<Call, ApiError> {
+    let query = Query::parse(req.uri().query());
+    // Authorized from the path alone, before the resource is looked up or the body read (as
+    // upstream's filter: an unauthorized user learns nothing, and sends nothing we read).
+    ctx.authorize(&super::attributes::resource(req.method(), &path, &query))?;
     let endpoint = rest
         .catalog
         .resolve(ctx, &path.group, &path.version, &path.resource)
         .await?;
     let namespace = path.namespace.clone().unwrap_or_default();
-    let query = Query::parse(req.uri().query());
     let counted = request_verb(
         req.method(),
         path.name.is_some(),
@@ -271,7 +274,7 @@ pub async fn run(rest: &Rest, call: Call, ctx: Ctx) -> Result<http::Response<Bod
     let info = endpoint.info().clone();
     match action {
         Action::Watch(options, output) => {
-            watch::serve(rest, endpoint, &namespace, options, output).await
+            watch::serve(rest, &ctx, endpoint, &namespace, options, output).await
         }
         Action::List(options, output) => {
             let page = endpoint

@@ -12,6 +12,7 @@
 //! - [`conn`]: one connection (HTTP/1.1 or h2, a bound on how long its client takes to start);
 //! - this module: the server (HTTP/1.1, and h2 by ALPN), health, and the request pipeline.
 
+pub mod attributes;
 pub mod body;
 pub mod conn;
 pub mod discovery;
@@ -71,6 +72,8 @@ pub struct Rest {
     pub serving: Arc<AtomicBool>,
     /// Who a request is (`authn`): its certificate, its bearer token.
     pub authn: Arc<crate::authn::Authenticator>,
+    /// What each user may do (`--authorization-mode`).
+    pub gate: Arc<crate::authz::Gate>,
     /// Whether a request without credentials is the local administrator: plain HTTP (the
     /// local-development mode), or TLS without a client CA or a token file.
     pub open: bool,
@@ -250,14 +253,15 @@ impl Rest {
                     return unauthorized();
                 }
             };
+            let caller = Arc::new(crate::authz::Caller::new(user, self.gate.clone()));
             if method == Method::POST && path == SELF_SUBJECT_REVIEWS {
                 // `kubectl auth whoami`: who the request is, answered as created.
                 return reply::value(
                     StatusCode::CREATED,
-                    &crate::authn::self_subject_review(&user),
+                    &crate::authn::self_subject_review(&caller.user),
                 );
             }
-            match self.dispatch(req, route).await {
+            match self.dispatch(req, route, caller).await {
                 Ok(r) => r,
                 Err(e) => error(&e),
             }
@@ -300,7 +304,11 @@ impl Rest {
         self: &Arc<Self>,
         req: http::Request<hyper::body::Incoming>,
         route: Route,
+        caller: Arc<crate::authz::Caller>,
     ) -> Result<http::Response<Body>, ApiError> {
+        if !matches!(route, Route::Resource(_)) {
+            caller.check(&attributes::non_resource(req.method(), req.uri().path()))?;
+        }
         let accept = params::Accept::parse(
             req.headers()
                 .get(header::ACCEPT)
@@ -396,12 +404,11 @@ impl Rest {
             Route::Resource(path) => {
                 let query = params::Query::parse(req.uri().query());
                 let budget = timeout(&query, req.method(), path.name.is_none());
-                let ctx = Ctx {
-                    deadline: Deadline::after(budget),
-                };
+                let mut ctx = Ctx::of(caller, Deadline::after(budget));
+                let deadline = ctx.deadline;
                 // The request is read whole before it takes a slot: a body that is slow to
                 // come (or never comes) holds its connection, not the server's capacity.
-                let call = within(ctx, handlers::parse(self, req, path, &ctx)).await?;
+                let call = within(deadline, handlers::parse(self, req, path, &mut ctx)).await?;
                 if call.long_running() {
                     return handlers::run(self, call, ctx).await;
                 }
@@ -410,10 +417,10 @@ impl Rest {
                     Some(Ok(Some(p))) => Some(p),
                     Some(Err(limit)) => return Ok(too_many(limit)),
                 };
-                let response = within(ctx, handlers::run(self, call, ctx)).await?;
+                let response = within(deadline, handlers::run(self, call, ctx)).await?;
                 // The slot is held until the response is written (a list streams as its client
                 // reads), and never past the request's deadline.
-                Ok(reply::held(response, permit, ctx.deadline.instant()))
+                Ok(reply::held(response, permit, deadline.instant()))
             }
         }
     }
@@ -486,12 +493,12 @@ impl Rest {
     }
 }
 
-/// `f`, or upstream's 504 once `ctx`'s deadline has passed.
+/// `f`, or upstream's 504 once `deadline` has passed.
 async fn within<T>(
-    ctx: Ctx,
+    deadline: Deadline,
     f: impl std::future::Future<Output = Result<T, ApiError>>,
 ) -> Result<T, ApiError> {
-    tokio::time::timeout_at(ctx.deadline.instant(), f)
+    tokio::time::timeout_at(deadline.instant(), f)
         .await
         .unwrap_or_else(|_| Err(crate::offload::timeout()))
 }

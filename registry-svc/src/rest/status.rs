@@ -106,6 +106,20 @@ pub fn body(e: &ApiError) -> Value {
             // Upstream's words; what failed is in the cause.
             "the server rejected our request due to an error in our request".to_string()
         }
+        ApiError::Denied {
+            group,
+            resource,
+            name,
+            ..
+        } => {
+            // Upstream's `NewForbidden` details: group, the resource as `kind`, name.
+            for (k, v) in [("name", name), ("group", group), ("kind", resource)] {
+                if !v.is_empty() {
+                    details.insert(k.into(), json!(v));
+                }
+            }
+            e.to_string()
+        }
         ApiError::TooManyRequests(_) | ApiError::WatcherTooSlow(_) => {
             details.insert("retryAfterSeconds".into(), json!(1));
             e.to_string()

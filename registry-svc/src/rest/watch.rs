@@ -89,6 +89,7 @@ fn validate(options: &ListOptions) -> Result<(), ApiError> {
 /// Serves a watch of `endpoint`.
 pub async fn serve(
     rest: &Rest,
+    ctx: &crate::store::Ctx,
     endpoint: Shared,
     namespace: &str,
     options: ListOptions,
@@ -96,7 +97,7 @@ pub async fn serve(
 ) -> Result<http::Response<Body>, ApiError> {
     validate(&options)?;
     let events = match endpoint
-        .watch(namespace, options, output, rest.stop.clone())
+        .watch(ctx, namespace, options, output, rest.stop.clone())
         .await
     {
         Ok(events) => events,

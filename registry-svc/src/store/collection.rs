@@ -49,7 +49,7 @@ impl<R: Resource> Store<R> {
         let mut out = Vec::new();
         loop {
             let (meta, items) = self
-                .list(ctx, namespace, Some(list_options.clone()))
+                .list(ctx.clone(), namespace, Some(list_options.clone()))
                 .await?;
             for item in items {
                 if ctx.deadline.remaining().is_zero() {
@@ -66,7 +66,10 @@ impl<R: Resource> Store<R> {
                     .meta()
                     .map(|m| (m.namespace.clone(), m.name.clone()))
                     .unwrap_or_default();
-                match self.delete(ctx, &ns, &name, Some(options.clone())).await {
+                match self
+                    .delete(ctx.clone(), &ns, &name, Some(options.clone()))
+                    .await
+                {
                     Ok((last, _deleted)) => out.push(last),
                     Err(ApiError::NotFound { .. }) => out.push(item),
                     Err(e) => return Err(e),

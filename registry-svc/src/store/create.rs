@@ -20,7 +20,8 @@ impl<R: Resource> Store<R> {
         {
             let _span = tracing::info_span!("Validate", kind = self.kind()).entered();
             let mut v = self.strategy.validate(obj);
-            validation::object_meta(obj.meta_mut(), self.strategy.namespace_scoped(), &mut v);
+            let s = &self.strategy;
+            validation::object_meta(obj.meta_mut(), s.namespace_scoped(), s.name_rule(), &mut v);
             self.invalid(obj, v)?;
         }
         self.strategy.canonicalize(obj);
@@ -56,7 +57,10 @@ impl<R: Resource> Store<R> {
             return self.create_once(ctx, namespace, obj, dry_run).await;
         }
         for _ in 0..GENERATE_NAME_ATTEMPTS {
-            match self.create_once(ctx, namespace, obj.clone(), dry_run).await {
+            match self
+                .create_once(ctx.clone(), namespace, obj.clone(), dry_run)
+                .await
+            {
                 Err(ApiError::AlreadyExists { .. }) => continue,
                 other => return other,
             }

@@ -89,14 +89,14 @@ impl<R: Resource> Store<R> {
         self.strategy.admit_delete(name)?;
         let mut options = options.unwrap_or_default();
         if !self.strategy.delete_finalizers().is_empty() {
-            self.add_delete_finalizers(ctx, namespace, name, &mut options)
+            self.add_delete_finalizers(ctx.clone(), namespace, name, &mut options)
                 .await?;
         }
         async {
             // First from any copy (the watch cache's: no etcd read), then, if that copy turns
             // out stale, again from a consistent read (see `delete_inner`).
             match self
-                .delete_inner(ctx, namespace, name, options.clone(), false)
+                .delete_inner(ctx.clone(), namespace, name, options.clone(), false)
                 .await
             {
                 Err(Retry::Consistent) => self
@@ -121,7 +121,7 @@ impl<R: Resource> Store<R> {
         name: &str,
         options: &mut DeleteOptions,
     ) -> Result<(), ApiError> {
-        let current = self.get(ctx, namespace, name).await?;
+        let current = self.get(ctx.clone(), namespace, name).await?;
         let meta = current.meta().cloned().unwrap_or_default();
         if let Some(uid) = options.preconditions.as_ref().and_then(|p| p.uid.as_ref())
             && *uid != meta.uid
@@ -255,7 +255,7 @@ impl<R: Resource> Store<R> {
         let mut cached = Some(existing_bytes);
         if decision.graceful || pending_finalizers || gc_change {
             match self
-                .mark_for_deletion(ctx, &key, name, &options, cached.take())
+                .mark_for_deletion(ctx.clone(), &key, name, &options, cached.take())
                 .await?
             {
                 Err(Stop::Api(e)) => return Err(e.into()),

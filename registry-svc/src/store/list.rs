@@ -164,7 +164,9 @@ impl<R: Resource> Store<R> {
         {
             first.resource_version_match = ResourceVersionMatch::NotOlderThan as i32;
         }
-        let (meta, items) = self.list_encoded(ctx, namespace, Some(first)).await?;
+        let (meta, items) = self
+            .list_encoded(ctx.clone(), namespace, Some(first))
+            .await?;
         let chunks = Chunks {
             store: self.clone(),
             ctx,
@@ -260,7 +262,7 @@ impl<R: Resource> Chunks<R> {
             };
             match self
                 .store
-                .list_encoded(self.ctx, &self.namespace, Some(options))
+                .list_encoded(self.ctx.clone(), &self.namespace, Some(options))
                 .await
             {
                 Ok((meta, items)) => {

@@ -32,6 +32,7 @@ use kubestore_proto::{
 use kubestore_telemetry::Deadline;
 
 use crate::{
+    authz::{Attributes, Caller, ResourceAttributes},
     error::ApiError,
     resource::{MetaExt, Resource},
     storage::StorageClient,
@@ -60,19 +61,50 @@ pub fn deadline() -> Option<std::time::Instant> {
     DEADLINE.try_with(|d| *d).ok()
 }
 
-/// Per-request context.
-#[derive(Clone, Copy, Debug)]
+/// Per-request context: when the caller stops waiting, who it is, and whether the gate has
+/// allowed what it asks (`authz`). A clone is an atomic increment.
+#[derive(Clone, Debug)]
 pub struct Ctx {
     /// When the caller stops waiting.
     pub deadline: Deadline,
+    /// Who asks, and the gate that decides for it.
+    pub caller: Arc<Caller>,
+    /// Whether the gate allowed the request ([`Ctx::authorize`]); checked by [`Store::request`].
+    authorized: bool,
 }
 
 impl Ctx {
-    /// A context that ends `timeout` from now (the controllers' own calls).
+    /// A context that ends `timeout` from now, of the registry itself (its controllers' own
+    /// calls: `Caller::internal`).
     pub fn within(timeout: std::time::Duration) -> Self {
         Self {
             deadline: Deadline::after(timeout),
+            caller: Caller::internal(),
+            authorized: true,
         }
+    }
+
+    /// The context of a client's request by `caller`, ending at `deadline`: nothing is allowed
+    /// until [`Ctx::authorize`] says so.
+    pub fn of(caller: Arc<Caller>, deadline: Deadline) -> Self {
+        Self {
+            deadline,
+            caller,
+            authorized: false,
+        }
+    }
+
+    /// Asks the gate whether the caller may do `attrs`; the context is authorized if so, and
+    /// upstream's 403 is the answer if not.
+    pub fn authorize(&mut self, attrs: &Attributes) -> Result<(), ApiError> {
+        self.caller.check(attrs)?;
+        self.authorized = true;
+        Ok(())
+    }
+
+    /// Whether the gate allowed the request.
+    pub fn authorized(&self) -> bool {
+        self.authorized
     }
 }
 
@@ -146,17 +178,28 @@ impl<R: Resource> Store<R> {
     }
 
     /// Runs `fut`, a client's request of `verb` in `namespace`, and records it in the
-    /// request metrics (`crate::metrics`). Only the gRPC handlers call this: the registry's
+    /// request metrics (`crate::metrics`). Every client call of a Store (the catalog's
+    /// endpoints, the typed gRPC services) goes through here: a `ctx` the gate did not
+    /// authorize is refused (a 500: an entrance that forgot to ask, see `authz`). The registry's
     /// own reads and a DeleteCollection's deletes are not client requests.
     pub async fn request<T>(
         &self,
+        ctx: &Ctx,
         verb: crate::metrics::Verb,
         namespace: &str,
         dry_run: bool,
         fut: impl std::future::Future<Output = Result<T, ApiError>>,
     ) -> Result<T, ApiError> {
         let start = std::time::Instant::now();
-        let result = fut.await;
+        let result = if ctx.authorized() {
+            fut.await
+        } else {
+            Err(ApiError::Internal(format!(
+                "a {} request reached the {} store without authorization",
+                verb.authz_verb(),
+                self.resource()
+            )))
+        };
         self.storage.api.observe(
             &self.series,
             verb,
@@ -167,6 +210,27 @@ impl<R: Resource> Store<R> {
             crate::metrics::ApiMetrics::code(verb, &result),
         );
         result
+    }
+
+    /// The attributes of a request of `verb` on this kind in `namespace`, naming `name` (see
+    /// `authz`); "" at the cluster scope for cluster-scoped kinds.
+    pub fn attributes(
+        &self,
+        verb: crate::metrics::Verb,
+        namespace: &str,
+        name: &str,
+    ) -> Attributes {
+        let n = &self.names;
+        let namespace = if self.strategy.namespace_scoped() {
+            namespace
+        } else {
+            ""
+        };
+        Attributes::Resource(
+            ResourceAttributes::new(verb.authz_verb(), &n.group, &n.version, &n.plural)
+                .subresource(verb.subresource())
+                .at(namespace, name),
+        )
     }
 
     /// Records a client's request of `verb` in `namespace` refused with `error` before the verb
@@ -182,6 +246,17 @@ impl<R: Resource> Store<R> {
             std::time::Instant::now(),
             error.http_code(),
         );
+    }
+
+    /// [`Store::refused`], giving the error back.
+    pub fn refused_with(
+        &self,
+        verb: crate::metrics::Verb,
+        namespace: &str,
+        error: ApiError,
+    ) -> ApiError {
+        self.refused(verb, namespace, &error);
+        error
     }
 
     /// Counts a watch in `namespace` as open until the guard is dropped (keep it with the

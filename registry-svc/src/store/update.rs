@@ -590,7 +590,8 @@ impl<R: Resource> Store<R> {
         {
             let _span = tracing::info_span!("Validate", kind = self.kind()).entered();
             let mut v = Violations::new();
-            validation::object_meta(obj.meta_mut(), self.strategy.namespace_scoped(), &mut v);
+            let s = &self.strategy;
+            validation::object_meta(obj.meta_mut(), s.namespace_scoped(), s.name_rule(), &mut v);
             validation::object_meta_update(obj.meta_mut(), &old, &mut v);
             v.merge(match part {
                 Part::Main => self.strategy.validate_update(obj, existing),
