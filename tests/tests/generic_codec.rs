@@ -20,6 +20,12 @@ use kubestore_proto::{
         namespaces_client::NamespacesClient, pods_client::PodsClient,
         secrets_client::SecretsClient,
     },
+    rbac::v1::{
+        GetClusterRoleBindingRequest, GetClusterRoleRequest, GetRoleBindingRequest, GetRoleRequest,
+        cluster_role_bindings_client::ClusterRoleBindingsClient,
+        cluster_roles_client::ClusterRolesClient, role_bindings_client::RoleBindingsClient,
+        roles_client::RolesClient,
+    },
     registry::v1::{
         CreateRequest, DiscoverRequest, GetRequest, Output, ResourceRef,
         resources_client::ResourcesClient,
@@ -92,6 +98,52 @@ fn cases() -> Vec<Case> {
                 "eventTime": "2026-01-02T03:04:05.123456Z",
                 "source": {"component": "kubelet"}}),
             integers: &["/count"],
+        },
+        Case {
+            group: "rbac.authorization.k8s.io",
+            resource: "roles",
+            namespace: "default",
+            message: ".rbac.v1.Role",
+            object: json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "r"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"],
+                    "resourceNames": ["p"]}]}),
+            integers: &[],
+        },
+        Case {
+            group: "rbac.authorization.k8s.io",
+            resource: "clusterroles",
+            namespace: "",
+            message: ".rbac.v1.ClusterRole",
+            object: json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": "cr"},
+                "rules": [{"nonResourceURLs": ["/healthz", "/version/*"], "verbs": ["get"]}],
+                "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"a": "b"}}]}}),
+            integers: &[],
+        },
+        Case {
+            group: "rbac.authorization.k8s.io",
+            resource: "rolebindings",
+            namespace: "default",
+            message: ".rbac.v1.RoleBinding",
+            object: json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "rb"},
+                "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}],
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"}}),
+            integers: &[],
+        },
+        Case {
+            group: "rbac.authorization.k8s.io",
+            resource: "clusterrolebindings",
+            namespace: "",
+            message: ".rbac.v1.ClusterRoleBinding",
+            object: json!({"apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding", "metadata": {"name": "crb"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                    "name": "dev"}],
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "cr"}}),
+            integers: &[],
         },
         Case {
             group: "coordination.k8s.io",
@@ -173,6 +225,34 @@ async fn typed(ch: &Channel, case: &Case, name: &str) -> Vec<u8> {
             .map(|r| r.into_inner().encode_to_vec()),
         "namespaces" => NamespacesClient::new(ch.clone())
             .get(GetNamespaceRequest {
+                namespace: ns,
+                name,
+            })
+            .await
+            .map(|r| r.into_inner().encode_to_vec()),
+        "roles" => RolesClient::new(ch.clone())
+            .get(GetRoleRequest {
+                namespace: ns,
+                name,
+            })
+            .await
+            .map(|r| r.into_inner().encode_to_vec()),
+        "clusterroles" => ClusterRolesClient::new(ch.clone())
+            .get(GetClusterRoleRequest {
+                namespace: ns,
+                name,
+            })
+            .await
+            .map(|r| r.into_inner().encode_to_vec()),
+        "rolebindings" => RoleBindingsClient::new(ch.clone())
+            .get(GetRoleBindingRequest {
+                namespace: ns,
+                name,
+            })
+            .await
+            .map(|r| r.into_inner().encode_to_vec()),
+        "clusterrolebindings" => ClusterRoleBindingsClient::new(ch.clone())
+            .get(GetClusterRoleBindingRequest {
                 namespace: ns,
                 name,
             })

@@ -284,7 +284,14 @@ async fn serve(store: Store<ConfigMap>) -> ConfigMapsClient<tonic::transport::Ch
     );
     tokio::spawn(async move {
         let _keep = _stop_tx;
+        // The registry's own layer: every call has its caller (the local administrator here).
         tonic::transport::Server::builder()
+            .layer(registry_svc::grpc::identify::IdentifyLayer::new(
+                std::sync::Arc::new(registry_svc::authn::Authenticator::default()),
+                true,
+                registry_svc::authz::Gate::allow_all(),
+                registry_svc::error::DOMAIN,
+            ))
             .add_service(service)
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
             .await
