@@ -38,6 +38,7 @@ pub mod authz;
 pub mod catalog;
 pub mod custom;
 pub mod error;
+pub mod follow;
 pub mod fuzzing;
 pub mod grpc;
 pub mod kinds;
@@ -47,6 +48,7 @@ pub mod names;
 pub mod object_count;
 pub mod offload;
 pub mod quantity;
+pub mod rbac;
 pub mod relay;
 pub mod resource;
 pub mod rest;
@@ -572,7 +574,21 @@ pub async fn run_with_listeners(
              one is the local administrator (system:unsecured); serve TLS to make tokens a gate"
         );
     }
-    let gate = Arc::new(authz::Gate::new(&config.authorization_mode, None).map_err(RunError::Tls)?);
+    // RBAC follows its kinds only when asked for: AlwaysAllow serves without the watches.
+    let rbac = if config.authorization_mode.contains(&authz::Mode::Rbac) {
+        let stores = rbac::Stores {
+            roles: roles.clone(),
+            cluster_roles: cluster_roles.clone(),
+            role_bindings: role_bindings.clone(),
+            cluster_role_bindings: cluster_role_bindings.clone(),
+        };
+        let rbac: Arc<dyn authz::Authorizer> =
+            rbac::start(stores, stop.clone()).map_err(RunError::Tls)?;
+        Some(rbac)
+    } else {
+        None
+    };
+    let gate = Arc::new(authz::Gate::new(&config.authorization_mode, rbac).map_err(RunError::Tls)?);
     // Plain ports (the local-development mode), or TLS without a client CA or a token file (no
     // authenticator to ask): a request without credentials runs as the local administrator,
     // as every request did before authentication existed.

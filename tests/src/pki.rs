@@ -55,6 +55,12 @@ impl Pki {
     /// A certificate with common name `cn`, valid for `cn`, `localhost` and 127.0.0.1, for
     /// both server and client use.
     pub fn issue(&self, cn: &str) -> Issued {
+        self.issue_with_groups(cn, &[])
+    }
+
+    /// [`Pki::issue`], with each of `orgs` an O of the subject (a user's groups, as the
+    /// registry reads them).
+    pub fn issue_with_groups(&self, cn: &str, orgs: &[&str]) -> Issued {
         let mut params = CertificateParams::new(vec![
             cn.to_string(),
             "localhost".to_string(),
@@ -62,6 +68,15 @@ impl Pki {
         ])
         .expect("params");
         params.distinguished_name.push(DnType::CommonName, cn);
+        // rcgen keeps one value per attribute type: a second O goes in by its OID (2.5.4.10).
+        for (i, org) in orgs.iter().enumerate() {
+            let kind = if i == 0 {
+                DnType::OrganizationName
+            } else {
+                DnType::CustomDnType(vec![2, 5, 4, 10])
+            };
+            params.distinguished_name.push(kind, *org);
+        }
         params.extended_key_usages = vec![
             ExtendedKeyUsagePurpose::ServerAuth,
             ExtendedKeyUsagePurpose::ClientAuth,
@@ -73,7 +88,8 @@ impl Pki {
         let key = KeyPair::generate().expect("key");
         let issuer = Issuer::from_params(&self.params, &self.key);
         let cert = params.signed_by(&key, &issuer).expect("sign");
-        let base = self.dir.path().join(format!("{}-{cn}", self.name));
+        let file = cn.replace(':', "_");
+        let base = self.dir.path().join(format!("{}-{file}", self.name));
         let issued = Issued {
             cert: base.with_extension("crt"),
             key: base.with_extension("key"),

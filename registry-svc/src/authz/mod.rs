@@ -16,6 +16,7 @@
 //! reasons given (upstream's 403, [`forbidden`]).
 
 pub mod forbidden;
+pub mod review;
 
 use std::sync::{Arc, OnceLock};
 
@@ -119,6 +120,23 @@ pub enum Decision {
 pub trait Authorizer: Send + Sync + 'static {
     /// The decision on `attrs` for `user`, and a reason (shown in a refusal).
     fn authorize(&self, user: &UserInfo, attrs: &Attributes) -> (Decision, String);
+
+    /// Whether it can decide yet (RBAC: once its roles and bindings are loaded). Until every
+    /// authorizer of the chain is, the gate answers 503: a refusal from an empty cache would
+    /// be wrong, and final to a client.
+    fn ready(&self) -> bool {
+        true
+    }
+
+    /// The rules `user` holds in `namespace` and the errors met finding them, for authorizers
+    /// made of rules (RBAC): the escalation check and SelfSubjectRulesReview use them.
+    fn rules_for(
+        &self,
+        _user: &UserInfo,
+        _namespace: &str,
+    ) -> Option<(Vec<kubestore_proto::rbac::v1::PolicyRule>, Vec<String>)> {
+        None
+    }
 }
 
 /// `--authorization-mode`'s modes, in upstream's spelling.
@@ -156,6 +174,7 @@ impl Authorizer for AlwaysDeny {
 /// The authorizer union of a server (see the module's doc).
 pub struct Gate {
     chain: Vec<Arc<dyn Authorizer>>,
+    modes: Vec<Mode>,
     /// Whether the chain allows everything (AlwaysAllow first): no decision to make.
     open: bool,
 }
@@ -189,6 +208,7 @@ impl Gate {
         Ok(Self {
             open: modes.first() == Some(&Mode::AlwaysAllow),
             chain,
+            modes: modes.to_vec(),
         })
     }
 
@@ -198,6 +218,7 @@ impl Gate {
         GATE.get_or_init(|| {
             Arc::new(Self {
                 chain: vec![Arc::new(AlwaysAllow)],
+                modes: vec![Mode::AlwaysAllow],
                 open: true,
             })
         })
@@ -227,8 +248,75 @@ impl Gate {
         (Decision::NoOpinion, reasons.join("\n"))
     }
 
-    /// Ok when `user` may do `attrs`; upstream's 403 otherwise.
+    /// Whether every authorizer can decide (see [`Authorizer::ready`]).
+    pub fn ready(&self) -> bool {
+        self.open || self.chain.iter().all(|a| a.ready())
+    }
+
+    /// The rules `user` holds in `namespace` by the first authorizer made of rules (RBAC), if
+    /// one is in the chain.
+    pub fn rules_for(
+        &self,
+        user: &UserInfo,
+        namespace: &str,
+    ) -> Option<(Vec<kubestore_proto::rbac::v1::PolicyRule>, Vec<String>)> {
+        self.chain.iter().find_map(|a| a.rules_for(user, namespace))
+    }
+
+    /// What `user` may do in `namespace` by every mode of the chain (upstream's union rule
+    /// resolver, for SelfSubjectRulesReview): AlwaysAllow everything, AlwaysDeny nothing, RBAC
+    /// its rules; and the errors met.
+    pub fn rules_for_all(
+        &self,
+        user: &UserInfo,
+        namespace: &str,
+    ) -> (Vec<kubestore_proto::rbac::v1::PolicyRule>, Vec<String>) {
+        let all = || vec!["*".to_string()];
+        let mut rules = Vec::new();
+        let mut errors = Vec::new();
+        for (mode, authorizer) in self.modes.iter().zip(&self.chain) {
+            match mode {
+                Mode::AlwaysAllow => {
+                    rules.push(kubestore_proto::rbac::v1::PolicyRule {
+                        verbs: all(),
+                        api_groups: all(),
+                        resources: all(),
+                        ..Default::default()
+                    });
+                    rules.push(kubestore_proto::rbac::v1::PolicyRule {
+                        verbs: all(),
+                        non_resource_urls: all(),
+                        ..Default::default()
+                    });
+                }
+                Mode::AlwaysDeny => {}
+                Mode::Rbac => {
+                    if let Some((r, e)) = authorizer.rules_for(user, namespace) {
+                        rules.extend(r);
+                        errors.extend(e);
+                    }
+                }
+            }
+        }
+        (rules, errors)
+    }
+
+    /// Ok when `user` may do `attrs`; upstream's 403 otherwise, and 503 while an authorizer
+    /// cannot decide yet.
     pub fn check(&self, user: &UserInfo, attrs: &Attributes) -> Result<(), ApiError> {
+        if !self.open
+            && !user
+                .groups
+                .iter()
+                .any(|g| g == crate::authn::SYSTEM_MASTERS)
+            && !self.ready()
+        {
+            return Err(ApiError::Unavailable {
+                reason: "ServiceUnavailable",
+                message: "authorization is not ready yet: the RBAC roles and bindings are still                           loading"
+                    .into(),
+            });
+        }
         match self.decide(user, attrs) {
             (Decision::Allow, _) => Ok(()),
             (_, reason) => Err(forbidden::denied(user, attrs, &reason)),
@@ -274,6 +362,11 @@ impl Caller {
     /// Ok when the caller may do `attrs`.
     pub fn check(&self, attrs: &Attributes) -> Result<(), ApiError> {
         self.gate.check(&self.user, attrs)
+    }
+
+    /// The gate of the request.
+    pub fn gate(&self) -> &Arc<Gate> {
+        &self.gate
     }
 
     /// The gate's decision on `attrs` for `user` (the access reviews ask for other users).

@@ -216,76 +216,23 @@ fn terminating(ns: &Namespace) -> bool {
         .is_some_and(|m| m.deletion_timestamp.is_some())
 }
 
-/// Follows the namespaces (a list, then a watch resumed from the last resourceVersion, a list
-/// again when it expired) into the storage client's [`crate::lifecycle::Lifecycle`], until
-/// `stop`.
+/// Follows the namespaces (`crate::follow`) into the storage client's
+/// [`crate::lifecycle::Lifecycle`], until `stop`.
 pub async fn follow(store: Store<Namespace>, stop: tokio::sync::watch::Receiver<bool>) {
-    use kubestore_proto::meta::v1::{ListOptions, WatchEventType};
-    use tokio_stream::StreamExt;
+    use crate::follow::Change;
     let lifecycle = store.storage.lifecycle.clone();
-    let mut backoff = std::time::Duration::from_millis(100);
-    let mut rv: Option<String> = None;
-    while !*stop.borrow() {
-        if rv.is_none() {
-            let ctx = Ctx::within(std::time::Duration::from_secs(30));
-            match store.list(ctx, "", None).await {
-                Ok((meta, items)) => {
-                    lifecycle.replace(
-                        items
-                            .iter()
-                            .filter(|n| terminating(n))
-                            .filter_map(|n| n.metadata.as_ref().map(|m| m.name.clone())),
-                    );
-                    rv = Some(meta.resource_version);
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "namespaces: listing failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(std::time::Duration::from_secs(5));
-                    continue;
-                }
-            }
+    let name = |ns: &Namespace| {
+        ns.metadata
+            .as_ref()
+            .map(|m| m.name.clone())
+            .unwrap_or_default()
+    };
+    crate::follow::follow(store, stop, move |change| match change {
+        Change::Reset(items) => {
+            lifecycle.replace(items.iter().filter(|n| terminating(n)).map(&name))
         }
-        let options = ListOptions {
-            resource_version: rv.clone().unwrap_or_default(),
-            allow_watch_bookmarks: true,
-            ..Default::default()
-        };
-        let mut events = match store.watch("", Some(options), stop.clone()).await {
-            Ok(e) => e,
-            Err(e) => {
-                if matches!(e, ApiError::Expired { .. }) {
-                    rv = None;
-                }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(std::time::Duration::from_secs(5));
-                continue;
-            }
-        };
-        backoff = std::time::Duration::from_millis(100);
-        while let Some(event) = events.next().await {
-            match event {
-                Ok((kind, ns)) => {
-                    let meta = ns.metadata.clone().unwrap_or_default();
-                    match kind {
-                        WatchEventType::Added | WatchEventType::Modified => {
-                            lifecycle.set(&meta.name, terminating(&ns));
-                        }
-                        WatchEventType::Deleted => lifecycle.set(&meta.name, false),
-                        _ => {}
-                    }
-                    if !meta.resource_version.is_empty() {
-                        rv = Some(meta.resource_version);
-                    }
-                }
-                Err(s) => {
-                    if s.code() == tonic::Code::OutOfRange {
-                        rv = None;
-                    }
-                    break;
-                }
-            }
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+        Change::Put(ns) => lifecycle.set(&name(&ns), terminating(&ns)),
+        Change::Gone(ns) => lifecycle.set(&name(&ns), false),
+    })
+    .await
 }

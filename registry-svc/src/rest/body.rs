@@ -156,7 +156,7 @@ pub fn delete_options(content_type: &str, raw: &[u8]) -> Result<Option<Value>, A
 }
 
 /// The media type of a `Content-Type`, lower case, without parameters.
-fn media(content_type: &str) -> String {
+pub fn media(content_type: &str) -> String {
     content_type
         .split(';')
         .next()

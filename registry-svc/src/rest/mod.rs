@@ -22,6 +22,7 @@ pub mod openapi_v2;
 pub mod params;
 pub mod protobuf;
 pub mod reply;
+pub mod reviews;
 pub mod route;
 pub mod status;
 pub mod tls;
@@ -42,7 +43,11 @@ use tokio::net::TcpListener;
 use tracing::{Instrument, field::Empty};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::{catalog::Catalog, error::ApiError, store::Ctx};
+use crate::{
+    catalog::Catalog,
+    error::ApiError,
+    store::{self, Ctx},
+};
 use route::Route;
 
 /// Why a response body stopped before its end (its client did not read it in time, or the
@@ -52,10 +57,6 @@ pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Response bodies.
 pub type Body = UnsyncBoxBody<Bytes, BodyError>;
-
-/// `authentication.k8s.io/v1` SelfSubjectReviews: a create-only review of the caller, served
-/// before routing (the group has no stored kind).
-const SELF_SUBJECT_REVIEWS: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
 
 /// How long a TLS handshake may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -254,12 +255,12 @@ impl Rest {
                 }
             };
             let caller = Arc::new(crate::authz::Caller::new(user, self.gate.clone()));
-            if method == Method::POST && path == SELF_SUBJECT_REVIEWS {
-                // `kubectl auth whoami`: who the request is, answered as created.
-                return reply::value(
-                    StatusCode::CREATED,
-                    &crate::authn::self_subject_review(&caller.user),
-                );
+            if reviews::is_review(&req) {
+                let ctx = Ctx::of(caller, Deadline::after(store::DEFAULT_REQUEST_TIMEOUT));
+                return match reviews::answer(self, req, ctx).await {
+                    Ok(r) => r,
+                    Err(e) => error(&e),
+                };
             }
             match self.dispatch(req, route, caller).await {
                 Ok(r) => r,

@@ -144,12 +144,16 @@ pub fn decode(raw: &[u8], info: &ResourceInfo) -> Result<Value, ApiError> {
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml".into(),
         ));
     };
-    let (api_version, bytes) = envelope(raw, &info.kind)?;
-    let kind = &info.kind;
     // Our `.core.v1.Pod` is upstream's `.k8s.io.api.core.v1.Pod`.
-    let upstream = format!(".k8s.io.api{message}");
+    decode_upstream(raw, &info.kind, &format!(".k8s.io.api{message}"))
+}
+
+/// A protobuf body of `kind`, upstream's message `upstream` (`.k8s.io.api.authorization.v1.
+/// SelfSubjectAccessReview`), as the JSON object it encodes.
+pub fn decode_upstream(raw: &[u8], kind: &str, upstream: &str) -> Result<Value, ApiError> {
+    let (api_version, bytes) = envelope(raw, kind)?;
     codec()?
-        .encode_to_value(&upstream, &bytes, Some((&api_version, kind)))
+        .encode_to_value(upstream, &bytes, Some((&api_version, kind)))
         .map_err(|e| ApiError::BadRequest(format!("{kind} in protobuf does not decode: {e}")))
 }
 
