@@ -537,11 +537,21 @@ pub async fn run_with_listeners(
     let leases = builtin.kind(Store::new(storage.clone(), LeaseStrategy));
     let namespaces = builtin.kind(Store::new(storage.clone(), NamespaceStrategy));
     let definitions = builtin.kind(custom.definitions.clone());
-    let roles = builtin.kind(Store::new(storage.clone(), RoleStrategy));
-    let cluster_roles = builtin.kind(Store::new(storage.clone(), ClusterRoleStrategy));
-    let role_bindings = builtin.kind(Store::new(storage.clone(), RoleBindingStrategy));
-    let cluster_role_bindings =
-        builtin.kind(Store::new(storage.clone(), ClusterRoleBindingStrategy));
+    // The RBAC kinds check escalation with the RBAC authorizer, started below.
+    let guard = Arc::new(rbac::escalation::Guard::default());
+    let roles = builtin.kind(Store::new(storage.clone(), RoleStrategy(guard.clone())));
+    let cluster_roles = builtin.kind(Store::new(
+        storage.clone(),
+        ClusterRoleStrategy(guard.clone()),
+    ));
+    let role_bindings = builtin.kind(Store::new(
+        storage.clone(),
+        RoleBindingStrategy(guard.clone()),
+    ));
+    let cluster_role_bindings = builtin.kind(Store::new(
+        storage.clone(),
+        ClusterRoleBindingStrategy(guard.clone()),
+    ));
     let counted = builtin.counted;
     tokio::spawn(kinds::namespace::ensure_system_namespaces(
         namespaces.clone(),
@@ -582,9 +592,9 @@ pub async fn run_with_listeners(
             role_bindings: role_bindings.clone(),
             cluster_role_bindings: cluster_role_bindings.clone(),
         };
-        let rbac: Arc<dyn authz::Authorizer> =
-            rbac::start(stores, stop.clone()).map_err(RunError::Tls)?;
-        Some(rbac)
+        let rbac = rbac::start(stores, stop.clone()).map_err(RunError::Tls)?;
+        guard.set(rbac.clone());
+        Some(rbac as Arc<dyn authz::Authorizer>)
     } else {
         None
     };

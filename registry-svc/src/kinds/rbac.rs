@@ -6,36 +6,80 @@
 //! Tables are kubectl's: roles NAME CREATED AT, bindings NAME ROLE AGE and, wide, USERS GROUPS
 //! SERVICEACCOUNTS.
 //!
-//! What a write may grant is not decided here but by the RBAC authorizer's escalation check
-//! (`rbac::escalation`), which needs the caller.
+//! What a write may grant is checked in `begin_create` / `begin_update` by
+//! `rbac::escalation` (upstream's `policybased` storage), on the object as it will be written.
+
+use std::sync::Arc;
 
 use kubestore_apimachinery::table::{Column, NAME_DESCRIPTION, age};
-use kubestore_proto::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, Subject};
+use kubestore_proto::{
+    meta::v1::ObjectMeta,
+    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, Subject},
+};
 use serde_json::{Value, json};
 
 use super::{
     printers::{age_col, col, created, meta_name},
     rbac_validation as v,
 };
-use crate::{strategy::Strategy, violations::Violations};
+use crate::{
+    error::ApiError, rbac::escalation::Guard, resource::Resource, strategy::Strategy,
+    violations::Violations,
+};
 
 /// Roles.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct RoleStrategy;
+#[derive(Debug, Default, Clone)]
+pub struct RoleStrategy(pub Arc<Guard>);
 
 /// ClusterRoles.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct ClusterRoleStrategy;
+#[derive(Debug, Default, Clone)]
+pub struct ClusterRoleStrategy(pub Arc<Guard>);
 
 /// RoleBindings.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct RoleBindingStrategy;
+#[derive(Debug, Default, Clone)]
+pub struct RoleBindingStrategy(pub Arc<Guard>);
 
 /// ClusterRoleBindings.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct ClusterRoleBindingStrategy;
+#[derive(Debug, Default, Clone)]
+pub struct ClusterRoleBindingStrategy(pub Arc<Guard>);
+
+/// The namespace and name of `obj`.
+fn at<R: Resource>(obj: &R) -> (&str, &str) {
+    obj.meta()
+        .map_or(("", ""), |m| (m.namespace.as_str(), m.name.as_str()))
+}
+
+/// Whether an update changes only what the garbage collector changes (owner references,
+/// finalizers): upstream's `IsOnlyMutatingGCFields`, which skips the escalation check so the
+/// collector can delete what it could not have written.
+fn only_gc_fields<R: Resource + Clone + PartialEq>(new: &R, old: &R) -> bool {
+    let strip = |o: &R| {
+        let mut o = o.clone();
+        let m = o.meta_mut();
+        *m = ObjectMeta {
+            owner_references: Vec::new(),
+            finalizers: Vec::new(),
+            resource_version: String::new(),
+            ..m.clone()
+        };
+        o
+    };
+    strip(new) == strip(old)
+}
 
 impl Strategy<Role> for RoleStrategy {
+    fn begin_create(&self, r: &Role, _dry_run: bool) -> Result<(), ApiError> {
+        let (ns, name) = at(r);
+        self.0.check_role("roles", ns, "", name, &r.rules, false)
+    }
+    fn begin_update(&self, new: &Role, old: &Role, _dry_run: bool) -> Result<(), ApiError> {
+        if only_gc_fields(new, old) {
+            return Ok(());
+        }
+        let (ns, name) = at(new);
+        self.0
+            .check_role("roles", ns, name, name, &new.rules, false)
+    }
     fn name_rule(&self) -> fn(&str) -> Option<String> {
         v::rbac_name
     }
@@ -57,6 +101,28 @@ impl Strategy<ClusterRole> for ClusterRoleStrategy {
     fn namespace_scoped(&self) -> bool {
         false
     }
+    fn begin_create(&self, r: &ClusterRole, _dry_run: bool) -> Result<(), ApiError> {
+        let (_, name) = at(r);
+        let aggregated = r.aggregation_rule.is_some();
+        self.0
+            .check_role("clusterroles", "", "", name, &r.rules, aggregated)
+    }
+    fn begin_update(
+        &self,
+        new: &ClusterRole,
+        old: &ClusterRole,
+        _dry_run: bool,
+    ) -> Result<(), ApiError> {
+        if only_gc_fields(new, old) {
+            return Ok(());
+        }
+        let (_, name) = at(new);
+        // An aggregated role's rules are the aggregation's: upstream checks what the client
+        // sends, and the aggregation writes as the registry itself.
+        let aggregated = new.aggregation_rule.is_some();
+        self.0
+            .check_role("clusterroles", "", name, name, &new.rules, aggregated)
+    }
     fn name_rule(&self) -> fn(&str) -> Option<String> {
         v::rbac_name
     }
@@ -75,6 +141,24 @@ impl Strategy<ClusterRole> for ClusterRoleStrategy {
 }
 
 impl Strategy<RoleBinding> for RoleBindingStrategy {
+    fn begin_create(&self, b: &RoleBinding, _dry_run: bool) -> Result<(), ApiError> {
+        let (ns, name) = at(b);
+        self.0
+            .check_binding("rolebindings", ns, name, b.role_ref.as_ref())
+    }
+    fn begin_update(
+        &self,
+        new: &RoleBinding,
+        old: &RoleBinding,
+        _dry_run: bool,
+    ) -> Result<(), ApiError> {
+        if only_gc_fields(new, old) {
+            return Ok(());
+        }
+        let (ns, name) = at(new);
+        self.0
+            .check_binding("rolebindings", ns, name, new.role_ref.as_ref())
+    }
     fn name_rule(&self) -> fn(&str) -> Option<String> {
         v::rbac_name
     }
@@ -95,6 +179,24 @@ impl Strategy<RoleBinding> for RoleBindingStrategy {
 impl Strategy<ClusterRoleBinding> for ClusterRoleBindingStrategy {
     fn namespace_scoped(&self) -> bool {
         false
+    }
+    fn begin_create(&self, b: &ClusterRoleBinding, _dry_run: bool) -> Result<(), ApiError> {
+        let (_, name) = at(b);
+        self.0
+            .check_binding("clusterrolebindings", "", name, b.role_ref.as_ref())
+    }
+    fn begin_update(
+        &self,
+        new: &ClusterRoleBinding,
+        old: &ClusterRoleBinding,
+        _dry_run: bool,
+    ) -> Result<(), ApiError> {
+        if only_gc_fields(new, old) {
+            return Ok(());
+        }
+        let (_, name) = at(new);
+        self.0
+            .check_binding("clusterrolebindings", "", name, new.role_ref.as_ref())
     }
     fn name_rule(&self) -> fn(&str) -> Option<String> {
         v::rbac_name

@@ -199,7 +199,7 @@ impl Index {
     }
 
     /// The rules of a role a binding in `namespace` refers to, or upstream's error.
-    fn role_rules(&self, r: &RoleRef, namespace: &str) -> Result<Arc<[PolicyRule]>, String> {
+    pub fn role_rules(&self, r: &RoleRef, namespace: &str) -> Result<Arc<[PolicyRule]>, String> {
         match r.kind.as_str() {
             "ClusterRole" => self
                 .cluster_roles

@@ -18,6 +18,7 @@
 //! controller-manager still has working admin, edit and view roles (a README row).
 
 pub mod bootstrap;
+pub mod escalation;
 pub mod index;
 pub mod rules;
 
@@ -72,6 +73,17 @@ impl Rbac {
     /// (upstream's `RulesFor`).
     pub fn rules_for(&self, user: &UserInfo, namespace: &str) -> (Vec<PolicyRule>, Vec<String>) {
         self.index().rules_for(user, namespace)
+    }
+
+    /// The rules of the role `r` refers to from `namespace`, or why none.
+    pub fn role_rules(
+        &self,
+        r: &kubestore_proto::rbac::v1::RoleRef,
+        namespace: &str,
+    ) -> Result<Vec<PolicyRule>, String> {
+        self.index()
+            .role_rules(r, namespace)
+            .map(|rules| rules.to_vec())
     }
 
     fn synced_one(&self, first: &mut bool) {

@@ -36,8 +36,8 @@ impl<R: Resource> Store<R> {
         obj: R,
         dry_run: bool,
     ) -> Result<R, ApiError> {
-        crate::store::with_deadline(
-            ctx.deadline.instant().into_std(),
+        crate::store::scoped(
+            &ctx.clone(),
             self.create_named(ctx, namespace, obj, dry_run),
         )
         .await
@@ -97,6 +97,8 @@ impl<R: Resource> Store<R> {
                 m.name = self.strategy.generate_name(&m.generate_name);
             }
         }
+        // The hooks see the namespace the object is written to (a body may leave it out).
+        self.reconcile_namespace(&ns, obj.meta_mut())?;
         self.strategy.begin_create(&obj, dry_run)?;
         let result = self.create_stored(ctx, &ns, &mut obj, dry_run).await;
         self.strategy.finish_create(&obj, result.is_ok());

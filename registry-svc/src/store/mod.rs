@@ -56,6 +56,28 @@ pub async fn with_deadline<F: std::future::Future>(
     DEADLINE.scope(deadline, f).await
 }
 
+tokio::task_local! {
+    /// The caller of the write a Store verb is serving, for hooks that cannot take a `Ctx`
+    /// (the RBAC kinds' escalation check runs inside the read-modify-write: `rbac::escalation`).
+    static CALLER: Arc<Caller>;
+}
+
+/// Runs `f`, the work of a write for `ctx`, with its deadline and caller in scope
+/// ([`deadline`], [`caller`]).
+pub async fn scoped<F: std::future::Future>(ctx: &Ctx, f: F) -> F::Output {
+    CALLER
+        .scope(
+            ctx.caller.clone(),
+            with_deadline(ctx.deadline.instant().into_std(), f),
+        )
+        .await
+}
+
+/// The caller of the write being served, if a Store verb set one.
+pub fn caller() -> Option<Arc<Caller>> {
+    CALLER.try_with(Arc::clone).ok()
+}
+
 /// The deadline of the request being served, if a Store verb set one.
 pub fn deadline() -> Option<std::time::Instant> {
     DEADLINE.try_with(|d| *d).ok()

@@ -313,8 +313,8 @@ impl<R: Resource> Store<R> {
         allow_create: bool,
         call: UpdateCall<'_, R>,
     ) -> Result<(R, bool), ApiError> {
-        crate::store::with_deadline(
-            ctx.deadline.instant().into_std(),
+        crate::store::scoped(
+            &ctx.clone(),
             self.run_update_within(
                 ctx,
                 ns,
@@ -480,6 +480,7 @@ impl<R: Resource> Store<R> {
             m.deletion_timestamp = None;
             m.deletion_grace_period_seconds = None;
             m.resource_version.clear();
+            self.reconcile_namespace(ns, obj.meta_mut())?;
             self.strategy.begin_create(&obj, dry_run)?;
             // As a create: validated, and refused in a namespace being deleted (upstream's
             // NamespaceLifecycle admits the create an update turns into).
@@ -538,6 +539,8 @@ impl<R: Resource> Store<R> {
             }
             .into());
         }
+        // The hooks see the namespace the object is written to (a body may leave it out).
+        self.reconcile_namespace(ns, obj.meta_mut())?;
         self.strategy.begin_update(&obj, &existing, dry_run)?;
         let r = self.before_update(ns, &mut obj, &existing, part);
         let r = r.map_err(Abort::Api).and_then(|()| {
