@@ -684,3 +684,136 @@ async fn escalation_by_role_by_binding_and_by_aggregation_is_refused() {
     .await;
     alice(&c, "POST", &bindings, &binding).await.is(201);
 }
+
+/// Impersonation: each part asked for is one `impersonate` decision; without the verb 403,
+/// nothing done; with it, the request is the impersonated user's (kubectl `--as`, gRPC
+/// metadata).
+#[tokio::test(flavor = "multi_thread")]
+async fn impersonation_needs_the_impersonate_verb_for_each_part() {
+    let c = cluster().await;
+    let as_bob = ("Impersonate-User", "bob");
+    let r = call(c.api, "GET", CMS, &[ALICE, as_bob], b"").await;
+    let s = assert_status(&r, 403, "Forbidden");
+    assert_eq!(
+        s["message"],
+        "users \"bob\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API \
+         group \"\" at the cluster scope",
+        "{r}"
+    );
+    // bob may list configmaps in default; alice may impersonate bob (only).
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    for (path, body) in [
+        (
+            format!("{rbac}/namespaces/default/roles"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": "cm-lister"},
+                   "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}),
+        ),
+        (
+            format!("{rbac}/namespaces/default/rolebindings"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": "bob-lists"},
+                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}],
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                               "name": "cm-lister"}}),
+        ),
+        (
+            format!("{rbac}/clusterroles"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                   "metadata": {"name": "be-bob"},
+                   "rules": [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"],
+                              "resourceNames": ["bob"]}]}),
+        ),
+        (
+            format!("{rbac}/clusterrolebindings"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                   "metadata": {"name": "alice-is-bob"},
+                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}],
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                               "name": "be-bob"}}),
+        ),
+    ] {
+        admin(&c, "POST", &path, body).await.is(201);
+    }
+    wait_until(Duration::from_secs(10), "alice acts as bob", || async {
+        call(c.api, "GET", CMS, &[ALICE, as_bob], b"").await.code == 200
+    })
+    .await;
+    // alice herself still may not; nor may she add a group.
+    assert_status(&alice(&c, "GET", CMS, "").await, 403, "Forbidden");
+    let r = call(
+        c.api,
+        "GET",
+        CMS,
+        &[ALICE, as_bob, ("Impersonate-Group", "ops")],
+        b"",
+    )
+    .await;
+    let s = assert_status(&r, 403, "Forbidden");
+    assert!(
+        s["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("groups \"ops\" is forbidden")),
+        "{r}"
+    );
+    // Groups without a user: upstream's 500.
+    let r = call(c.api, "GET", CMS, &[("Impersonate-Group", "ops")], b"").await;
+    assert_status(&r, 500, "InternalError");
+    // Who the request is, as kubectl --as shows it (the administrator may impersonate anyone).
+    for v in [Kubectl::V1_29, Kubectl::V1_33, Kubectl::V1_37] {
+        let r = c
+            .kubectl(
+                v,
+                &[
+                    "auth",
+                    "whoami",
+                    "--as",
+                    "bob",
+                    "--as-group",
+                    "qa",
+                    "-o",
+                    "json",
+                ],
+            )
+            .run()
+            .ok();
+        let review: Value = serde_json::from_str(r.out()).expect("JSON");
+        assert_eq!(
+            review["status"]["userInfo"],
+            json!({"username": "bob", "groups": ["qa", "system:authenticated"]}),
+            "{r}"
+        );
+        let r = c
+            .kubectl(v, &["auth", "can-i", "list", "configmaps", "--as", "bob"])
+            .run()
+            .ok();
+        assert_eq!(r.out().trim(), "yes", "{r}");
+        let r = c
+            .kubectl(v, &["auth", "can-i", "create", "configmaps", "--as", "bob"])
+            .run();
+        assert_eq!(r.out().trim(), "no", "{r}");
+    }
+    // gRPC metadata, the same names.
+    let mut generic = ResourcesClient::new(channel(&c.registry_url()).await);
+    let mut request = Request::new(ListRequest {
+        resource: Some(ResourceRef {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "secrets".into(),
+        }),
+        namespace: "default".into(),
+        ..Default::default()
+    });
+    request
+        .metadata_mut()
+        .insert("impersonate-user", MetadataValue::from_static("bob"));
+    let denied = generic
+        .list(request)
+        .await
+        .expect_err("bob may not list secrets");
+    assert_eq!(denied.code(), Code::PermissionDenied);
+    assert!(
+        denied.message().contains("User \"bob\" cannot list"),
+        "{denied:?}"
+    );
+}

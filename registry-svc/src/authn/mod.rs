@@ -14,6 +14,7 @@
 //! kubestore has yet. What the user may do is not decided here: every authenticated user may do
 //! everything (the README's row on authorization).
 
+pub mod impersonation;
 pub mod token_file;
 
 use std::collections::BTreeMap;
@@ -26,6 +27,27 @@ pub use token_file::TokenFile;
 pub const SYSTEM_MASTERS: &str = "system:masters";
 /// Upstream's group of every authenticated user.
 pub const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
+/// Upstream's group of unauthenticated requests.
+pub const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
+/// Upstream's anonymous user.
+pub const ANONYMOUS: &str = "system:anonymous";
+
+/// The ServiceAccount a user name is (`system:serviceaccount:NS:NAME`, upstream's
+/// `serviceaccount.SplitUsername`).
+pub fn service_account(user: &str) -> Option<(&str, &str)> {
+    let rest = user.strip_prefix("system:serviceaccount:")?;
+    let (ns, name) = rest.split_once(':')?;
+    (!ns.is_empty() && !name.is_empty() && !name.contains(':')).then_some((ns, name))
+}
+
+/// A ServiceAccount's groups in `namespace` (upstream's `MakeGroupNames`).
+pub fn service_account_groups(namespace: &str) -> Vec<String> {
+    vec![
+        "system:serviceaccounts".into(),
+        format!("system:serviceaccounts:{namespace}"),
+    ]
+}
+
 /// The user of plain-HTTP requests (the name of kube-apiserver's old insecure port's user).
 pub const UNSECURED_USER: &str = "system:unsecured";
 
@@ -58,7 +80,7 @@ impl UserInfo {
         if !self
             .groups
             .iter()
-            .any(|g| g == SYSTEM_AUTHENTICATED || g == "system:unauthenticated")
+            .any(|g| g == SYSTEM_AUTHENTICATED || g == SYSTEM_UNAUTHENTICATED)
         {
             self.groups.push(SYSTEM_AUTHENTICATED.into());
         }

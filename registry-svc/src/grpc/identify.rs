@@ -117,6 +117,18 @@ where
                 // can pass the secret on.
                 let mut request = request;
                 request.headers_mut().remove(http::header::AUTHORIZATION);
+                // Impersonation, by metadata of the REST API's header names.
+                let user = match crate::authn::impersonation::impersonate(
+                    user,
+                    request.headers_mut(),
+                    &self.layer.gate,
+                ) {
+                    Ok(user) => user,
+                    Err(e) => {
+                        let status = Status::from(e);
+                        return Box::pin(async move { Ok(status.into_http()) });
+                    }
+                };
                 let caller = Arc::new(Caller::new(user, self.layer.gate.clone()));
                 request.extensions_mut().insert(caller);
                 Box::pin(self.inner.call(request))

@@ -23,13 +23,6 @@ enum SubjectKey {
     ServiceAccount(String, String),
 }
 
-/// The ServiceAccount a user name is (`system:serviceaccount:NS:NAME`).
-fn service_account(user: &str) -> Option<(&str, &str)> {
-    let rest = user.strip_prefix("system:serviceaccount:")?;
-    let (ns, name) = rest.split_once(':')?;
-    (!ns.is_empty() && !name.is_empty() && !name.contains(':')).then_some((ns, name))
-}
-
 /// The key of `s` in a binding of `namespace` ("" for a ClusterRoleBinding); None for a subject
 /// that names nobody (a ServiceAccount without a namespace in a ClusterRoleBinding, an unknown
 /// kind: upstream's `appliesToUser` matches neither).
@@ -192,7 +185,7 @@ impl Index {
     fn keys(user: &UserInfo) -> Vec<SubjectKey> {
         let mut keys = vec![SubjectKey::User(user.name.clone())];
         keys.extend(user.groups.iter().map(|g| SubjectKey::Group(g.clone())));
-        if let Some((ns, name)) = service_account(&user.name) {
+        if let Some((ns, name)) = crate::authn::service_account(&user.name) {
             keys.push(SubjectKey::ServiceAccount(ns.into(), name.into()));
         }
         keys

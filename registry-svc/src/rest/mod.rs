@@ -254,6 +254,13 @@ impl Rest {
                     return unauthorized();
                 }
             };
+            // Impersonation: the user acts as another, each part allowed by the gate.
+            let user =
+                match crate::authn::impersonation::impersonate(user, req.headers_mut(), &self.gate)
+                {
+                    Ok(user) => user,
+                    Err(e) => return error(&e),
+                };
             let caller = Arc::new(crate::authz::Caller::new(user, self.gate.clone()));
             if reviews::is_review(&req) {
                 let ctx = Ctx::of(caller, Deadline::after(store::DEFAULT_REQUEST_TIMEOUT));
