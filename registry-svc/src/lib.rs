@@ -287,6 +287,16 @@ pub struct Config {
         default_value = "AlwaysAllow"
     )]
     pub authorization_mode: Vec<authz::Mode>,
+    /// Whether a request with no credentials over TLS is `system:anonymous` in
+    /// `system:unauthenticated` (kube-apiserver's `--anonymous-auth`, default true); a request
+    /// with a bad credential is always 401. Off under `AlwaysAllow`, as upstream turns it off.
+    #[arg(
+        long,
+        env = "ANONYMOUS_AUTH",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub anonymous_auth: bool,
     /// Log line format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -341,6 +351,7 @@ impl Default for Config {
             kube_api_idle_timeout: rest::conn::IDLE_TIMEOUT,
             token_auth_file: None,
             authorization_mode: vec![authz::Mode::AlwaysAllow],
+            anonymous_auth: true,
             log_format: LogFormat::Text,
             tls: ServerTlsArgs::default(),
             storage_ca_file: None,
@@ -570,6 +581,16 @@ pub async fn run_with_listeners(
         custom.clone(),
     )));
     let generic = grpc::generic::GenericService::new(catalog.clone(), stop.clone());
+    // Upstream's options: anonymous requests are refused under AlwaysAllow, which would let
+    // them do anything.
+    let always_allow = config
+        .authorization_mode
+        .contains(&authz::Mode::AlwaysAllow);
+    if config.anonymous_auth && always_allow && config.tls.enabled() {
+        tracing::info!(
+            "--anonymous-auth is not allowed with the AlwaysAllow authorizer: anonymous requests are refused"
+        );
+    }
     let authenticator = Arc::new(authn::Authenticator {
         tokens: config
             .token_auth_file
@@ -577,6 +598,7 @@ pub async fn run_with_listeners(
             .map(authn::TokenFile::read)
             .transpose()
             .map_err(RunError::Tls)?,
+        anonymous: config.anonymous_auth && !always_allow,
     });
     if authenticator.tokens.is_some() && !config.tls.enabled() {
         tracing::warn!(
@@ -602,12 +624,16 @@ pub async fn run_with_listeners(
     // Plain ports (the local-development mode), or TLS without a client CA or a token file (no
     // authenticator to ask): a request without credentials runs as the local administrator,
     // as every request did before authentication existed.
+    // Under another mode than AlwaysAllow, TLS without authenticators is not the local
+    // administrator: requests are anonymous (or refused).
     let open = !config.tls.enabled()
-        || (config.tls.client_ca_file.is_none() && authenticator.tokens.is_none());
-    // With tokens, a client certificate is optional at the handshake: a client may present
-    // either (upstream's serving options).
+        || (config.tls.client_ca_file.is_none()
+            && authenticator.tokens.is_none()
+            && config.authorization_mode.first() == Some(&authz::Mode::AlwaysAllow));
+    // With tokens or anonymous requests, a client certificate is optional at the handshake:
+    // a client may present either, or nothing (upstream's serving options).
     let grpc_tls = ServerTlsArgs {
-        client_auth_optional: authenticator.tokens.is_some(),
+        client_auth_optional: authenticator.tokens.is_some() || authenticator.anonymous,
         ..config.tls.clone()
     };
     let server = serving

@@ -400,6 +400,12 @@ async fn kubectl_auth_can_i_and_a_forbidden_line() {
         ),
     );
     let alice = kubeconfig("alice", "    token: alice-token\n".into());
+    // A user kubectl does not prompt for (basic auth, which the server ignores, as upstream's
+    // has since 1.19): no credentials.
+    let nobody = kubeconfig(
+        "nobody",
+        "    username: nobody\n    password: none\n".into(),
+    );
     let run = |v: Kubectl, config: &std::path::Path, args: &[&str]| {
         let out = std::process::Command::new(v.path())
             .arg("--kubeconfig")
@@ -424,6 +430,26 @@ async fn kubectl_auth_can_i_and_a_forbidden_line() {
             .contains("Server Version")
     })
     .await;
+    // No credentials over TLS: system:anonymous (--anonymous-auth, upstream's default), who
+    // may read the version and nothing else.
+    let (code, out) = run(Kubectl::V1_37, &nobody, &["version"]);
+    assert!(code == Some(0) && out.contains("Server Version"), "{out}");
+    // Self reviews are every authenticated user's (system:basic-user), not anonymous ones':
+    // kubectl words the 403 its own way.
+    let (_, out) = run(Kubectl::V1_37, &nobody, &["auth", "whoami"]);
+    assert!(
+        out.contains("you do not have permission to call it"),
+        "{out}"
+    );
+    let (_, out) = run(
+        Kubectl::V1_37,
+        &nobody,
+        &["get", "--raw", "/api/v1/namespaces/default/configmaps"],
+    );
+    assert!(
+        out.contains("configmaps is forbidden: User \"system:anonymous\" cannot list resource"),
+        "{out}"
+    );
     for v in [Kubectl::V1_29, Kubectl::V1_33, Kubectl::V1_37] {
         let (code, out) = run(v, &alice, &["auth", "can-i", "list", "configmaps"]);
         assert_eq!((code, out.trim()), (Some(1), "no"), "{}", v.minor());

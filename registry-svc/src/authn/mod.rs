@@ -6,13 +6,12 @@
 //!    hold is `401 Unauthorized`, never anonymous;
 //! 3. else, on plain HTTP (no TLS flags: the local-development mode, like kube-apiserver's old
 //!    insecure port), the fixed local administrator [`UNSECURED_USER`] in `system:masters`;
-//! 4. else `401 Unauthorized`.
+//! 4. else, with `--anonymous-auth` (upstream's default; off under `AlwaysAllow`, as upstream's
+//!    options turn it off), `system:anonymous` in `system:unauthenticated`;
+//! 5. else `401 Unauthorized`.
 //!
 //! Every authenticated user also has `system:authenticated` (upstream's
-//! `AuthenticatedGroupAdder`). Anonymous requests (`system:anonymous`) are never allowed:
-//! upstream turns `--anonymous-auth` off under `--authorization-mode=AlwaysAllow`, the only mode
-//! kubestore has yet. What the user may do is not decided here: every authenticated user may do
-//! everything (the README's row on authorization).
+//! `AuthenticatedGroupAdder`). What the user may do is decided by `authz`.
 
 pub mod impersonation;
 pub mod token_file;
@@ -125,6 +124,8 @@ pub struct Unauthorized(pub &'static str);
 pub struct Authenticator {
     /// `--token-auth-file`.
     pub tokens: Option<TokenFile>,
+    /// `--anonymous-auth`, as it applies (off under AlwaysAllow).
+    pub anonymous: bool,
 }
 
 impl Authenticator {
@@ -143,6 +144,13 @@ impl Authenticator {
         }
         if credentials.plain {
             return Ok(UserInfo::unsecured());
+        }
+        if self.anonymous {
+            return Ok(UserInfo {
+                name: ANONYMOUS.into(),
+                groups: vec![SYSTEM_UNAUTHENTICATED.into()],
+                ..Default::default()
+            });
         }
         Err(Unauthorized("no credentials"))
     }
@@ -201,6 +209,7 @@ mod tests {
                 TokenFile::parse("secret,alice,1001,\"dev,ops\"\n", "tokens.csv")
                     .expect("a valid file"),
             ),
+            anonymous: false,
         }
     }
 
@@ -257,6 +266,23 @@ mod tests {
         assert_eq!(
             a.authenticate(Credentials::default()),
             Err(Unauthorized("no credentials"))
+        );
+        // Anonymous requests, where allowed: no credentials, never a bad token.
+        let open = Authenticator {
+            anonymous: true,
+            ..authenticator()
+        };
+        assert_eq!(
+            open.authenticate(Credentials::default())
+                .map(|u| (u.name, u.groups)),
+            Ok((ANONYMOUS.into(), vec![SYSTEM_UNAUTHENTICATED.into()]))
+        );
+        assert_eq!(
+            open.authenticate(Credentials {
+                bearer: Some("guess"),
+                ..Default::default()
+            }),
+            Err(Unauthorized("invalid bearer token"))
         );
         // Without a token file, a bearer token is nobody's: TLS without a certificate is 401.
         assert_eq!(
