@@ -5,6 +5,7 @@
 //! cargo run --release -p kubestore-bench              # full run, writes BENCHMARKS.md
 //! cargo run --release -p kubestore-bench -- --only rest  # REST against gRPC: its section only
 //! cargo run -p kubestore-bench -- --smoke             # a few ops, writes target/bench-smoke.md
+//! cargo run --release -p kubestore-bench -- --authorization  # RBAC against AlwaysAllow
 //! cargo run --release -p kubestore-bench -- --soak 600  # steady load, writes target/soak.md
 //! scripts/bench-releases.sh a582744                   # this tree against a582744, interleaved
 //! ```
@@ -13,6 +14,7 @@
 //! mode, i.e. the same library `run` and env-configured telemetry as the real binaries), so
 //! each has its own RSS. Timings are reported, never asserted.
 
+mod authz;
 mod cpu;
 mod custom;
 mod gc;
@@ -107,6 +109,10 @@ struct Cli {
     /// a 1,000-object List, the schema's share of a Create, registration to first Create.
     #[arg(long)]
     custom_kinds: bool,
+    /// Instead of the benchmark: authorization's cost (`authz.rs`): Create and Get through
+    /// AlwaysAllow against RBAC with 1,000 RoleBindings, raw etcd beside them.
+    #[arg(long)]
+    authorization: bool,
     /// Instead of the benchmark: a steady load for this many seconds, sampling RSS, fds and
     /// tasks (`soak.rs`); writes target/soak.md unless --out says otherwise.
     #[arg(long, value_name = "SECS")]
@@ -793,6 +799,16 @@ fn main() -> ExitCode {
     if let Some(n) = cli.gc_cascade {
         return match rt.block_on(gc::cascade(n)) {
             Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kubestore-bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if cli.authorization {
+        let bindings = if cli.smoke { 20 } else { 1000 };
+        return match rt.block_on(authz::authorization(cli.ops, bindings)) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("kubestore-bench: {e}");
                 ExitCode::FAILURE

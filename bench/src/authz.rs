@@ -1,0 +1,304 @@
+//! `kubestore-bench --authorization` (`cargo run --release -p kubestore-bench -- --authorization`): what authorization costs (issue 32's benchmark). Two
+//! registry-svc processes on one storage-svc and one etcd, both authenticating the same static
+//! token (`--token-auth-file`): A with `--authorization-mode AlwaysAllow` (the default), B with
+//! `--authorization-mode RBAC` and 1,000 RoleBindings in the benchmark's namespace (999 for
+//! other users, one granting the benchmark's user get and create on ConfigMaps through a
+//! Role). Rows: typed gRPC ConfigMaps Create and Get at c=1 (one channel) and c=64 (four
+//! channels, and one), each as raw etcd, A, B, A, B back to back, so every ratio compares runs
+//! seconds apart on an etcd of the same size. The target: B at least 0.90 of A in ops/s.
+//!
+//! Not measured here: audit (not built yet), and the REST API (its authorization is the same
+//! gate call, on a path parsed anyway).
+
+use std::sync::{Arc, atomic::AtomicU64};
+
+use kubestore_proto::{
+    core::v1::{CreateConfigMapRequest, GetConfigMapRequest, config_maps_client::ConfigMapsClient},
+    meta::v1::ObjectMeta,
+    rbac::v1::{
+        CreateRoleBindingRequest, CreateRoleRequest, PolicyRule, Role, RoleBinding, RoleRef,
+        Subject, role_bindings_client::RoleBindingsClient, roles_client::RolesClient,
+    },
+};
+use kubestore_tests::{EtcdProcess, services::channel};
+use tonic::{Code, Request, metadata::MetadataValue, transport::Channel};
+
+use crate::{procs::ServiceProcess, runner::run, scenarios::Raw};
+
+const TOKEN: &str = "Bearer bench-token";
+const NS: &str = "default";
+
+/// Typed ConfigMaps as the benchmark's user.
+#[derive(Clone)]
+struct Maps {
+    clients: Vec<ConfigMapsClient<Channel>>,
+    prefix: String,
+}
+
+fn with_token<T>(message: T) -> Request<T> {
+    let mut r = Request::new(message);
+    r.metadata_mut()
+        .insert("authorization", MetadataValue::from_static(TOKEN));
+    r
+}
+
+impl Maps {
+    async fn create(&self, i: usize) -> Result<(), String> {
+        self.clients[i % self.clients.len()]
+            .clone()
+            .create(with_token(CreateConfigMapRequest {
+                namespace: NS.into(),
+                config_map: Some({
+                    let mut cm = crate::scenarios::config_map(&format!("{}{i}", self.prefix), 0);
+                    if let Some(m) = cm.metadata.as_mut() {
+                        m.namespace = NS.into();
+                    }
+                    cm
+                }),
+                dry_run: false,
+            }))
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    async fn get(&self, i: usize) -> Result<(), String> {
+        self.clients[i % self.clients.len()]
+            .clone()
+            .get(with_token(GetConfigMapRequest {
+                namespace: NS.into(),
+                name: format!("{}{i}", self.prefix),
+            }))
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// One row's figures.
+struct Row {
+    layer: String,
+    what: String,
+    ops_per_sec: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+async fn rate<F, Fut>(layer: &str, what: &str, c: usize, ops: usize, op: F) -> Result<Row, String>
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), String>> + Send,
+{
+    let s = run(c, ops, op).await;
+    if s.errors > 0 {
+        return Err(format!("{layer} {what}: {} errors", s.errors));
+    }
+    let row = Row {
+        layer: layer.into(),
+        what: what.into(),
+        ops_per_sec: s.ops_per_sec(),
+        p50_ms: s.p50.as_secs_f64() * 1e3,
+        p99_ms: s.p99.as_secs_f64() * 1e3,
+    };
+    println!(
+        "  {layer:<44} {what:<28} {:>8.0} ops/s  p50 {:>6.2} ms  p99 {:>6.2} ms",
+        row.ops_per_sec, row.p50_ms, row.p99_ms
+    );
+    Ok(row)
+}
+
+/// The Role and the 1,000 RoleBindings of B, written as the local administrator.
+async fn seed_rbac(url: &str, bindings: usize) -> Result<(), String> {
+    let ch = channel(url).await;
+    let meta = |name: String| {
+        Some(ObjectMeta {
+            name,
+            ..Default::default()
+        })
+    };
+    RolesClient::new(ch.clone())
+        .create(CreateRoleRequest {
+            namespace: NS.into(),
+            role: Some(Role {
+                metadata: meta("bench-configmaps".into()),
+                rules: vec![PolicyRule {
+                    verbs: vec!["get".into(), "create".into()],
+                    api_groups: vec!["".into()],
+                    resources: vec!["configmaps".into()],
+                    ..Default::default()
+                }],
+            }),
+            dry_run: false,
+        })
+        .await
+        .map_err(|e| format!("the benchmark's Role: {e}"))?;
+    let mut client = RoleBindingsClient::new(ch);
+    for i in 0..bindings {
+        let user = if i + 1 == bindings {
+            "bench-user".to_string()
+        } else {
+            format!("user-{i}")
+        };
+        client
+            .create(CreateRoleBindingRequest {
+                namespace: NS.into(),
+                role_binding: Some(RoleBinding {
+                    metadata: meta(format!("binding-{i}")),
+                    subjects: vec![Subject {
+                        kind: "User".into(),
+                        api_group: "rbac.authorization.k8s.io".into(),
+                        name: user,
+                        namespace: String::new(),
+                    }],
+                    role_ref: Some(RoleRef {
+                        api_group: "rbac.authorization.k8s.io".into(),
+                        kind: "Role".into(),
+                        name: "bench-configmaps".into(),
+                    }),
+                }),
+                dry_run: false,
+            })
+            .await
+            .map_err(|e| format!("RoleBinding {i}: {e}"))?;
+    }
+    // B decides from its watch-fed cache: wait until it has the benchmark user's binding.
+    let mut maps = ConfigMapsClient::new(channel(url).await);
+    for _ in 0..200 {
+        match maps
+            .get(with_token(GetConfigMapRequest {
+                namespace: NS.into(),
+                name: "absent".into(),
+            }))
+            .await
+        {
+            Err(e) if e.code() == Code::NotFound => return Ok(()),
+            _ => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+        }
+    }
+    Err("registry-svc B never allowed the benchmark user".into())
+}
+
+/// Runs every row with `ops` operations each and prints the table.
+pub(crate) async fn authorization(ops: usize, bindings: usize) -> Result<(), String> {
+    let etcd = EtcdProcess::start().await;
+    let storage = ServiceProcess::start(
+        "storage",
+        &["--etcd-endpoints".into(), etcd.endpoint()],
+        &[],
+    )
+    .await;
+    let tokens =
+        std::env::temp_dir().join(format!("kubestore-bench-tokens-{}.csv", std::process::id()));
+    std::fs::write(&tokens, "bench-token,bench-user,1001,bench\n").map_err(|e| e.to_string())?;
+    let token_file = tokens.display().to_string();
+    let base = |mode: &str| {
+        vec![
+            "--storage-addr".to_string(),
+            storage.url(),
+            "--token-auth-file".into(),
+            token_file.clone(),
+            "--authorization-mode".into(),
+            mode.into(),
+        ]
+    };
+    let a = ServiceProcess::start("registry", &base("AlwaysAllow"), &[]).await;
+    let b = ServiceProcess::start("registry", &base("RBAC"), &[]).await;
+    seed_rbac(&b.url(), bindings).await?;
+    let mut raw_clients = Vec::new();
+    for _ in 0..4 {
+        raw_clients.push(etcd.client().await);
+    }
+    let mut chans_a = Vec::new();
+    let mut chans_b = Vec::new();
+    for _ in 0..4 {
+        chans_a.push(channel(&a.url()).await);
+        chans_b.push(channel(&b.url()).await);
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    let mut verdicts = Vec::new();
+    for (c, n) in [(1, 1), (64, 4), (64, 1)] {
+        let tag = format!("c={c}, {n} channel{}", if n == 1 { "" } else { "s" });
+        println!("{tag}");
+        let raw = Arc::new(Raw {
+            clients: raw_clients[..n].to_vec(),
+            prefix: format!("/raw/authz-c{c}-n{n}/"),
+            conflicts: Arc::new(AtomicU64::new(0)),
+        });
+        let maps = |chans: &[Channel], round: usize, which: &str| {
+            Arc::new(Maps {
+                clients: chans[..n]
+                    .iter()
+                    .cloned()
+                    .map(ConfigMapsClient::new)
+                    .collect(),
+                prefix: format!("{which}-c{c}-n{n}-r{round}-"),
+            })
+        };
+        let layer_a = "A: AlwaysAllow";
+        let layer_b = format!("B: RBAC, {bindings} RoleBindings");
+        for what in ["create", "get"] {
+            macro_rules! row {
+                ($layer:expr, $obj:expr, $m:ident) => {{
+                    let o = $obj.clone();
+                    rows.push(
+                        rate($layer, &format!("{what}, {tag}"), c, ops, move |i| {
+                            let o = o.clone();
+                            async move { o.$m(i).await }
+                        })
+                        .await?,
+                    );
+                    rows.last().map_or(0.0, |r| r.ops_per_sec)
+                }};
+            }
+            let mut ratios = Vec::new();
+            if what == "create" {
+                let _ = row!("raw etcd", raw, create);
+            } else {
+                let _ = row!("raw etcd", raw, get);
+            }
+            for round in 0..2 {
+                let (ma, mb) = (maps(&chans_a, round, "a"), maps(&chans_b, round, "b"));
+                let (ra, rb) = if what == "create" {
+                    (row!(layer_a, ma, create), row!(&layer_b, mb, create))
+                } else {
+                    (row!(layer_a, ma, get), row!(&layer_b, mb, get))
+                };
+                ratios.push(rb / ra.max(1e-9));
+            }
+            verdicts.push((format!("{what}, {tag}"), ratios));
+        }
+    }
+    println!();
+    println!("| layer | operation | ops/s | p50 ms | p99 ms | ratio to raw etcd |");
+    println!("|---|---|---:|---:|---:|---:|");
+    let mut raw_rate = 1.0;
+    for r in &rows {
+        if r.layer == "raw etcd" {
+            raw_rate = r.ops_per_sec.max(1e-9);
+        }
+        println!(
+            "| {} | {} | {:.0} | {:.2} | {:.2} | {:.2} |",
+            r.layer,
+            r.what,
+            r.ops_per_sec,
+            r.p50_ms,
+            r.p99_ms,
+            r.ops_per_sec / raw_rate
+        );
+    }
+    println!();
+    println!("| operation | B / A, round 1 | B / A, round 2 | required | met |");
+    println!("|---|---:|---:|---:|---|");
+    for (what, ratios) in &verdicts {
+        let met = ratios.iter().all(|r| *r >= 0.90);
+        println!(
+            "| {what} | {:.2} | {:.2} | >= 0.90 | {} |",
+            ratios.first().copied().unwrap_or(0.0),
+            ratios.get(1).copied().unwrap_or(0.0),
+            if met { "yes" } else { "no" }
+        );
+    }
+    drop((a, b, storage));
+    let _ = std::fs::remove_file(&tokens);
+    Ok(())
+}
