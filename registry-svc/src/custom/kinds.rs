@@ -13,15 +13,12 @@
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex, RwLock},
-    time::Duration,
 };
 
-use kubestore_proto::{
-    apiextensions::v1::{CustomResourceColumnDefinition, CustomResourceDefinition},
-    meta::v1::{ListOptions, WatchEventType},
+use kubestore_proto::apiextensions::v1::{
+    CustomResourceColumnDefinition, CustomResourceDefinition,
 };
 use prometheus_client::metrics::counter::Counter;
-use tokio_stream::StreamExt;
 
 use crate::{
     custom::{
@@ -32,7 +29,7 @@ use crate::{
     },
     error::ApiError,
     storage::StorageClient,
-    store::{Ctx, Names, Store},
+    store::{Names, Store},
 };
 
 /// One version of a served kind.
@@ -395,93 +392,32 @@ impl CustomKinds {
         })
     }
 
-    /// Lists the definitions and follows them (resuming from the last resourceVersion, listing
-    /// again when it expired) until `stop`; `changed` hears the name of every definition that
-    /// changed (the controller's queue).
+    /// Lists the definitions and follows them (`crate::follow`) until `stop`; `changed` hears
+    /// the name of every definition that changed (the controller's queue).
     pub async fn follow(
         self: Arc<Self>,
         definitions: Store<CustomResourceDefinition>,
         changed: tokio::sync::mpsc::Sender<String>,
         stop: tokio::sync::watch::Receiver<bool>,
     ) {
-        let mut backoff = Duration::from_millis(100);
-        let mut rv: Option<String> = None;
-        loop {
-            if *stop.borrow() {
-                return;
-            }
-            if rv.is_none() {
-                let ctx = Ctx::within(crate::store::DEFAULT_REQUEST_TIMEOUT);
-                match definitions.list(ctx, "", None).await {
-                    Ok((meta, items)) => {
-                        self.replace_all(&items);
-                        for crd in &items {
-                            let _ = changed.try_send(name_of(crd));
-                        }
-                        rv = Some(meta.resource_version);
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "custom kinds: listing definitions failed; retrying");
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(5));
-                        continue;
-                    }
+        use crate::follow::Change;
+        crate::follow::follow(definitions, stop, move |change| match change {
+            Change::Reset(items) => {
+                self.replace_all(&items);
+                for crd in &items {
+                    let _ = changed.try_send(name_of(crd));
                 }
             }
-            let options = ListOptions {
-                resource_version: rv.clone().unwrap_or_default(),
-                allow_watch_bookmarks: true,
-                ..Default::default()
-            };
-            let mut events = match definitions.watch("", Some(options), stop.clone()).await {
-                Ok(e) => e,
-                Err(e) => {
-                    if matches!(e, ApiError::Expired { .. }) {
-                        rv = None;
-                    }
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
-                    continue;
-                }
-            };
-            backoff = Duration::from_millis(100);
-            while let Some(event) = events.next().await {
-                match event {
-                    Ok((kind, crd)) => {
-                        let crv = crd
-                            .metadata
-                            .as_ref()
-                            .map(|m| m.resource_version.clone())
-                            .unwrap_or_default();
-                        match kind {
-                            WatchEventType::Added | WatchEventType::Modified => {
-                                self.apply(&crd);
-                                let _ = changed.try_send(name_of(&crd));
-                            }
-                            WatchEventType::Deleted => {
-                                self.remove(&crd);
-                                let _ = changed.try_send(name_of(&crd));
-                            }
-                            _ => {}
-                        }
-                        if !crv.is_empty() {
-                            rv = Some(crv);
-                        }
-                    }
-                    Err(s) => {
-                        if s.code() == tonic::Code::OutOfRange {
-                            rv = None;
-                        }
-                        tracing::debug!(error = %s.message(), "custom kinds: the definitions watch ended; resuming");
-                        break;
-                    }
-                }
+            Change::Put(crd) => {
+                self.apply(&crd);
+                let _ = changed.try_send(name_of(&crd));
             }
-            if *stop.borrow() {
-                return;
+            Change::Gone(crd) => {
+                self.remove(&crd);
+                let _ = changed.try_send(name_of(&crd));
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 }
 

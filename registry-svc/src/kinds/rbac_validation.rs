@@ -19,17 +19,11 @@
 //!   1.24 with invalid selector values) is always off: kubestore never stored such a role, and
 //!   upstream rejects one anyway through its "invalid label selector." rule.
 
-use std::collections::BTreeMap;
-
-use kubestore_proto::{
-    meta::v1::LabelSelector,
-    rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject},
+use kubestore_proto::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
 
-use crate::{
-    validation::{dns1123_subdomain, label_value, qualified_name},
-    violations::Violations,
-};
+use crate::{validation::dns1123_subdomain, violations::Violations};
 
 #[cfg(test)]
 #[path = "rbac_validation_tests.rs"]
@@ -111,7 +105,7 @@ pub fn cluster_role(r: &ClusterRole) -> Violations {
         for (i, selector) in agg.cluster_role_selectors.iter().enumerate() {
             let path = format!("aggregationRule.clusterRoleSelectors[{i}]");
             let mut problems = Violations::new();
-            label_selector(selector, &path, &mut problems);
+            super::pod_validation::scheduling::label_selector(selector, &path, &mut problems);
             // Upstream also converts the selector (`LabelSelectorAsSelector`), which fails
             // exactly when the checks above found a problem, and reports its nil result.
             if !problems.is_empty() {
@@ -294,62 +288,5 @@ fn role_ref_unchanged(new: Option<&RoleRef>, old: Option<&RoleRef>, v: &mut Viol
             "roleRef".into(),
             format!("Invalid value: {}: cannot change roleRef", go_role_ref(new)),
         ));
-    }
-}
-
-/// metav1validation's `ValidateLabelSelector` (without the options that relax it) of the
-/// selector at `path`. The same rules as the pod's selectors
-/// (`kinds::pod_validation::scheduling::label_selector`, private to the pod's validation).
-fn label_selector(selector: &LabelSelector, path: &str, v: &mut Violations) {
-    labels(&selector.match_labels, &format!("{path}.matchLabels"), v);
-    for (i, r) in selector.match_expressions.iter().enumerate() {
-        let at = |s: &str| format!("{path}.matchExpressions[{i}].{s}");
-        match r.operator.as_str() {
-            "In" | "NotIn" => {
-                if r.values.is_empty() {
-                    v.push((
-                        at("values"),
-                        "Required value: must be specified when `operator` is 'In' or 'NotIn'"
-                            .into(),
-                    ));
-                }
-            }
-            "Exists" | "DoesNotExist" => {
-                if !r.values.is_empty() {
-                    v.push((
-                        at("values"),
-                        "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-                            .into(),
-                    ));
-                }
-            }
-            op => v.push((
-                at("operator"),
-                format!("Invalid value: {op:?}: not a valid selector operator"),
-            )),
-        }
-        if let Some(e) = qualified_name(&r.key) {
-            v.push((at("key"), format!("Invalid value: {:?}: {e}", r.key)));
-        }
-        for (j, value) in r.values.iter().enumerate() {
-            if let Some(e) = label_value(value) {
-                v.push((
-                    format!("{}[{j}]", at("values")),
-                    format!("Invalid value: {value:?}: {e}"),
-                ));
-            }
-        }
-    }
-}
-
-/// metav1validation's `ValidateLabels`: every problem at the map's own path.
-fn labels(labels: &BTreeMap<String, String>, path: &str, v: &mut Violations) {
-    for (k, value) in labels {
-        if let Some(e) = qualified_name(k) {
-            v.push((path.into(), format!("Invalid value: {k:?}: {e}")));
-        }
-        if let Some(e) = label_value(value) {
-            v.push((path.into(), format!("Invalid value: {value:?}: {e}")));
-        }
     }
 }

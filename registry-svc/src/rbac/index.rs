@@ -4,10 +4,7 @@
 //! bindings that name the user, one of its groups or its ServiceAccount are found directly.
 //! The index of bindings is rebuilt when a binding changes (rare), never per request.
 
-use std::{
-    collections::{BTreeSet, HashMap},
-    sync::Arc,
-};
+use std::{collections::HashMap, sync::Arc};
 
 use kubestore_proto::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
@@ -15,30 +12,72 @@ use kubestore_proto::rbac::v1::{
 
 use crate::{authn::UserInfo, resource::Resource};
 
-/// Who a binding's subject is.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum SubjectKey {
-    User(String),
-    Group(String),
-    ServiceAccount(String, String),
+/// One binding as the index holds it: its name and the role it refers to.
+type Bound = (String, RoleRef);
+
+/// Bindings by whom they name, in one scope (cluster-wide, or one namespace): looked up by
+/// `&str`, so a decision allocates nothing.
+#[derive(Default)]
+struct Subjects {
+    users: HashMap<String, Vec<Bound>>,
+    groups: HashMap<String, Vec<Bound>>,
+    /// ServiceAccounts by namespace, then name.
+    service_accounts: HashMap<String, HashMap<String, Vec<Bound>>>,
 }
 
-/// The key of `s` in a binding of `namespace` ("" for a ClusterRoleBinding); None for a subject
-/// that names nobody (a ServiceAccount without a namespace in a ClusterRoleBinding, an unknown
-/// kind: upstream's `appliesToUser` matches neither).
-fn key(s: &Subject, namespace: &str) -> Option<SubjectKey> {
-    match s.kind.as_str() {
-        "User" => Some(SubjectKey::User(s.name.clone())),
-        "Group" => Some(SubjectKey::Group(s.name.clone())),
-        "ServiceAccount" => {
-            let ns = if s.namespace.is_empty() {
-                namespace
-            } else {
-                &s.namespace
-            };
-            (!ns.is_empty()).then(|| SubjectKey::ServiceAccount(ns.into(), s.name.clone()))
+impl Subjects {
+    /// Files a binding `name` of `role` under `subject`, a subject of a binding in `namespace`
+    /// ("" for a ClusterRoleBinding). A subject that names nobody (a ServiceAccount without a
+    /// namespace in a ClusterRoleBinding, an unknown kind) is left out, as upstream's
+    /// `appliesToUser` matches neither.
+    fn add(&mut self, subject: &Subject, namespace: &str, name: &str, role: &RoleRef) {
+        let bound = (name.to_string(), role.clone());
+        match subject.kind.as_str() {
+            "User" => self
+                .users
+                .entry(subject.name.clone())
+                .or_default()
+                .push(bound),
+            "Group" => self
+                .groups
+                .entry(subject.name.clone())
+                .or_default()
+                .push(bound),
+            "ServiceAccount" => {
+                let ns = if subject.namespace.is_empty() {
+                    namespace
+                } else {
+                    &subject.namespace
+                };
+                if !ns.is_empty() {
+                    self.service_accounts
+                        .entry(ns.to_string())
+                        .or_default()
+                        .entry(subject.name.clone())
+                        .or_default()
+                        .push(bound);
+                }
+            }
+            _ => {}
         }
-        _ => None,
+    }
+
+    /// The bindings that name `user`, its groups or its ServiceAccount, each once.
+    fn of<'a>(&'a self, user: &UserInfo, out: &mut Vec<&'a Bound>) {
+        let mut push = |found: Option<&'a Vec<Bound>>| {
+            for b in found.into_iter().flatten() {
+                if !out.iter().any(|o| o.0 == b.0) {
+                    out.push(b);
+                }
+            }
+        };
+        push(self.users.get(user.name.as_str()));
+        for g in &user.groups {
+            push(self.groups.get(g.as_str()));
+        }
+        if let Some((ns, name)) = crate::authn::service_account(&user.name) {
+            push(self.service_accounts.get(ns).and_then(|m| m.get(name)));
+        }
     }
 }
 
@@ -51,15 +90,15 @@ fn name_of<R: Resource>(obj: &R) -> (String, String) {
 /// Roles, cluster roles and bindings, with bindings indexed by subject.
 #[derive(Default)]
 pub struct Index {
-    roles: HashMap<(String, String), Arc<[PolicyRule]>>,
-    pub(super) cluster_roles: HashMap<String, Arc<ClusterRole>>,
-    cluster_bindings: HashMap<String, RoleRef>,
-    bindings: HashMap<(String, String), RoleRef>,
-    cluster_subjects: HashMap<String, Vec<Subject>>,
-    subjects: HashMap<(String, String), Vec<Subject>>,
-    /// Binding names by subject: cluster-wide, and per namespace.
-    by_subject: HashMap<SubjectKey, BTreeSet<String>>,
-    by_subject_in: HashMap<(String, SubjectKey), BTreeSet<String>>,
+    /// Role rules by namespace, then name.
+    roles: HashMap<String, HashMap<String, Arc<[PolicyRule]>>>,
+    /// ClusterRoles by name, with their rules shared (a decision clones an `Arc`).
+    pub(super) cluster_roles: HashMap<String, (Arc<ClusterRole>, Arc<[PolicyRule]>)>,
+    cluster_bindings: HashMap<String, (RoleRef, Vec<Subject>)>,
+    bindings: HashMap<(String, String), (RoleRef, Vec<Subject>)>,
+    /// The bindings by subject: cluster-wide, and per namespace.
+    cluster_subjects: Subjects,
+    subjects: HashMap<String, Subjects>,
 }
 
 impl Index {
@@ -73,13 +112,19 @@ impl Index {
 
     /// Adds or replaces a Role.
     pub fn put_role(&mut self, r: Role) {
-        let id = name_of(&r);
-        self.roles.insert(id, r.rules.into());
+        let (ns, name) = name_of(&r);
+        self.roles
+            .entry(ns)
+            .or_default()
+            .insert(name, r.rules.into());
     }
 
     /// Removes a Role.
     pub fn remove_role(&mut self, r: &Role) {
-        self.roles.remove(&name_of(r));
+        let (ns, name) = name_of(r);
+        if let Some(m) = self.roles.get_mut(&ns) {
+            m.remove(&name);
+        }
     }
 
     /// Replaces every ClusterRole.
@@ -93,7 +138,8 @@ impl Index {
     /// Adds or replaces a ClusterRole.
     pub fn put_cluster_role(&mut self, r: ClusterRole) {
         let (_, name) = name_of(&r);
-        self.cluster_roles.insert(name, Arc::new(r));
+        let rules: Arc<[PolicyRule]> = r.rules.clone().into();
+        self.cluster_roles.insert(name, (Arc::new(r), rules));
     }
 
     /// Removes a ClusterRole.
@@ -104,7 +150,6 @@ impl Index {
     /// Replaces every RoleBinding.
     pub fn reset_bindings(&mut self, items: Vec<RoleBinding>) {
         self.bindings.clear();
-        self.subjects.clear();
         for b in items {
             self.insert_binding(b);
         }
@@ -120,22 +165,18 @@ impl Index {
     fn insert_binding(&mut self, b: RoleBinding) {
         let id = name_of(&b);
         self.bindings
-            .insert(id.clone(), b.role_ref.unwrap_or_default());
-        self.subjects.insert(id, b.subjects);
+            .insert(id, (b.role_ref.unwrap_or_default(), b.subjects));
     }
 
     /// Removes a RoleBinding.
     pub fn remove_binding(&mut self, b: &RoleBinding) {
-        let id = name_of(b);
-        self.bindings.remove(&id);
-        self.subjects.remove(&id);
+        self.bindings.remove(&name_of(b));
         self.reindex();
     }
 
     /// Replaces every ClusterRoleBinding.
     pub fn reset_cluster_bindings(&mut self, items: Vec<ClusterRoleBinding>) {
         self.cluster_bindings.clear();
-        self.cluster_subjects.clear();
         for b in items {
             self.insert_cluster_binding(b);
         }
@@ -151,44 +192,44 @@ impl Index {
     fn insert_cluster_binding(&mut self, b: ClusterRoleBinding) {
         let (_, name) = name_of(&b);
         self.cluster_bindings
-            .insert(name.clone(), b.role_ref.unwrap_or_default());
-        self.cluster_subjects.insert(name, b.subjects);
+            .insert(name, (b.role_ref.unwrap_or_default(), b.subjects));
     }
 
     /// Removes a ClusterRoleBinding.
     pub fn remove_cluster_binding(&mut self, b: &ClusterRoleBinding) {
-        let (_, name) = name_of(b);
-        self.cluster_bindings.remove(&name);
-        self.cluster_subjects.remove(&name);
+        self.cluster_bindings.remove(&name_of(b).1);
         self.reindex();
     }
 
     fn reindex(&mut self) {
-        self.by_subject.clear();
-        self.by_subject_in.clear();
-        for (name, subjects) in &self.cluster_subjects {
-            for k in subjects.iter().filter_map(|s| key(s, "")) {
-                self.by_subject.entry(k).or_default().insert(name.clone());
+        let mut cluster = Subjects::default();
+        for (name, (role, subjects)) in &self.cluster_bindings {
+            for s in subjects {
+                cluster.add(s, "", name, role);
             }
         }
-        for ((ns, name), subjects) in &self.subjects {
-            for k in subjects.iter().filter_map(|s| key(s, ns)) {
-                self.by_subject_in
-                    .entry((ns.clone(), k))
-                    .or_default()
-                    .insert(name.clone());
+        let mut namespaced: HashMap<String, Subjects> = HashMap::new();
+        for ((ns, name), (role, subjects)) in &self.bindings {
+            let at = namespaced.entry(ns.clone()).or_default();
+            for s in subjects {
+                at.add(s, ns, name, role);
             }
         }
-    }
-
-    /// The keys `user` is found under.
-    fn keys(user: &UserInfo) -> Vec<SubjectKey> {
-        let mut keys = vec![SubjectKey::User(user.name.clone())];
-        keys.extend(user.groups.iter().map(|g| SubjectKey::Group(g.clone())));
-        if let Some((ns, name)) = crate::authn::service_account(&user.name) {
-            keys.push(SubjectKey::ServiceAccount(ns.into(), name.into()));
-        }
-        keys
+        // In name order, so a decision visits bindings in the same order every time.
+        let sort = |s: &mut Subjects| {
+            for v in s.users.values_mut().chain(s.groups.values_mut()) {
+                v.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            for m in s.service_accounts.values_mut() {
+                for v in m.values_mut() {
+                    v.sort_by(|a, b| a.0.cmp(&b.0));
+                }
+            }
+        };
+        sort(&mut cluster);
+        namespaced.values_mut().for_each(sort);
+        self.cluster_subjects = cluster;
+        self.subjects = namespaced;
     }
 
     /// The rules of a role a binding in `namespace` refers to, or upstream's error.
@@ -196,8 +237,8 @@ impl Index {
         match r.kind.as_str() {
             "ClusterRole" => self
                 .cluster_roles
-                .get(&r.name)
-                .map(|c| c.rules.clone().into())
+                .get(r.name.as_str())
+                .map(|(_, rules)| rules.clone())
                 .ok_or_else(|| {
                     format!(
                         "clusterrole.rbac.authorization.k8s.io {:?} not found",
@@ -206,7 +247,8 @@ impl Index {
                 }),
             "Role" if !namespace.is_empty() => self
                 .roles
-                .get(&(namespace.to_string(), r.name.clone()))
+                .get(namespace)
+                .and_then(|m| m.get(r.name.as_str()))
                 .cloned()
                 .ok_or_else(|| format!("role.rbac.authorization.k8s.io {:?} not found", r.name)),
             other => Err(format!("unsupported role reference kind: {other:?}")),
@@ -223,40 +265,20 @@ impl Index {
         mut visit: impl FnMut(&PolicyRule) -> bool,
     ) -> Vec<String> {
         let mut errors = Vec::new();
-        let keys = Self::keys(user);
-        let mut seen = BTreeSet::new();
-        for k in &keys {
-            for name in self.by_subject.get(k).into_iter().flatten() {
-                if !seen.insert(name) {
-                    continue;
-                }
-                let Some(r) = self.cluster_bindings.get(name) else {
-                    continue;
-                };
-                match self.role_rules(r, "") {
-                    Ok(rules) => {
-                        if !rules.iter().all(&mut visit) {
-                            return errors;
-                        }
-                    }
-                    Err(e) => errors.push(e),
-                }
-            }
+        let mut scopes: Vec<(&str, Vec<&Bound>)> = Vec::with_capacity(2);
+        let mut found = Vec::new();
+        self.cluster_subjects.of(user, &mut found);
+        scopes.push(("", found));
+        if !namespace.is_empty()
+            && let Some(s) = self.subjects.get(namespace)
+        {
+            let mut found = Vec::new();
+            s.of(user, &mut found);
+            scopes.push((namespace, found));
         }
-        if namespace.is_empty() {
-            return errors;
-        }
-        let mut seen = BTreeSet::new();
-        for k in keys {
-            let at = (namespace.to_string(), k);
-            for name in self.by_subject_in.get(&at).into_iter().flatten() {
-                if !seen.insert(name) {
-                    continue;
-                }
-                let Some(r) = self.bindings.get(&(namespace.to_string(), name.clone())) else {
-                    continue;
-                };
-                match self.role_rules(r, namespace) {
+        for (scope, bound) in scopes {
+            for (_, role) in bound {
+                match self.role_rules(role, scope) {
                     Ok(rules) => {
                         if !rules.iter().all(&mut visit) {
                             return errors;

@@ -217,7 +217,7 @@ fn aggregated(index: &Index) -> Vec<ClusterRole> {
     let mut names: Vec<&String> = index.cluster_roles.keys().collect();
     names.sort();
     let mut out = Vec::new();
-    for role in index.cluster_roles.values() {
+    for (role, _) in index.cluster_roles.values() {
         let Some(rule) = &role.aggregation_rule else {
             continue;
         };
@@ -225,7 +225,7 @@ fn aggregated(index: &Index) -> Vec<ClusterRole> {
         let mut want: Vec<PolicyRule> = Vec::new();
         for selector in &rule.cluster_role_selectors {
             for name in &names {
-                let Some(other) = index.cluster_roles.get(*name) else {
+                let Some((other, _)) = index.cluster_roles.get(*name) else {
                     continue;
                 };
                 let labels = other.metadata.as_ref().map(|m| &m.labels);

@@ -21,7 +21,7 @@ mod claims;
 mod dns;
 mod env;
 mod probes;
-mod scheduling;
+pub(crate) mod scheduling;
 mod security;
 mod volumes;
 use crate::{

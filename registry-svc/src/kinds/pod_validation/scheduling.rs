@@ -72,7 +72,7 @@ pub(super) fn validate_create(spec: &PodSpec, v: &mut Violations) {
 
 /// Upstream's `ValidateLabelSelector` (`metav1validation`, without the options that relax
 /// it), for a selector at `path`.
-pub(super) fn label_selector(selector: &LabelSelector, path: &str, v: &mut Violations) {
+pub(crate) fn label_selector(selector: &LabelSelector, path: &str, v: &mut Violations) {
     labels(&selector.match_labels, &format!("{path}.matchLabels"), v);
     for (i, r) in selector.match_expressions.iter().enumerate() {
         let at = |s: &str| format!("{path}.matchExpressions[{i}].{s}");
