@@ -22,6 +22,7 @@
 pub mod etcd;
 pub mod fixtures_custom;
 pub mod fixtures_gc;
+pub mod fixtures_rbac;
 pub mod fixtures_registry;
 pub mod fixtures_storage;
 pub mod fixtures_watch;
