@@ -22,6 +22,11 @@
 //! 4. [`storage`]: the storage-svc client; [`relay`]: its watches, read eagerly into a bounded
 //!    buffer; [`shared_watch`]: one storage stream for client watches of the same events.
 //!
+//! The request chain, before the catalog: [`authn`] (who a request is, impersonation),
+//! [`authz`] (the gate every entrance asks, the access reviews), [`rbac`] (roles, bindings,
+//! the bootstrap policy, escalation), [`chain`] (all of it built from the flags); [`follow`]
+//! keeps a kind in memory by list and watch.
+//!
 //! Beside them: [`validation`], [`violations`], [`quantity`], [`names`] (ObjectMeta rules,
 //! bounded field violations, Kubernetes quantities, generated names); [`error`]: API errors and
 //! their gRPC codes (the REST transport maps the same errors to `Status` bodies); [`metrics`]:
@@ -36,6 +41,7 @@
 pub mod authn;
 pub mod authz;
 pub mod catalog;
+pub mod chain;
 pub mod custom;
 pub mod error;
 pub mod follow;
@@ -581,55 +587,18 @@ pub async fn run_with_listeners(
         custom.clone(),
     )));
     let generic = grpc::generic::GenericService::new(catalog.clone(), stop.clone());
-    // Upstream's options: anonymous requests are refused under AlwaysAllow, which would let
-    // them do anything.
-    let always_allow = config
-        .authorization_mode
-        .contains(&authz::Mode::AlwaysAllow);
-    if config.anonymous_auth && always_allow && config.tls.enabled() {
-        tracing::info!(
-            "--anonymous-auth is not allowed with the AlwaysAllow authorizer: anonymous requests are refused"
-        );
-    }
-    let authenticator = Arc::new(authn::Authenticator {
-        tokens: config
-            .token_auth_file
-            .as_deref()
-            .map(authn::TokenFile::read)
-            .transpose()
-            .map_err(RunError::Tls)?,
-        anonymous: config.anonymous_auth && !always_allow,
-    });
-    if authenticator.tokens.is_some() && !config.tls.enabled() {
-        tracing::warn!(
-            "--token-auth-file without TLS: tokens travel in cleartext, and a request without \
-             one is the local administrator (system:unsecured); serve TLS to make tokens a gate"
-        );
-    }
-    // RBAC follows its kinds only when asked for: AlwaysAllow serves without the watches.
-    let rbac = if config.authorization_mode.contains(&authz::Mode::Rbac) {
-        let stores = rbac::Stores {
-            roles: roles.clone(),
-            cluster_roles: cluster_roles.clone(),
-            role_bindings: role_bindings.clone(),
-            cluster_role_bindings: cluster_role_bindings.clone(),
-        };
-        let rbac = rbac::start(stores, stop.clone()).map_err(RunError::Tls)?;
-        guard.set(rbac.clone());
-        Some(rbac as Arc<dyn authz::Authorizer>)
-    } else {
-        None
+    // Who a request is and what it may do (RBAC follows its four kinds when asked for).
+    let stores = rbac::Stores {
+        roles: roles.clone(),
+        cluster_roles: cluster_roles.clone(),
+        role_bindings: role_bindings.clone(),
+        cluster_role_bindings: cluster_role_bindings.clone(),
     };
-    let gate = Arc::new(authz::Gate::new(&config.authorization_mode, rbac).map_err(RunError::Tls)?);
-    // Plain ports (the local-development mode), or TLS without a client CA or a token file (no
-    // authenticator to ask): a request without credentials runs as the local administrator,
-    // as every request did before authentication existed.
-    // Under another mode than AlwaysAllow, TLS without authenticators is not the local
-    // administrator: requests are anonymous (or refused).
-    let open = !config.tls.enabled()
-        || (config.tls.client_ca_file.is_none()
-            && authenticator.tokens.is_none()
-            && config.authorization_mode.first() == Some(&authz::Mode::AlwaysAllow));
+    let chain::Chain {
+        authenticator,
+        gate,
+        open,
+    } = chain::build(&config, stores, &guard, stop.clone()).map_err(RunError::Tls)?;
     // With tokens or anonymous requests, a client certificate is optional at the handshake:
     // a client may present either, or nothing (upstream's serving options).
     let grpc_tls = ServerTlsArgs {

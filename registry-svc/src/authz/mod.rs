@@ -6,7 +6,7 @@
 //! of the server before the request reaches the catalog or a Store: REST from its path
 //! (`rest::attributes`), the generic gRPC API from its request, the typed gRPC services from
 //! their request and object. A request's [`Caller`] carries its user and the gate, in
-//! `store::Ctx`; a Ctx becomes *authorized* only through [`Caller::authorize`], and
+//! `store::Ctx`; a Ctx becomes *authorized* only through `Ctx::authorize`, and
 //! `Store::request` (which every client call of a Store goes through) refuses a Ctx that is
 //! not, so an entrance that forgets to ask is a 500 in every test, never an open door.
 //!
