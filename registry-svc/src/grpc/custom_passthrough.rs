@@ -62,8 +62,7 @@ impl tower::Service<tonic::Request<ListCustomObjectsRequest>> for ListCall {
             let version = kind.version(&v)?;
             let store = &version.store;
             let name = crate::authz::selected_name(r.options.as_ref());
-            ctx.authorize(&store.attributes(Verb::List, &r.namespace, &name))
-                .map_err(|e| store.refused_with(Verb::List, &r.namespace, e))?;
+            store.authorize(&mut ctx, Verb::List, &r.namespace, &name)?;
             let api_version = format!("{}/{v}", kind.group);
             let list = async {
                 let (meta, items) = store

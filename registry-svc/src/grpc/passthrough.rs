@@ -192,8 +192,7 @@ impl<R: Resource> tower::Service<tonic::Request<R::ListRequest>> for ListCall<R>
             let mut ctx = crate::grpc::service::ctx(&md, &ext)?;
             let (namespace, options) = R::list_parts(r);
             let name = crate::authz::selected_name(options.as_ref());
-            ctx.authorize(&store.attributes(Verb::List, &namespace, &name))
-                .map_err(|e| store.refused_with(Verb::List, &namespace, e))?;
+            store.authorize(&mut ctx, Verb::List, &namespace, &name)?;
             let list = async {
                 let (meta, items) = store.list_encoded(ctx.clone(), &namespace, options).await?;
                 let items = items
@@ -233,8 +232,7 @@ impl<R: Resource> tower::Service<tonic::Request<R::WatchRequest>> for WatchCall<
             let mut ctx = crate::grpc::service::ctx(&md, &ext)?;
             let (namespace, options) = R::watch_parts(r);
             let name = crate::authz::selected_name(options.as_ref());
-            ctx.authorize(&store.attributes(Verb::Watch, &namespace, &name))
-                .map_err(|e| store.refused_with(Verb::Watch, &namespace, e))?;
+            store.authorize(&mut ctx, Verb::Watch, &namespace, &name)?;
             let events = store
                 .request(
                     &ctx,

@@ -80,8 +80,7 @@ impl<R: Resource> ResourceService<R> {
         } else {
             &namespace
         };
-        ctx.authorize(&store.attributes(verb, ns, name))
-            .map_err(|e| store.refused_with(verb, &namespace, e))?;
+        store.authorize(&mut ctx, verb, ns, name)?;
         let obj = required(obj, field)?;
         type Fut<'a, R> =
             std::pin::Pin<Box<dyn std::future::Future<Output = Result<R, ApiError>> + Send + 'a>>;
@@ -94,20 +93,6 @@ impl<R: Resource> ResourceService<R> {
         Ok(tonic::Response::new(
             store.request(&ctx, verb, &namespace, dry_run, fut).await?,
         ))
-    }
-
-    /// `ctx` authorized for `verb` in `namespace` on `name`, or the refusal (counted).
-    fn authorized(
-        &self,
-        mut ctx: Ctx,
-        verb: crate::metrics::Verb,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Ctx, ApiError> {
-        let s = &self.store;
-        ctx.authorize(&s.attributes(verb, namespace, name))
-            .map_err(|e| s.refused_with(verb, namespace, e))?;
-        Ok(ctx)
     }
 }
 
@@ -122,10 +107,15 @@ pub type Watched<R> = std::pin::Pin<
 
 impl<R: Resource> ResourceService<R> {
     /// Get, with the request metrics.
-    pub async fn get_one(&self, ctx: Ctx, namespace: &str, name: &str) -> Result<R, tonic::Status> {
+    pub async fn get_one(
+        &self,
+        mut ctx: Ctx,
+        namespace: &str,
+        name: &str,
+    ) -> Result<R, tonic::Status> {
         use crate::metrics::Verb;
         let s = &self.store;
-        let ctx = self.authorized(ctx, Verb::Get, namespace, name)?;
+        s.authorize(&mut ctx, Verb::Get, namespace, name)?;
         Ok(s.request(
             &ctx,
             Verb::Get,
@@ -139,7 +129,7 @@ impl<R: Resource> ResourceService<R> {
     /// Delete: the object's last state and whether it is gone.
     pub async fn delete_one(
         &self,
-        ctx: Ctx,
+        mut ctx: Ctx,
         namespace: &str,
         name: &str,
         options: Option<kubestore_proto::meta::v1::DeleteOptions>,
@@ -147,7 +137,7 @@ impl<R: Resource> ResourceService<R> {
         use crate::metrics::Verb;
         let s = &self.store;
         let dry_run = options.as_ref().is_some_and(|o| o.dry_run);
-        let ctx = self.authorized(ctx, Verb::Delete, namespace, name)?;
+        s.authorize(&mut ctx, Verb::Delete, namespace, name)?;
         Ok(s.request(
             &ctx,
             Verb::Delete,
@@ -161,14 +151,14 @@ impl<R: Resource> ResourceService<R> {
     /// List: one page.
     pub async fn list_page(
         &self,
-        ctx: Ctx,
+        mut ctx: Ctx,
         namespace: &str,
         options: Option<kubestore_proto::meta::v1::ListOptions>,
     ) -> Result<(kubestore_proto::meta::v1::ListMeta, Vec<R>), tonic::Status> {
         use crate::metrics::Verb;
         let s = &self.store;
         let name = crate::authz::selected_name(options.as_ref());
-        let ctx = self.authorized(ctx, Verb::List, namespace, &name)?;
+        s.authorize(&mut ctx, Verb::List, namespace, &name)?;
         Ok(s.request(
             &ctx,
             Verb::List,
@@ -182,7 +172,7 @@ impl<R: Resource> ResourceService<R> {
     /// Watch, counted as open (`apiserver_longrunning_requests`) while its stream lives.
     pub async fn watch_events(
         &self,
-        ctx: Ctx,
+        mut ctx: Ctx,
         namespace: &str,
         options: Option<kubestore_proto::meta::v1::ListOptions>,
     ) -> Result<Watched<R>, tonic::Status> {
@@ -190,7 +180,7 @@ impl<R: Resource> ResourceService<R> {
         use tokio_stream::StreamExt;
         let s = &self.store;
         let name = crate::authz::selected_name(options.as_ref());
-        let ctx = self.authorized(ctx, Verb::Watch, namespace, &name)?;
+        s.authorize(&mut ctx, Verb::Watch, namespace, &name)?;
         let events = s
             .request(
                 &ctx,
@@ -210,7 +200,7 @@ impl<R: Resource> ResourceService<R> {
     /// DeleteCollection (`ctx` with its longer deadline: [`ctx_within`]).
     pub async fn delete_all(
         &self,
-        ctx: Ctx,
+        mut ctx: Ctx,
         namespace: &str,
         list_options: Option<kubestore_proto::meta::v1::ListOptions>,
         options: Option<kubestore_proto::meta::v1::DeleteOptions>,
@@ -218,7 +208,7 @@ impl<R: Resource> ResourceService<R> {
         use crate::metrics::Verb;
         let s = &self.store;
         let dry_run = options.as_ref().is_some_and(|o| o.dry_run);
-        let ctx = self.authorized(ctx, Verb::DeleteCollection, namespace, "")?;
+        s.authorize(&mut ctx, Verb::DeleteCollection, namespace, "")?;
         Ok(s.request(
             &ctx,
             Verb::DeleteCollection,

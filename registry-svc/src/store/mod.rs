@@ -270,15 +270,18 @@ impl<R: Resource> Store<R> {
         );
     }
 
-    /// [`Store::refused`], giving the error back.
-    pub fn refused_with(
+    /// Asks the gate whether `ctx`'s caller may run `verb` on this kind in `namespace`, naming
+    /// `name` ([`Store::attributes`]); a refusal is counted in the request metrics. The typed
+    /// gRPC services and the List/Watch pass-throughs enter here.
+    pub fn authorize(
         &self,
+        ctx: &mut Ctx,
         verb: crate::metrics::Verb,
         namespace: &str,
-        error: ApiError,
-    ) -> ApiError {
-        self.refused(verb, namespace, &error);
-        error
+        name: &str,
+    ) -> Result<(), ApiError> {
+        ctx.authorize(&self.attributes(verb, namespace, name))
+            .inspect_err(|e| self.refused(verb, namespace, e))
     }
 
     /// Counts a watch in `namespace` as open until the guard is dropped (keep it with the
