@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod namespace;
 pub mod namespace_status;
 pub mod ratelimit;
+pub mod serviceaccounts;
 
 use kubestore_telemetry::GrpcTraceService;
 use tonic::transport::Channel;

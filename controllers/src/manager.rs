@@ -106,7 +106,8 @@ pub async fn run(
         async move {
             tokio::join!(
                 gc::run(ch.clone(), gc_config, metrics, lost.clone()),
-                crate::namespace::run(ch, lost),
+                crate::namespace::run(ch.clone(), lost.clone()),
+                crate::serviceaccounts::run(ch, lost),
             );
         }
     })

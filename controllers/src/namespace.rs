@@ -32,13 +32,13 @@ pub const FINALIZER: &str = "kubernetes";
 /// How soon a namespace whose content is still going is looked at again.
 pub const RECHECK: Duration = Duration::from_secs(2);
 
-fn request<T>(message: T) -> Request<T> {
+pub(crate) fn request<T>(message: T) -> Request<T> {
     let mut r = Request::new(message);
     r.set_timeout(CALL_TIMEOUT);
     r
 }
 
-fn namespaces() -> ResourceRef {
+pub(crate) fn namespaces() -> ResourceRef {
     ResourceRef {
         group: String::new(),
         version: "v1".into(),
@@ -46,10 +46,11 @@ fn namespaces() -> ResourceRef {
     }
 }
 
-/// The namespaces, whole (spec.finalizers and status matter), as an informer's source.
-struct Namespaces(Ch);
+/// Objects of one resource, whole (a namespace's spec.finalizers and status matter), as an
+/// informer's source.
+pub(crate) struct Objects(pub(crate) Ch, pub(crate) ResourceRef);
 
-impl Source for Namespaces {
+impl Source for Objects {
     type Item = Value;
     fn resource_version(item: &Value) -> String {
         item.pointer("/metadata/resourceVersion")
@@ -60,7 +61,7 @@ impl Source for Namespaces {
     async fn list(&self, options: ListOptions) -> Result<(Vec<Value>, ListMeta), Status> {
         let list = ResourcesClient::new(self.0.clone())
             .list(request(ListRequest {
-                resource: Some(namespaces()),
+                resource: Some(self.1.clone()),
                 namespace: String::new(),
                 options: Some(options),
                 output: Output::Object as i32,
@@ -77,7 +78,7 @@ impl Source for Namespaces {
     async fn watch(&self, options: ListOptions) -> Result<Events<Value>, Status> {
         let stream = ResourcesClient::new(self.0.clone())
             .watch(WatchRequest {
-                resource: Some(namespaces()),
+                resource: Some(self.1.clone()),
                 namespace: String::new(),
                 options: Some(options),
                 output: Output::Object as i32,
@@ -106,7 +107,7 @@ fn terminating(ns: &Value) -> bool {
             .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(FINALIZER)))
 }
 
-fn name(ns: &Value) -> String {
+pub(crate) fn name(ns: &Value) -> String {
     ns.pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -116,7 +117,11 @@ fn name(ns: &Value) -> String {
 /// Runs the controller until `stop` is raised.
 pub async fn run(ch: Ch, mut stop: watch::Receiver<bool>) {
     let (tx, mut rx) = mpsc::channel(256);
-    tokio::spawn(informer::run(Namespaces(ch.clone()), tx, stop.clone()));
+    tokio::spawn(informer::run(
+        Objects(ch.clone(), namespaces()),
+        tx,
+        stop.clone(),
+    ));
     let (queue_tx, mut queue) = mpsc::channel::<String>(1024);
     let mut queued: HashSet<String> = HashSet::new();
     loop {

@@ -1,7 +1,7 @@
 //! The request chain's configuration, built once at start from the flags: who a request is
-//! (`authn`: the token file, anonymous requests) and what it may do (`authz`: the gate of
-//! `--authorization-mode`, with the RBAC authorizer started when asked for), and whether a
-//! request without credentials is the local administrator. Both transports take the same
+//! (`authn`: the token file, ServiceAccount tokens, anonymous requests) and what it may do
+//! (`authz`: the gate of `--authorization-mode`, with the RBAC authorizer started when asked
+//! for), and whether a request without credentials is the local administrator. Both transports take the same
 //! [`Chain`].
 
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::{
     Config, authn,
     authz::{self, Mode},
-    rbac,
+    rbac, serviceaccount,
 };
 
 /// What the transports authenticate and authorize with.
@@ -23,13 +23,17 @@ pub struct Chain {
     /// token file) under `AlwaysAllow`, as every request was before authentication existed.
     /// Under another mode such a request is anonymous (or refused), never an administrator.
     pub open: bool,
+    /// Issues ServiceAccount tokens (TokenRequest), with `--service-account-signing-key-file`.
+    pub token_issuer: Option<Arc<serviceaccount::TokenIssuer>>,
 }
 
 /// The chain of `config`; RBAC (when a mode) follows `stores` until `stop`, and `guard` learns
-/// of it for the escalation checks. An error names the flag.
+/// of it for the escalation checks; ServiceAccount tokens read accounts through `accounts`. An
+/// error names the flag.
 pub fn build(
     config: &Config,
     stores: rbac::Stores,
+    accounts: serviceaccount::Getter,
     guard: &rbac::escalation::Guard,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Chain, String> {
@@ -41,7 +45,9 @@ pub fn build(
             "--anonymous-auth is not allowed with the AlwaysAllow authorizer: anonymous requests are refused"
         );
     }
+    let tokens = config.service_accounts.build(accounts)?;
     let authenticator = Arc::new(authn::Authenticator {
+        service_accounts: tokens.as_ref().map(|t| t.authenticator.clone()),
         tokens: config
             .token_auth_file
             .as_deref()
@@ -49,9 +55,9 @@ pub fn build(
             .transpose()?,
         anonymous: config.anonymous_auth && !always_allow,
     });
-    if authenticator.tokens.is_some() && !config.tls.enabled() {
+    if authenticator.takes_tokens() && !config.tls.enabled() {
         tracing::warn!(
-            "--token-auth-file without TLS: tokens travel in cleartext, and a request without \
+            "tokens without TLS: tokens travel in cleartext, and a request without \
              one is the local administrator (system:unsecured); serve TLS to make tokens a gate"
         );
     }
@@ -66,11 +72,12 @@ pub fn build(
     let gate = Arc::new(authz::Gate::new(&config.authorization_mode, rbac)?);
     let open = !config.tls.enabled()
         || (config.tls.client_ca_file.is_none()
-            && authenticator.tokens.is_none()
+            && !authenticator.takes_tokens()
             && config.authorization_mode.first() == Some(&Mode::AlwaysAllow));
     Ok(Chain {
         authenticator,
         gate,
         open,
+        token_issuer: tokens.and_then(|t| t.issuer),
     })
 }

@@ -42,6 +42,7 @@ pub mod authn;
 pub mod authz;
 pub mod catalog;
 pub mod chain;
+pub mod config;
 pub mod custom;
 pub mod error;
 pub mod follow;
@@ -59,6 +60,7 @@ pub mod relay;
 pub mod resource;
 pub mod rest;
 pub mod selectors;
+pub mod serviceaccount;
 pub mod shared_watch;
 pub mod storage;
 pub mod store;
@@ -66,7 +68,9 @@ pub mod strategy;
 pub mod validation;
 pub mod violations;
 
-use std::{future::Future, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+pub use config::Config;
+
+use std::{future::Future, sync::Arc, time::Duration};
 
 use kubestore_proto::apiextensions::v1::{
     custom_objects_server::CustomObjectsServer,
@@ -94,8 +98,9 @@ use kubestore_proto::core::v1::{
     UpdateSecretRequest, WatchSecretsRequest, secrets_server::SecretsServer,
 };
 use kubestore_proto::core::v1::{
-    DeleteNamespaceResponse, NamespaceList, NamespaceWatchEvent,
-    namespaces_server::NamespacesServer,
+    DeleteNamespaceResponse, DeleteServiceAccountResponse, NamespaceList, NamespaceWatchEvent,
+    ServiceAccountList, ServiceAccountWatchEvent, namespaces_server::NamespacesServer,
+    service_accounts_server::ServiceAccountsServer,
 };
 use kubestore_proto::limits::REGISTRY_MAX_MESSAGE_BYTES;
 use kubestore_proto::rbac::v1::{
@@ -104,10 +109,9 @@ use kubestore_proto::rbac::v1::{
     roles_server::RolesServer,
 };
 use kubestore_telemetry::{
-    LogFormat, Metrics,
-    deadline::parse_duration,
+    Metrics,
     serving::{self, Serving},
-    tls::{ClientTlsFiles, ServerTlsArgs, check_scheme},
+    tls::{ServerTlsArgs, check_scheme},
 };
 use tokio::net::TcpListener;
 use tonic_health::{
@@ -123,6 +127,7 @@ use crate::{
     kinds::{
         configmap::ConfigMapStrategy, event::EventStrategy, lease::LeaseStrategy,
         namespace::NamespaceStrategy, pod::PodStrategy, secret::SecretStrategy,
+        service_account::ServiceAccountStrategy,
     },
     storage::StorageClient,
     store::Store,
@@ -191,6 +196,22 @@ grpc_service!(
 );
 
 grpc_service!(
+    kubestore_proto::core::v1::service_accounts_server::ServiceAccounts,
+    kubestore_proto::core::v1::ServiceAccount,
+    service_account,
+    kubestore_proto::core::v1::CreateServiceAccountRequest,
+    kubestore_proto::core::v1::GetServiceAccountRequest,
+    kubestore_proto::core::v1::UpdateServiceAccountRequest,
+    kubestore_proto::core::v1::DeleteServiceAccountRequest,
+    DeleteServiceAccountResponse,
+    kubestore_proto::core::v1::ListServiceAccountsRequest,
+    ServiceAccountList,
+    kubestore_proto::core::v1::WatchServiceAccountsRequest,
+    ServiceAccountWatchEvent,
+    kubestore_proto::core::v1::DeleteCollectionServiceAccountsRequest
+);
+
+grpc_service!(
     kubestore_proto::core::v1::namespaces_server::Namespaces,
     kubestore_proto::core::v1::Namespace,
     namespace_object,
@@ -223,149 +244,6 @@ grpc_service!(
     LeaseWatchEvent,
     DeleteCollectionLeasesRequest
 );
-
-/// Command-line and environment configuration (CLI > env > defaults).
-#[derive(clap::Args, Clone, Debug)]
-pub struct Config {
-    /// Address of the gRPC server (also where `healthcheck` looks, given before or after it).
-    #[arg(
-        long,
-        global = true,
-        env = "REGISTRY_LISTEN_ADDR",
-        default_value = "127.0.0.1:50052",
-        value_parser = kubestore_telemetry::deadline::parse_socket_addr
-    )]
-    pub listen_addr: SocketAddr,
-    /// URL of storage-svc, or of several replicas, comma-separated: calls are spread over the
-    /// replicas that answer.
-    #[arg(long, env = "STORAGE_ADDR", default_value = "http://127.0.0.1:50051")]
-    pub storage_addr: String,
-    /// How long Events live before etcd expires them (e.g. 1h, 90m, 30s).
-    #[arg(long, env = "EVENT_TTL", default_value = "1h", value_parser = parse_duration)]
-    pub event_ttl: Duration,
-    /// Calls that may run at once (kube-apiserver's `--max-requests-inflight`); more are
-    /// refused with RESOURCE_EXHAUSTED and a retry hint (watches, health and reflection are not
-    /// counted); 0 = no limit.
-    #[arg(long, env = "REGISTRY_MAX_REQUESTS_INFLIGHT", default_value_t = 400)]
-    pub max_requests_inflight: usize,
-    /// On SIGTERM: how long calls already running may take to finish before the server exits
-    /// anyway (watches end at once with UNAVAILABLE).
-    #[arg(long, env = "REGISTRY_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
-    pub shutdown_timeout: Duration,
-    /// How often `apiserver_storage_objects` counts each resource's objects (upstream: 1m).
-    #[arg(long, env = "REGISTRY_STORAGE_OBJECTS_PERIOD", default_value = "1m", value_parser = parse_duration)]
-    pub storage_objects_period: Duration,
-    /// Address of the Prometheus `/metrics` endpoint; unset: no endpoint.
-    #[arg(long, env = "REGISTRY_METRICS_ADDR", value_parser = kubestore_telemetry::deadline::parse_socket_addr)]
-    pub metrics_addr: Option<SocketAddr>,
-    /// Address of Kubernetes' REST API (kubectl, client-go, the Python client): plain HTTP/1.1,
-    /// or HTTPS (HTTP/1.1 and h2) with the service's TLS flags; unset: not served.
-    #[arg(long, env = "KUBE_API_ADDR", value_parser = kubestore_telemetry::deadline::parse_socket_addr)]
-    pub kube_api_addr: Option<SocketAddr>,
-    /// Connections one client address may hold open to the REST API (0: no bound but half the
-    /// process's descriptors, which bounds every client together): one client once held 20,000
-    /// and no other client was served.
-    #[arg(
-        long,
-        env = "KUBE_API_MAX_CONNECTIONS_PER_CLIENT",
-        default_value_t = 1000
-    )]
-    pub kube_api_max_connections_per_client: usize,
-    /// How long a REST connection with no request in flight may stay silent before it is shut
-    /// down (upstream's `IdleTimeout`, 90 s).
-    #[arg(long, env = "KUBE_API_IDLE_TIMEOUT", default_value = "90s", value_parser = parse_duration)]
-    pub kube_api_idle_timeout: Duration,
-    /// Static bearer tokens of the REST API and gRPC (kube-apiserver's `--token-auth-file`): a
-    /// CSV of `token,user,uid[,"group1,group2"]`, read at start. Over TLS every request must
-    /// then authenticate, with a token or a client certificate (now optional). Without TLS a
-    /// wrong token is refused, but a request without one is still the local administrator (the
-    /// plain ports' development mode): tokens protect nothing there.
-    #[arg(long, env = "TOKEN_AUTH_FILE")]
-    pub token_auth_file: Option<PathBuf>,
-    /// Who may do what (kube-apiserver's `--authorization-mode`): a comma-separated list of
-    /// `AlwaysAllow` (every request is allowed: the default), `AlwaysDeny`, `RBAC`, asked in
-    /// order; the first to allow or deny decides, and `system:masters` is always allowed.
-    #[arg(
-        long,
-        env = "AUTHORIZATION_MODE",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "AlwaysAllow"
-    )]
-    pub authorization_mode: Vec<authz::Mode>,
-    /// Whether a request with no credentials over TLS is `system:anonymous` in
-    /// `system:unauthenticated` (kube-apiserver's `--anonymous-auth`, default true); a request
-    /// with a bad credential is always 401. Off under `AlwaysAllow`, as upstream turns it off.
-    #[arg(
-        long,
-        env = "ANONYMOUS_AUTH",
-        default_value_t = true,
-        action = clap::ArgAction::Set
-    )]
-    pub anonymous_auth: bool,
-    /// Log line format.
-    #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
-    pub log_format: LogFormat,
-    /// TLS of the gRPC server (`--tls-cert-file`, `--tls-private-key-file`, `--client-ca-file`).
-    #[command(flatten)]
-    pub tls: ServerTlsArgs,
-    /// CA bundle (PEM) that signs storage-svc's certificate (--storage-addr is then https://).
-    #[arg(long, env = "STORAGE_CA_FILE")]
-    pub storage_ca_file: Option<PathBuf>,
-    /// Client certificate (PEM) presented to storage-svc (for its --client-ca-file and
-    /// --allowed-client-names).
-    #[arg(long, env = "STORAGE_CERT_FILE")]
-    pub storage_cert_file: Option<PathBuf>,
-    /// The client certificate's key (PEM).
-    #[arg(long, env = "STORAGE_KEY_FILE")]
-    pub storage_key_file: Option<PathBuf>,
-}
-
-impl Config {
-    /// The TLS files of the storage-svc hop.
-    pub fn storage_tls(&self) -> ClientTlsFiles {
-        ClientTlsFiles {
-            ca: self
-                .storage_ca_file
-                .clone()
-                .map(|p| ("--storage-ca-file", p)),
-            cert: self
-                .storage_cert_file
-                .clone()
-                .map(|p| ("--storage-cert-file", p)),
-            key: self
-                .storage_key_file
-                .clone()
-                .map(|p| ("--storage-key-file", p)),
-            pair_flags: ("--storage-cert-file", "--storage-key-file"),
-        }
-    }
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            listen_addr: ([127, 0, 0, 1], 50052).into(),
-            storage_addr: "http://127.0.0.1:50051".into(),
-            event_ttl: Duration::from_secs(3600),
-            max_requests_inflight: 400,
-            shutdown_timeout: Duration::from_secs(30),
-            storage_objects_period: Duration::from_secs(60),
-            metrics_addr: None,
-            kube_api_addr: None,
-            kube_api_max_connections_per_client: 1000,
-            kube_api_idle_timeout: rest::conn::IDLE_TIMEOUT,
-            token_auth_file: None,
-            authorization_mode: vec![authz::Mode::AlwaysAllow],
-            anonymous_auth: true,
-            log_format: LogFormat::Text,
-            tls: ServerTlsArgs::default(),
-            storage_ca_file: None,
-            storage_cert_file: None,
-            storage_key_file: None,
-        }
-    }
-}
 
 /// Errors that stop the service.
 #[derive(Debug, thiserror::Error)]
@@ -552,6 +430,7 @@ pub async fn run_with_listeners(
     );
     let secrets = builtin.kind(Store::new(storage.clone(), SecretStrategy));
     let leases = builtin.kind(Store::new(storage.clone(), LeaseStrategy));
+    let service_accounts = builtin.kind(Store::new(storage.clone(), ServiceAccountStrategy));
     let namespaces = builtin.kind(Store::new(storage.clone(), NamespaceStrategy));
     let definitions = builtin.kind(custom.definitions.clone());
     // The RBAC kinds check escalation with the RBAC authorizer, started below.
@@ -594,15 +473,21 @@ pub async fn run_with_listeners(
         role_bindings: role_bindings.clone(),
         cluster_role_bindings: cluster_role_bindings.clone(),
     };
+    let accounts = serviceaccount::Getter {
+        service_accounts: service_accounts.clone(),
+        pods: pods.clone(),
+        secrets: secrets.clone(),
+    };
     let chain::Chain {
         authenticator,
         gate,
         open,
-    } = chain::build(&config, stores, &guard, stop.clone()).map_err(RunError::Tls)?;
+        token_issuer,
+    } = chain::build(&config, stores, accounts, &guard, stop.clone()).map_err(RunError::Tls)?;
     // With tokens or anonymous requests, a client certificate is optional at the handshake:
     // a client may present either, or nothing (upstream's serving options).
     let grpc_tls = ServerTlsArgs {
-        client_auth_optional: authenticator.tokens.is_some() || authenticator.anonymous,
+        client_auth_optional: authenticator.takes_tokens() || authenticator.anonymous,
         ..config.tls.clone()
     };
     let server = serving
@@ -628,6 +513,7 @@ pub async fn run_with_listeners(
         .add_service(serve!(EventsServer, events))
         .add_service(serve!(SecretsServer, secrets))
         .add_service(serve!(LeasesServer, leases))
+        .add_service(serve!(ServiceAccountsServer, service_accounts.clone()))
         .add_service(serve!(NamespacesServer, namespaces.clone()))
         .add_service(serve!(RolesServer, roles))
         .add_service(serve!(ClusterRolesServer, cluster_roles))
@@ -661,6 +547,7 @@ pub async fn run_with_listeners(
                 authn: authenticator.clone(),
                 gate: gate.clone(),
                 open,
+                token_issuer,
                 openapi: rest::openapi::OpenApi::new(codec.clone()),
                 max_connections_per_client: config.kube_api_max_connections_per_client,
                 idle_timeout: config.kube_api_idle_timeout,

@@ -157,6 +157,14 @@ resource!(
     group = "rbac.authorization.k8s.io"
 );
 resource!(
+    kubestore_proto::core::v1::ServiceAccount,
+    "ServiceAccount",
+    "serviceaccounts",
+    kubestore_proto::core::v1::ListServiceAccountsRequest,
+    kubestore_proto::core::v1::WatchServiceAccountsRequest,
+    short = ["sa"]
+);
+resource!(
     Secret,
     "Secret",
     "secrets",
@@ -178,6 +186,7 @@ pub const BUILT_IN_NAMES: &[(&str, &str, &[&str])] = &[
         &[],
     ),
     (Secret::KIND, Secret::RESOURCE, &[]),
+    ("ServiceAccount", "serviceaccounts", &["sa"]),
     ("Role", "roles", &[]),
     ("ClusterRole", "clusterroles", &[]),
     ("RoleBinding", "rolebindings", &[]),

@@ -2,8 +2,10 @@
 //! union, `apiserver/pkg/authentication`). A request's credentials give a [`UserInfo`]:
 //!
 //! 1. a verified client certificate (CN the user, each O a group: the `x509` authenticator);
-//! 2. else a bearer token of `--token-auth-file` ([`token_file`]); a token the file does not
-//!    hold is `401 Unauthorized`, never anonymous;
+//! 2. else a bearer token of `--token-auth-file` ([`token_file`]), or a ServiceAccount token
+//!    (`crate::serviceaccount`, with `--service-account-key-file`); a token neither accepts is
+//!    `401 Unauthorized`, never anonymous (and a token whose account cannot be read now is
+//!    `503`: the server's fault, not the caller's);
 //! 3. else, on plain HTTP (no TLS flags: the local-development mode, like kube-apiserver's old
 //!    insecure port), the fixed local administrator [`UNSECURED_USER`] in `system:masters`;
 //! 4. else, with `--anonymous-auth` (upstream's default; off under `AlwaysAllow`, as upstream's
@@ -114,33 +116,64 @@ pub struct Credentials<'a> {
     pub plain: bool,
 }
 
-/// Why a request is not authenticated: upstream answers every such request `401` with
-/// `Unauthorized`, and logs the reason only.
+/// Why a request is not authenticated.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unauthorized(pub &'static str);
+pub enum Failure {
+    /// Upstream answers every such request `401` with `Unauthorized`, and logs the reason only.
+    Unauthorized(&'static str),
+    /// The credential could not be checked now (a ServiceAccount token's account could not be
+    /// read): `503`, the server's fault.
+    Unavailable(String),
+}
+
+impl Failure {
+    /// The error a transport answers.
+    pub fn to_error(&self) -> Option<crate::error::ApiError> {
+        match self {
+            Failure::Unauthorized(_) => None,
+            Failure::Unavailable(m) => Some(crate::error::ApiError::Unavailable {
+                reason: "ServiceUnavailable",
+                message: m.clone(),
+            }),
+        }
+    }
+}
 
 /// The authenticator union.
 #[derive(Debug, Default)]
 pub struct Authenticator {
     /// `--token-auth-file`.
     pub tokens: Option<TokenFile>,
+    /// ServiceAccount tokens (`--service-account-key-file`).
+    pub service_accounts: Option<std::sync::Arc<crate::serviceaccount::TokenAuthenticator>>,
     /// `--anonymous-auth`, as it applies (off under AlwaysAllow).
     pub anonymous: bool,
 }
 
 impl Authenticator {
+    /// Whether a bearer token can authenticate here.
+    pub fn takes_tokens(&self) -> bool {
+        self.tokens.is_some() || self.service_accounts.is_some()
+    }
+
     /// Who presents `credentials`.
-    pub fn authenticate(&self, credentials: Credentials<'_>) -> Result<UserInfo, Unauthorized> {
+    pub async fn authenticate(&self, credentials: Credentials<'_>) -> Result<UserInfo, Failure> {
         if let Some(user) = credentials.certificate {
             return Ok(user.clone().authenticated());
         }
         if let Some(token) = credentials.bearer
-            && let Some(tokens) = &self.tokens
+            && self.takes_tokens()
         {
-            return tokens
-                .user(token)
-                .map(|u| u.clone().authenticated())
-                .ok_or(Unauthorized("invalid bearer token"));
+            // Upstream's order: the token file, then ServiceAccount JWTs.
+            if let Some(user) = self.tokens.as_ref().and_then(|t| t.user(token)) {
+                return Ok(user.clone().authenticated());
+            }
+            if let Some(service_accounts) = &self.service_accounts
+                && let Some(result) = service_accounts.authenticate(token).await
+            {
+                return result.map(UserInfo::authenticated);
+            }
+            return Err(Failure::Unauthorized("invalid bearer token"));
         }
         if credentials.plain {
             return Ok(UserInfo::unsecured());
@@ -152,7 +185,7 @@ impl Authenticator {
                 ..Default::default()
             });
         }
-        Err(Unauthorized("no credentials"))
+        Err(Failure::Unauthorized("no credentials"))
     }
 }
 
@@ -209,19 +242,26 @@ mod tests {
                 TokenFile::parse("secret,alice,1001,\"dev,ops\"\n", "tokens.csv")
                     .expect("a valid file"),
             ),
+            service_accounts: None,
             anonymous: false,
         }
+    }
+
+    /// The authenticator's answer, now (nothing here waits).
+    fn now<T>(f: impl std::future::Future<Output = T>) -> T {
+        futures_util::FutureExt::now_or_never(f).expect("no wait")
     }
 
     #[test]
     fn certificates_then_tokens_then_plain_http() {
         let a = authenticator();
+        let a = &a;
         let cert = UserInfo {
             name: "bob".into(),
             groups: vec!["team".into()],
             ..Default::default()
         };
-        let who = |c: Credentials<'_>| a.authenticate(c).map(|u| (u.name, u.groups));
+        let who = |c: Credentials<'_>| now(a.authenticate(c)).map(|u| (u.name, u.groups));
         assert_eq!(
             who(Credentials {
                 certificate: Some(&cert),
@@ -245,12 +285,12 @@ mod tests {
             ))
         );
         assert_eq!(
-            a.authenticate(Credentials {
+            now(a.authenticate(Credentials {
                 bearer: Some("guess"),
                 plain: true,
                 ..Default::default()
-            }),
-            Err(Unauthorized("invalid bearer token")),
+            })),
+            Err(Failure::Unauthorized("invalid bearer token")),
             "a bad token is refused, even on plain HTTP"
         );
         assert_eq!(
@@ -264,8 +304,8 @@ mod tests {
             ))
         );
         assert_eq!(
-            a.authenticate(Credentials::default()),
-            Err(Unauthorized("no credentials"))
+            now(a.authenticate(Credentials::default())),
+            Err(Failure::Unauthorized("no credentials"))
         );
         // Anonymous requests, where allowed: no credentials, never a bad token.
         let open = Authenticator {
@@ -273,24 +313,23 @@ mod tests {
             ..authenticator()
         };
         assert_eq!(
-            open.authenticate(Credentials::default())
-                .map(|u| (u.name, u.groups)),
+            now(open.authenticate(Credentials::default())).map(|u| (u.name, u.groups)),
             Ok((ANONYMOUS.into(), vec![SYSTEM_UNAUTHENTICATED.into()]))
         );
         assert_eq!(
-            open.authenticate(Credentials {
+            now(open.authenticate(Credentials {
                 bearer: Some("guess"),
                 ..Default::default()
-            }),
-            Err(Unauthorized("invalid bearer token"))
+            })),
+            Err(Failure::Unauthorized("invalid bearer token"))
         );
         // Without a token file, a bearer token is nobody's: TLS without a certificate is 401.
         assert_eq!(
-            Authenticator::default().authenticate(Credentials {
+            now(Authenticator::default().authenticate(Credentials {
                 bearer: Some("secret"),
                 ..Default::default()
-            }),
-            Err(Unauthorized("no credentials"))
+            })),
+            Err(Failure::Unauthorized("no credentials"))
         );
     }
 

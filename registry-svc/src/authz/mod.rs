@@ -313,8 +313,9 @@ impl Gate {
         {
             return Err(ApiError::Unavailable {
                 reason: "ServiceUnavailable",
-                message: "authorization is not ready yet: the RBAC roles and bindings are still                           loading"
-                    .into(),
+                message:
+                    "authorization is not ready yet: the RBAC roles and bindings are still loading"
+                        .into(),
             });
         }
         match self.decide(user, attrs) {

@@ -1,6 +1,6 @@
 //! Authentication of gRPC calls, as the REST API authenticates its requests (`crate::authn`):
-//! a verified client certificate, else a bearer token of `--token-auth-file` in the call's
-//! `authorization` metadata (`Bearer <token>`, as grpcurl's `-H` and every gRPC client send
+//! a verified client certificate, else a bearer token (of `--token-auth-file`, or a
+//! ServiceAccount's) in the call's `authorization` metadata (`Bearer <token>`, as grpcurl's `-H` and every gRPC client send
 //! it). A call that presents neither, or a token the file does not hold, ends with
 //! UNAUTHENTICATED (`Unauthorized`, reason `Unauthorized` in its ErrorInfo) before it reaches a
 //! service; over plain gRPC (no TLS, the local-development mode), or TLS with nothing to
@@ -80,8 +80,9 @@ type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
 
 impl<S, B> tower::Service<http::Request<B>> for Identify<S>
 where
-    S: tower::Service<http::Request<B>, Response = http::Response<Body>>,
+    S: tower::Service<http::Request<B>, Response = http::Response<Body>> + Clone + Send + 'static,
     S::Future: Send + 'static,
+    B: Send + 'static,
 {
     type Response = http::Response<Body>;
     type Error = S::Error;
@@ -91,8 +92,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let authn = &self.layer.authn;
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         if request.uri().path().starts_with("/grpc.health.v1.Health/") {
             return Box::pin(self.inner.call(request));
         }
@@ -102,48 +102,59 @@ where
             .get::<TlsConnectInfo<TcpConnectInfo>>()
             .and_then(TlsConnectInfo::peer_certs)
             .and_then(|chain| chain.first().and_then(|leaf| certificate_user(leaf)));
-        let who = authn.authenticate(Credentials {
-            certificate: certificate.as_ref(),
-            bearer: request
-                .headers()
-                .get(http::header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(crate::authn::bearer),
-            plain: self.layer.open,
-        });
-        match who {
-            Ok(user) => {
-                // Gone once used, as upstream's filter deletes it: nothing after this layer
-                // can pass the secret on.
-                let mut request = request;
-                request.headers_mut().remove(http::header::AUTHORIZATION);
-                // Impersonation, by metadata of the REST API's header names.
-                let user = match crate::authn::impersonation::impersonate(
-                    user,
-                    request.headers_mut(),
-                    &self.layer.gate,
-                ) {
-                    Ok(user) => user,
-                    Err(e) => {
-                        let status = Status::from(e);
-                        return Box::pin(async move { Ok(status.into_http()) });
+        // Gone once read, as upstream's filter deletes it: nothing after this layer can pass
+        // the secret on.
+        let bearer = request
+            .headers_mut()
+            .remove(http::header::AUTHORIZATION)
+            .and_then(|v| {
+                v.to_str()
+                    .ok()
+                    .and_then(crate::authn::bearer)
+                    .map(String::from)
+            });
+        // The service that was made ready is the one called (tower's clone-and-swap).
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let layer = self.layer.clone();
+        Box::pin(async move {
+            let who = layer
+                .authn
+                .authenticate(Credentials {
+                    certificate: certificate.as_ref(),
+                    bearer: bearer.as_deref(),
+                    plain: layer.open,
+                })
+                .await;
+            let user = match who {
+                Ok(user) => user,
+                Err(why) => {
+                    tracing::debug!(reason = ?why, path = %request.uri().path(), "gRPC: unauthenticated");
+                    if let Some(e) = why.to_error() {
+                        return Ok(Status::from(e).into_http());
                     }
-                };
-                let caller = Arc::new(Caller::new(user, self.layer.gate.clone()));
-                request.extensions_mut().insert(caller);
-                Box::pin(self.inner.call(request))
-            }
-            Err(why) => {
-                tracing::debug!(reason = why.0, path = %request.uri().path(), "gRPC: unauthenticated");
-                let mut details = ErrorDetails::new();
-                details.set_error_info("Unauthorized", self.layer.domain, []);
-                let status = Status::with_error_details(
-                    tonic::Code::Unauthenticated,
-                    "Unauthorized",
-                    details,
-                );
-                Box::pin(async move { Ok(status.into_http()) })
-            }
-        }
+                    let mut details = ErrorDetails::new();
+                    details.set_error_info("Unauthorized", layer.domain, []);
+                    let status = Status::with_error_details(
+                        tonic::Code::Unauthenticated,
+                        "Unauthorized",
+                        details,
+                    );
+                    return Ok(status.into_http());
+                }
+            };
+            // Impersonation, by metadata of the REST API's header names.
+            let user = match crate::authn::impersonation::impersonate(
+                user,
+                request.headers_mut(),
+                &layer.gate,
+            ) {
+                Ok(user) => user,
+                Err(e) => return Ok(Status::from(e).into_http()),
+            };
+            let caller = Arc::new(Caller::new(user, layer.gate.clone()));
+            request.extensions_mut().insert(caller);
+            inner.call(request).await
+        })
     }
 }

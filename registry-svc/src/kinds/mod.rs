@@ -24,6 +24,7 @@ pub mod printers;
 pub mod rbac;
 pub mod rbac_validation;
 pub mod secret;
+pub mod service_account;
 pub mod volume_defaults;
 
 #[cfg(test)]

@@ -78,6 +78,8 @@ pub struct Rest {
     /// Whether a request without credentials is the local administrator: plain HTTP (the
     /// local-development mode), or TLS without a client CA or a token file.
     pub open: bool,
+    /// Issues ServiceAccount tokens (`serviceaccounts/NAME/token`), if configured.
+    pub token_issuer: Option<Arc<crate::serviceaccount::TokenIssuer>>,
     /// The OpenAPI documents.
     pub openapi: openapi::OpenApi,
     /// Connections one client address may hold (0: no bound but the process's).
@@ -214,15 +216,18 @@ impl Rest {
         let start = Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_string();
-        let user = self.authn.authenticate(crate::authn::Credentials {
-            certificate: identity.as_ref(),
-            bearer: req
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(crate::authn::bearer),
-            plain: self.open,
-        });
+        let user = self
+            .authn
+            .authenticate(crate::authn::Credentials {
+                certificate: identity.as_ref(),
+                bearer: req
+                    .headers()
+                    .get(header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(crate::authn::bearer),
+                plain: self.open,
+            })
+            .await;
         // Gone once used, as upstream's filter deletes it: nothing after authentication can
         // pass the secret on.
         req.headers_mut().remove(header::AUTHORIZATION);
@@ -250,8 +255,8 @@ impl Rest {
             let user = match user {
                 Ok(user) => user,
                 Err(why) => {
-                    tracing::debug!(reason = why.0, "REST API: unauthorized");
-                    return unauthorized();
+                    tracing::debug!(reason = ?why, "REST API: unauthenticated");
+                    return why.to_error().map_or_else(unauthorized, |e| error(&e));
                 }
             };
             // Impersonation: the user acts as another, each part allowed by the gate.
