@@ -1,7 +1,7 @@
 //! registry-svc's command-line and environment configuration: the serving addresses and
 //! limits, the request chain's flags (kube-apiserver's names: `--token-auth-file`,
 //! `--authorization-mode`, `--anonymous-auth`, the ServiceAccount token flags of
-//! `serviceaccount::Flags`), TLS of both hops. `chain` builds the chain from it.
+//! `serviceaccount::Flags`, the audit flags of `audit::Flags`), TLS of both hops. `chain` builds the chain from it.
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
@@ -11,7 +11,7 @@ use kubestore_telemetry::{
     tls::{ClientTlsFiles, ServerTlsArgs},
 };
 
-use crate::{authz, rest, serviceaccount};
+use crate::{audit, authz, rest, serviceaccount};
 
 /// Command-line and environment configuration (CLI > env > defaults).
 #[derive(clap::Args, Clone, Debug)]
@@ -95,6 +95,9 @@ pub struct Config {
     /// ServiceAccount tokens.
     #[command(flatten)]
     pub service_accounts: serviceaccount::Flags,
+    /// Audit.
+    #[command(flatten)]
+    pub audit: audit::Flags,
     /// Log line format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -151,6 +154,7 @@ impl Default for Config {
             authorization_mode: vec![authz::Mode::AlwaysAllow],
             anonymous_auth: true,
             service_accounts: serviceaccount::Flags::default(),
+            audit: audit::Flags::default(),
             log_format: LogFormat::Text,
             tls: ServerTlsArgs::default(),
             storage_ca_file: None,

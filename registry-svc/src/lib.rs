@@ -38,6 +38,7 @@
 //! strategy ([`kinds`]), one `grpc_service!` line and one registration in [`run_with_listeners`]
 //! (its Store, its typed service, its catalog entry); no transport has code of its own for it.
 
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod catalog;
@@ -257,7 +258,7 @@ pub enum RunError {
     /// The gRPC server failed.
     #[error("gRPC server failed: {0}")]
     Transport(#[from] tonic::transport::Error),
-    /// TLS flags or files that cannot be used.
+    /// Flags or files that cannot be used (TLS, tokens, keys, audit): the message names the flag.
     #[error("{0}")]
     Tls(String),
     /// A listener could not be bound.
@@ -484,6 +485,10 @@ pub async fn run_with_listeners(
         open,
         token_issuer,
     } = chain::build(&config, stores, accounts, &guard, stop.clone()).map_err(RunError::Tls)?;
+    let auditor = config
+        .audit
+        .build(&serving.metrics)
+        .map_err(RunError::Tls)?;
     // With tokens or anonymous requests, a client certificate is optional at the handshake:
     // a client may present either, or nothing (upstream's serving options).
     let grpc_tls = ServerTlsArgs {
@@ -499,12 +504,15 @@ pub async fn run_with_listeners(
             Vec::new(),
         )
         .map_err(|e| RunError::Tls(e.to_string()))?
-        .layer(grpc::identify::IdentifyLayer::new(
-            authenticator.clone(),
-            open,
-            gate.clone(),
-            error::DOMAIN,
-        ))
+        .layer(
+            grpc::identify::IdentifyLayer::new(
+                authenticator.clone(),
+                open,
+                gate.clone(),
+                error::DOMAIN,
+            )
+            .audited(auditor.clone()),
+        )
         .add_service(serving.health_service())
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -548,6 +556,7 @@ pub async fn run_with_listeners(
                 gate: gate.clone(),
                 open,
                 token_issuer,
+                auditor,
                 openapi: rest::openapi::OpenApi::new(codec.clone()),
                 max_connections_per_client: config.kube_api_max_connections_per_client,
                 idle_timeout: config.kube_api_idle_timeout,

@@ -332,12 +332,25 @@ pub struct Caller {
     /// The user (after impersonation, once it exists).
     pub user: UserInfo,
     gate: Arc<Gate>,
+    /// The request's audit record, when audit is on: the gate's first decision is the
+    /// request's, and gives the record its attributes.
+    pub audit: Option<Arc<crate::audit::Record>>,
 }
 
 impl Caller {
     /// `user`, decided by `gate`.
     pub fn new(user: UserInfo, gate: Arc<Gate>) -> Self {
-        Self { user, gate }
+        Self {
+            user,
+            gate,
+            audit: None,
+        }
+    }
+
+    /// With the request's audit record.
+    pub fn audited(mut self, record: Option<Arc<crate::audit::Record>>) -> Self {
+        self.audit = record;
+        self
     }
 
     /// The registry itself (its controllers, namespace cleanup, custom-kind cleanup): upstream's
@@ -355,6 +368,7 @@ impl Caller {
                     }
                     .authenticated(),
                     gate: Gate::allow_all(),
+                    audit: None,
                 })
             })
             .clone()
@@ -362,7 +376,15 @@ impl Caller {
 
     /// Ok when the caller may do `attrs`.
     pub fn check(&self, attrs: &Attributes) -> Result<(), ApiError> {
-        self.gate.check(&self.user, attrs)
+        let result = self.gate.check(&self.user, attrs);
+        if let Some(record) = &self.audit {
+            record.attributes(attrs);
+            match &result {
+                Ok(()) => record.decided(true, ""),
+                Err(e) => record.decided(false, &e.to_string()),
+            }
+        }
+        result
     }
 
     /// The gate of the request.

@@ -35,6 +35,7 @@ use crate::{
 #[derive(Clone, Debug)]
 pub struct IdentifyLayer {
     authn: Arc<Authenticator>,
+    auditor: Option<Arc<crate::audit::Auditor>>,
     /// A call without credentials is the local administrator (see the module's doc).
     open: bool,
     gate: Arc<Gate>,
@@ -52,10 +53,19 @@ impl IdentifyLayer {
     ) -> Self {
         Self {
             authn,
+            auditor: None,
             open,
             gate,
             domain,
         }
+    }
+}
+
+impl IdentifyLayer {
+    /// Calls audited by `auditor`.
+    pub fn audited(mut self, auditor: Option<Arc<crate::audit::Auditor>>) -> Self {
+        self.auditor = auditor;
+        self
     }
 }
 
@@ -117,6 +127,32 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let layer = self.layer.clone();
+        let audit_id = crate::audit::audit_id(request.headers());
+        let audit = layer.auditor.is_some().then(|| {
+            let source_ip = request
+                .extensions()
+                .get::<TcpConnectInfo>()
+                .or_else(|| {
+                    request
+                        .extensions()
+                        .get::<TlsConnectInfo<TcpConnectInfo>>()
+                        .map(TlsConnectInfo::get_ref)
+                })
+                .and_then(TcpConnectInfo::remote_addr)
+                .map(|a| a.ip());
+            crate::audit::record::Request {
+                id: audit_id.clone(),
+                uri: request.uri().path().to_string(),
+                method: "post".into(),
+                source_ip,
+                user_agent: request
+                    .headers()
+                    .get(http::header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_string(),
+            }
+        });
         Box::pin(async move {
             let who = layer
                 .authn
@@ -126,35 +162,65 @@ where
                     plain: layer.open,
                 })
                 .await;
-            let user = match who {
-                Ok(user) => user,
-                Err(why) => {
-                    tracing::debug!(reason = ?why, path = %request.uri().path(), "gRPC: unauthenticated");
-                    if let Some(e) = why.to_error() {
-                        return Ok(Status::from(e).into_http());
+            let record = layer.auditor.clone().zip(audit).map(|(auditor, request)| {
+                Arc::new(crate::audit::Record::new(
+                    auditor,
+                    request,
+                    who.as_ref().ok().cloned(),
+                ))
+            });
+            let response = async {
+                let user = match who {
+                    Ok(user) => user,
+                    Err(why) => {
+                        tracing::debug!(reason = ?why, path = %request.uri().path(), "gRPC: unauthenticated");
+                        if let Some(e) = why.to_error() {
+                            return Ok(Status::from(e).into_http());
+                        }
+                        let mut details = ErrorDetails::new();
+                        details.set_error_info("Unauthorized", layer.domain, []);
+                        let status = Status::with_error_details(
+                            tonic::Code::Unauthenticated,
+                            "Unauthorized",
+                            details,
+                        );
+                        return Ok(status.into_http());
                     }
-                    let mut details = ErrorDetails::new();
-                    details.set_error_info("Unauthorized", layer.domain, []);
-                    let status = Status::with_error_details(
-                        tonic::Code::Unauthenticated,
-                        "Unauthorized",
-                        details,
-                    );
-                    return Ok(status.into_http());
+                };
+                // Impersonation, by metadata of the REST API's header names.
+                let impersonating = request.headers().contains_key("impersonate-user");
+                let user = match crate::authn::impersonation::impersonate(
+                    user,
+                    request.headers_mut(),
+                    &layer.gate,
+                ) {
+                    Ok(user) => user,
+                    Err(e) => return Ok(Status::from(e).into_http()),
+                };
+                if impersonating && let Some(record) = &record {
+                    record.impersonating(&user);
                 }
+                let caller =
+                    Arc::new(Caller::new(user, layer.gate.clone()).audited(record.clone()));
+                request.extensions_mut().insert(caller);
+                inner.call(request).await
+            }
+            .await?;
+            // Every response names its audit id, audited or not; an audited one completes
+            // its record when its body (and trailers) end.
+            let (mut parts, body) = response.into_parts();
+            if let Ok(v) = http::HeaderValue::from_str(&audit_id) {
+                parts.headers.insert("audit-id", v);
+            }
+            let body = match record {
+                Some(record) => {
+                    let (code, _) =
+                        crate::audit::body::grpc_status(&parts.headers).unwrap_or((200, None));
+                    Body::new(crate::audit::body::Audited::new(body, record, code))
+                }
+                None => body,
             };
-            // Impersonation, by metadata of the REST API's header names.
-            let user = match crate::authn::impersonation::impersonate(
-                user,
-                request.headers_mut(),
-                &layer.gate,
-            ) {
-                Ok(user) => user,
-                Err(e) => return Ok(Status::from(e).into_http()),
-            };
-            let caller = Arc::new(Caller::new(user, layer.gate.clone()));
-            request.extensions_mut().insert(caller);
-            inner.call(request).await
+            Ok(http::Response::from_parts(parts, body))
         })
     }
 }

@@ -49,7 +49,13 @@ pub async fn read_raw(
         Ok(Err(e)) => Err(ApiError::BadRequest(format!(
             "the request body could not be read: {e}"
         ))),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Ok(collected)) => {
+            let bytes = collected.to_bytes();
+            if let Some(record) = &ctx.caller.audit {
+                record.request_body(&bytes);
+            }
+            Ok(bytes)
+        }
     }
 }
 

@@ -80,6 +80,8 @@ pub struct Rest {
     pub open: bool,
     /// Issues ServiceAccount tokens (`serviceaccounts/NAME/token`), if configured.
     pub token_issuer: Option<Arc<crate::serviceaccount::TokenIssuer>>,
+    /// Audit, if configured.
+    pub auditor: Option<Arc<crate::audit::Auditor>>,
     /// The OpenAPI documents.
     pub openapi: openapi::OpenApi,
     /// Connections one client address may hold (0: no bound but the process's).
@@ -231,6 +233,29 @@ impl Rest {
         // Gone once used, as upstream's filter deletes it: nothing after authentication can
         // pass the secret on.
         req.headers_mut().remove(header::AUTHORIZATION);
+        let audit_id = crate::audit::audit_id(req.headers());
+        let record = self.auditor.as_ref().map(|auditor| {
+            let request = crate::audit::record::Request {
+                id: audit_id.clone(),
+                uri: req
+                    .uri()
+                    .path_and_query()
+                    .map_or_else(|| path.clone(), |p| p.as_str().to_string()),
+                method: method.as_str().to_ascii_lowercase(),
+                source_ip: Some(peer.ip()),
+                user_agent: req
+                    .headers()
+                    .get(header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_string(),
+            };
+            Arc::new(crate::audit::Record::new(
+                auditor.clone(),
+                request,
+                user.as_ref().ok().cloned(),
+            ))
+        });
         let route = route::parse(&path, |g, v, r| self.catalog.knows(g, v, r));
         let template = template(&route);
         let span = tracing::info_span!(
@@ -256,17 +281,26 @@ impl Rest {
                 Ok(user) => user,
                 Err(why) => {
                     tracing::debug!(reason = ?why, "REST API: unauthenticated");
+                    if let Some(record) = &record {
+                        record.attributes(&attributes::non_resource(&method, &path));
+                    }
                     return why.to_error().map_or_else(unauthorized, |e| error(&e));
                 }
             };
             // Impersonation: the user acts as another, each part allowed by the gate.
+            let impersonating = req.headers().contains_key("impersonate-user");
             let user =
                 match crate::authn::impersonation::impersonate(user, req.headers_mut(), &self.gate)
                 {
                     Ok(user) => user,
                     Err(e) => return error(&e),
                 };
-            let caller = Arc::new(crate::authz::Caller::new(user, self.gate.clone()));
+            if impersonating && let Some(record) = &record {
+                record.impersonating(&user);
+            }
+            let caller = Arc::new(
+                crate::authz::Caller::new(user, self.gate.clone()).audited(record.clone()),
+            );
             if reviews::is_review(&req) {
                 let ctx = Ctx::of(caller, Deadline::after(store::DEFAULT_REQUEST_TIMEOUT));
                 return match reviews::answer(self, req, ctx).await {
@@ -310,7 +344,18 @@ impl Rest {
                 "handled"
             );
         }
-        response
+        // Every response names its audit id (upstream's `Audit-Id`), audited or not.
+        let (mut parts, body) = response.into_parts();
+        if let Ok(v) = http::HeaderValue::from_str(&audit_id) {
+            parts.headers.insert("audit-id", v);
+        }
+        let body = match record {
+            Some(record) => http_body_util::BodyExt::boxed_unsync(
+                crate::audit::body::Audited::new(body, record, code),
+            ),
+            None => body,
+        };
+        http::Response::from_parts(parts, body)
     }
 
     async fn dispatch(

@@ -99,6 +99,10 @@ impl<R: Resource> Store<R> {
         }
         // The hooks see the namespace the object is written to (a body may leave it out).
         self.reconcile_namespace(&ns, obj.meta_mut())?;
+        // A create's audit events name the object, as upstream's `LogRequestObject` does.
+        if let Some(record) = &ctx.caller.audit {
+            record.named(&ns, obj.name());
+        }
         self.strategy.begin_create(&obj, dry_run)?;
         let result = self.create_stored(ctx, &ns, &mut obj, dry_run).await;
         self.strategy.finish_create(&obj, result.is_ok());
