@@ -48,7 +48,7 @@ for f in "${files[@]}"; do
     ran=$((ran + 1))
   done < <(awk '/<!-- ci-run: begin -->/ { on = 1; body = ""; start = NR + 2; next }
                 /<!-- ci-run: end -->/ { if (on) printf "%d\n%s%c", start, body, 0; on = 0; next }
-                on && !/^```/ { body = body $0 "\n" }' "$f")
+                on && !/^ *```/ { body = body $0 "\n" }' "$f")
 done
 [ "$ran" -gt 0 ] || { echo "doc-blocks: no marked block in ${files[*]}" >&2; exit 1; }
 echo "doc-blocks: $ran blocks ran as written"

@@ -11,7 +11,8 @@
 #
 # Ports: etcd 2379 (peer 2380), storage-svc 50051, registry-svc 50052 (gRPC) and 6443
 # (Kubernetes' REST API: kubectl with the kubeconfig written to target/kubeconfig), metrics
-# 9091/9092/9093.
+# 9091/9092/9093. registry-svc issues ServiceAccount tokens (a key pair made here) and audits
+# to target/audit.log (examples/audit-policy.yaml).
 # Set OTEL_EXPORTER_OTLP_ENDPOINT to export traces (e.g. to a local Jaeger on :4317).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,9 +61,18 @@ done
 OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME_STORAGE:-storage-svc} \
   "$bin/storage-svc" --listen-addr 127.0.0.1:50051 --metrics-addr 127.0.0.1:9091 &
 pids+=($!)
+# A ServiceAccount key pair (P-256) for the tokens registry-svc issues (`kubectl create token`).
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$data/sa.key" 2>/dev/null
+openssl pkey -in "$data/sa.key" -pubout -out "$data/sa.pub" 2>/dev/null
+# The audit log: examples/audit-policy.yaml's events, rotated at 10 MB, two kept.
+audit_log="${CARGO_TARGET_DIR:-target}/audit.log"
 OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME_REGISTRY:-registry-svc} \
   "$bin/registry-svc" --listen-addr 127.0.0.1:50052 --storage-addr http://127.0.0.1:50051 --metrics-addr 127.0.0.1:9092 \
-  --kube-api-addr 127.0.0.1:6443 &
+  --kube-api-addr 127.0.0.1:6443 \
+  --service-account-issuer https://kubestore.local --service-account-signing-key-file "$data/sa.key" \
+  --service-account-key-file "$data/sa.pub" \
+  --audit-policy-file examples/audit-policy.yaml --audit-log-path "$audit_log" \
+  --audit-log-maxsize 10 --audit-log-maxbackup 2 &
 pids+=($!)
 for _ in $(seq 100); do
   "$bin/registry-svc" --listen-addr 127.0.0.1:50052 healthcheck 2>/dev/null && break

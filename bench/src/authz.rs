@@ -3,14 +3,16 @@
 //! token (`--token-auth-file`): A with `--authorization-mode AlwaysAllow` (the default), B with
 //! `--authorization-mode RBAC` and 1,000 RoleBindings in the benchmark's namespace (999 for
 //! other users, one granting the benchmark's user get and create on ConfigMaps through a
-//! Role). Rows: typed gRPC ConfigMaps Create and Get at c=1 (one channel) and c=64 (four
+//! Role), and audit at Metadata level for every request (`--audit-policy-file` with one rule,
+//! `level: Metadata`, and `omitStages: [RequestReceived]` as the Kubernetes documentation's
+//! example policy has it: one event per request, written to a file rotated at 100 MB). Rows: typed gRPC ConfigMaps Create and Get at c=1 (one channel) and c=64 (four
 //! channels, and one), each as raw etcd then four rounds of A and B (A B, B A, A B, B A) back
 //! to back, so every ratio compares runs seconds apart on an etcd of the same size. The
 //! target: B's ops/s over its rounds at least 0.90 of A's; A's slowest round against its
 //! fastest shows how far runs of the same server differ here.
 //!
-//! Not measured here: audit (not built yet), and the REST API (its authorization is the same
-//! gate call, on a path parsed anyway).
+//! Not measured here: the REST API (its authorization and audit are the same gate call and
+//! record, on a path parsed anyway).
 
 use std::sync::{Arc, atomic::AtomicU64};
 
@@ -205,8 +207,24 @@ pub(crate) async fn authorization(ops: usize, bindings: usize) -> Result<(), Str
             mode.into(),
         ]
     };
+    let policy =
+        std::env::temp_dir().join(format!("kubestore-bench-audit-{}.yaml", std::process::id()));
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let log =
+        std::env::temp_dir().join(format!("kubestore-bench-audit-{}.log", std::process::id()));
+    let mut audited = base("RBAC");
+    audited.extend([
+        "--audit-policy-file".to_string(),
+        policy.display().to_string(),
+        "--audit-log-path".into(),
+        log.display().to_string(),
+    ]);
     let a = ServiceProcess::start("registry", &base("AlwaysAllow"), &[]).await;
-    let b = ServiceProcess::start("registry", &base("RBAC"), &[]).await;
+    let b = ServiceProcess::start("registry", &audited, &[]).await;
     seed_rbac(&b.url(), bindings).await?;
     let mut raw_clients = Vec::new();
     for _ in 0..4 {
@@ -241,7 +259,7 @@ pub(crate) async fn authorization(ops: usize, bindings: usize) -> Result<(), Str
             })
         };
         let layer_a = "A: AlwaysAllow";
-        let layer_b = format!("B: RBAC, {bindings} RoleBindings");
+        let layer_b = format!("B: RBAC, {bindings} RoleBindings, Metadata audit");
         for what in ["create", "get"] {
             macro_rules! row {
                 ($layer:expr, $obj:expr, $m:ident) => {{
@@ -317,6 +335,31 @@ pub(crate) async fn authorization(ops: usize, bindings: usize) -> Result<(), Str
         );
     }
     drop((a, b, storage));
-    let _ = std::fs::remove_file(&tokens);
+    // What B audited (the log and its rotated backups), so a reader sees every event was
+    // written; then they go.
+    let stem = log
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let logs: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with(stem.as_str()))
+                        && p.extension().is_some_and(|e| e == "log")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let events: usize = logs
+        .iter()
+        .map(|p| std::fs::read(p).map_or(0, |t| t.iter().filter(|b| **b == b'\n').count()))
+        .sum();
+    println!("\nB wrote {events} audit events ({} files)", logs.len());
+    for f in logs.iter().chain([&tokens, &policy]) {
+        let _ = std::fs::remove_file(f);
+    }
     Ok(())
 }

@@ -104,22 +104,86 @@ pub fn with_scheme(url: &str, tls: bool) -> String {
     }
 }
 
-/// Connects to registry-svc at `url`, with the client trace layer (W3C `traceparent`).
-pub async fn connect(url: &str) -> Result<Ch, String> {
-    connect_with(url, &ClientTlsArgs::default()).await
+/// Who the CLI (and the node agent and controller-manager it runs) is to registry-svc:
+/// kubectl's flags. Without them, a client certificate (`--client-certificate`) or nothing
+/// (plain ports: the local administrator).
+#[derive(clap::Args, Clone, Default)]
+pub struct Credentials {
+    /// Bearer token (kubectl's `--token`): one of `--token-auth-file`, or a ServiceAccount's
+    /// (`kubectl create token`).
+    #[arg(long, env = "KUBESTORE_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
+    /// Act as this user (kubectl's `--as`; the caller needs the `impersonate` verb).
+    #[arg(long = "as", global = true)]
+    pub as_user: Option<String>,
+    /// Act as this group (kubectl's `--as-group`), repeatable; needs `--as`.
+    #[arg(long = "as-group", global = true)]
+    pub as_groups: Vec<String>,
 }
 
-/// [`connect`] over TLS when `tls` gives a CA (`url` is then https://).
-pub async fn connect_with(url: &str, tls: &ClientTlsArgs) -> Result<Ch, String> {
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token itself.
+        f.debug_struct("Credentials")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("as_user", &self.as_user)
+            .field("as_groups", &self.as_groups)
+            .finish()
+    }
+}
+
+impl Credentials {
+    /// The metadata every call carries (`authorization`, `impersonate-user`,
+    /// `impersonate-group`); an error names the flag whose value cannot be sent.
+    pub fn metadata(&self) -> Result<http::HeaderMap, String> {
+        let value = |flag: &str, v: &str| {
+            http::HeaderValue::from_str(v)
+                .map_err(|_| format!("{flag}: not a value a header can carry"))
+        };
+        let mut m = http::HeaderMap::new();
+        if let Some(token) = &self.token {
+            let mut v = value("--token", &format!("Bearer {}", token.trim()))?;
+            v.set_sensitive(true);
+            m.insert(http::header::AUTHORIZATION, v);
+        }
+        if let Some(user) = &self.as_user {
+            m.insert("impersonate-user", value("--as", user)?);
+        } else if !self.as_groups.is_empty() {
+            return Err("--as-group needs --as (upstream refuses groups without a user)".into());
+        }
+        for g in &self.as_groups {
+            m.append("impersonate-group", value("--as-group", g)?);
+        }
+        Ok(m)
+    }
+}
+
+/// Connects to registry-svc at `url`, with the client trace layer (W3C `traceparent`).
+pub async fn connect(url: &str) -> Result<Ch, String> {
+    connect_with(url, &ClientTlsArgs::default(), &Credentials::default()).await
+}
+
+/// [`connect`] over TLS when `tls` gives a CA (`url` is then https://), as `credentials`.
+pub async fn connect_with(
+    url: &str,
+    tls: &ClientTlsArgs,
+    credentials: &Credentials,
+) -> Result<Ch, String> {
+    let metadata = credentials.metadata()?;
     let channel = channel_with(url, "--registry", tls).await?;
     Ok(tower::ServiceBuilder::new()
-        .layer(GrpcTraceLayer::client())
+        .layer(GrpcTraceLayer::client_with(metadata))
         .service(channel))
 }
 
 /// [`connect_with`], but connecting on first use (and again after a failure): for processes
 /// that outlive registry-svc restarts and may start before it (the controller-manager).
-pub fn connect_lazy_with(url: &str, tls: &ClientTlsArgs) -> Result<Ch, String> {
+pub fn connect_lazy_with(
+    url: &str,
+    tls: &ClientTlsArgs,
+    credentials: &Credentials,
+) -> Result<Ch, String> {
+    let metadata = credentials.metadata()?;
     let config = tls.config().map_err(|e| e.to_string())?;
     let url = &with_scheme(url, config.is_some());
     check_scheme("--registry", url, config.is_some()).map_err(|e| e.to_string())?;
@@ -132,7 +196,7 @@ pub fn connect_lazy_with(url: &str, tls: &ClientTlsArgs) -> Result<Ch, String> {
             .map_err(|e| format!("TLS configuration: {e}"))?;
     }
     Ok(tower::ServiceBuilder::new()
-        .layer(GrpcTraceLayer::client())
+        .layer(GrpcTraceLayer::client_with(metadata))
         .service(endpoint.connect_lazy()))
 }
 

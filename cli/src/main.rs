@@ -35,6 +35,9 @@ struct Cli {
     /// --client-key, --tls-server-name.
     #[command(flatten)]
     tls: kubestore_telemetry::tls::ClientTlsArgs,
+    /// Who to be (kubectl's flags): --token, --as, --as-group.
+    #[command(flatten)]
+    credentials: kubestore_cli::Credentials,
     #[command(subcommand)]
     command: Command,
 }
@@ -170,7 +173,7 @@ fn main() -> ExitCode {
         if let Command::ControllerManager { .. } = &cli.command {
             return controller_manager(&cli).await;
         }
-        let ch = match connect_with(&cli.registry, &cli.tls).await {
+        let ch = match connect_with(&cli.registry, &cli.tls, &cli.credentials).await {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("kubestore: {e}");
@@ -200,7 +203,7 @@ async fn controller_manager(cli: &Cli) -> ExitCode {
     else {
         return ExitCode::FAILURE;
     };
-    let ch = match kubestore_cli::connect_lazy_with(&cli.registry, &cli.tls) {
+    let ch = match kubestore_cli::connect_lazy_with(&cli.registry, &cli.tls, &cli.credentials) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("kubestore: {e}");

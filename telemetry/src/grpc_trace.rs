@@ -49,6 +49,8 @@ pub struct GrpcTraceLayer {
     kind: Kind,
     metrics: Option<RpcMetrics>,
     known: Option<Arc<HashMap<String, RpcType>>>,
+    /// Client: metadata sent with every call (credentials), beside `traceparent`.
+    metadata: Option<Arc<http::HeaderMap>>,
 }
 
 impl GrpcTraceLayer {
@@ -59,6 +61,7 @@ impl GrpcTraceLayer {
             kind: Kind::Server,
             metrics: Some(metrics),
             known: Some(known),
+            metadata: None,
         }
     }
 
@@ -68,6 +71,16 @@ impl GrpcTraceLayer {
             kind: Kind::Client,
             metrics: None,
             known: None,
+            metadata: None,
+        }
+    }
+
+    /// For a client that sends `metadata` with every call (its credentials: `authorization`,
+    /// `impersonate-user`, ...), as it sends `traceparent`.
+    pub fn client_with(metadata: http::HeaderMap) -> Self {
+        Self {
+            metadata: (!metadata.is_empty()).then(|| Arc::new(metadata)),
+            ..Self::client()
         }
     }
 }
@@ -80,6 +93,7 @@ impl<S> tower::Layer<S> for GrpcTraceLayer {
             kind: self.kind,
             metrics: self.metrics.clone(),
             known: self.known.clone(),
+            metadata: self.metadata.clone(),
         }
     }
 }
@@ -91,6 +105,7 @@ pub struct GrpcTraceService<S> {
     kind: Kind,
     metrics: Option<RpcMetrics>,
     known: Option<Arc<HashMap<String, RpcType>>>,
+    metadata: Option<Arc<http::HeaderMap>>,
 }
 
 /// Label value of a service or method that is not served.
@@ -360,6 +375,11 @@ where
         // Take the service that was driven to readiness, leave a clone behind (tower's rule).
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
+        if let Some(metadata) = &self.metadata {
+            for (name, value) in metadata.iter() {
+                req.headers_mut().append(name.clone(), value.clone());
+            }
+        }
         let path = req.uri().path().to_string();
         let (service, method) = split_path(&path);
         if untraced(service) {

@@ -52,7 +52,9 @@ impl Manager {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let url = url.to_string();
         runtime.spawn(async move {
-            let ch = kubestore_cli::connect_lazy_with(&url, &Default::default()).expect("channel");
+            let ch =
+                kubestore_cli::connect_lazy_with(&url, &Default::default(), &Default::default())
+                    .expect("channel");
             let r = manager::run(ch, config, stop_rx, move |h| {
                 let _ = tx.send(h);
             })
@@ -97,6 +99,17 @@ pub struct Process {
 impl Process {
     /// Starts one for the registry at `url`.
     pub fn start(url: &str, identity: &str, lease: Duration, workers: usize) -> Self {
+        Self::start_as(url, identity, lease, workers, None)
+    }
+
+    /// [`Self::start`], authenticating with `token` (`--token`) when given.
+    pub fn start_as(
+        url: &str,
+        identity: &str,
+        lease: Duration,
+        workers: usize,
+        token: Option<&str>,
+    ) -> Self {
         let metrics = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port");
@@ -114,6 +127,7 @@ impl Process {
             .args(["--leader-elect-retry-period", &ms(lease / 5)])
             .args(["--concurrent-gc-syncs", &workers.to_string()])
             .args(["--metrics-addr", &metrics.to_string()])
+            .args(token.map(|t| format!("--token={t}")))
             .env("RUST_LOG", "warn")
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .stdout(std::process::Stdio::null())

@@ -552,3 +552,56 @@ async fn every_namespace_has_a_default_account() {
     )
     .await;
 }
+
+/// kube-rs with a ServiceAccount token in its kubeconfig (`user.token`), as an operator runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn kube_rs_authenticates_with_a_service_account_token() {
+    use k8s_openapi::api::{authentication::v1::SelfSubjectReview, core::v1::ConfigMap};
+    let c = cluster(true).await;
+    admin(
+        &c,
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts",
+        service_account("operator"),
+    )
+    .await
+    .is(201);
+    let t = token(&c, "default", "operator", json!({})).await;
+    wait_until(Duration::from_secs(20), "RBAC is ready", || async {
+        with(&c, &t, "GET", "/version", "").await.code == 200
+    })
+    .await;
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster:\n    server: {}\n\
+         users:\n- name: op\n  user:\n    token: {t}\ncontexts:\n- name: k\n  context:\n    cluster: k\n    user: op\n    namespace: default\ncurrent-context: k\n",
+        c.url()
+    );
+    let kc = kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("a kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("a config");
+    let client = kube::Client::try_from(config).expect("a client");
+    let review: SelfSubjectReview = kube::Api::all(client.clone())
+        .create(&Default::default(), &SelfSubjectReview::default())
+        .await
+        .expect("a review");
+    let user = review.status.and_then(|s| s.user_info).expect("user info");
+    assert_eq!(
+        user.username.as_deref(),
+        Some("system:serviceaccount:default:operator")
+    );
+    // RBAC decides for it: no role yet.
+    let maps: kube::Api<ConfigMap> = kube::Api::default_namespaced(client);
+    match maps.list(&Default::default()).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 403);
+            assert!(
+                s.message
+                    .contains("User \"system:serviceaccount:default:operator\" cannot list"),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+}

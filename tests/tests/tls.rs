@@ -152,7 +152,7 @@ async fn every_hop_speaks_tls_and_everything_works_as_before() {
         client_key: Some(s.registry_client.key.clone()),
         tls_server_name: None,
     };
-    let ch = kubestore_cli::connect_with(&https(&s.registry), &tls)
+    let ch = kubestore_cli::connect_with(&https(&s.registry), &tls, &Default::default())
         .await
         .expect("CLI connects over mTLS");
     let created = <kubestore_proto::core::v1::Pod as kubestore_cli::kinds::Kind>::create(

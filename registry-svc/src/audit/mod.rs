@@ -135,7 +135,7 @@ impl Auditor {
     }
 
     /// Sends an event (never waits).
-    pub fn emit(&self, event: &serde_json::Value) {
+    pub fn emit(&self, event: &impl serde::Serialize) {
         self.sink.send(event);
     }
 }

@@ -279,7 +279,8 @@ impl Record {
             .emit(&self.event(state, decision.level, stage, status, response));
     }
 
-    /// The Event, in upstream's field order.
+    /// The Event, in upstream's field order, serialized from borrowed fields (no tree of
+    /// values is built per event).
     fn event(
         &self,
         state: &State,
@@ -287,79 +288,146 @@ impl Record {
         stage: Stage,
         status: Option<&Value>,
         response: Option<&Value>,
-    ) -> Value {
-        let mut e = serde_json::Map::new();
-        let mut put = |k: &str, v: Value| {
-            e.insert(k.into(), v);
-        };
-        put("kind", json!("Event"));
-        put("apiVersion", json!("audit.k8s.io/v1"));
-        put("level", json!(level.as_str()));
-        put("auditID", json!(self.request.id));
-        put("stage", json!(stage.as_str()));
-        put("requestURI", json!(self.request.uri));
+    ) -> Event<'_> {
         let verb = match &state.attributes {
             Some(Attributes::Resource(r)) => r.verb.clone(),
             Some(Attributes::NonResource { verb, .. }) => verb.clone(),
             None => self.request.method.clone(),
         };
-        put("verb", json!(verb));
-        put(
-            "user",
-            self.user
-                .as_ref()
-                .map_or_else(|| json!({}), UserInfo::to_json),
-        );
-        if let Some(i) = &state.impersonated {
-            put("impersonatedUser", i.to_json());
+        let object_ref = match &state.attributes {
+            Some(Attributes::Resource(r)) => Some(ObjectRef {
+                resource: r.resource.clone(),
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
+                api_group: r.group.clone(),
+                api_version: r.version.clone(),
+                subresource: r.subresource.clone(),
+            }),
+            _ => None,
+        };
+        Event {
+            kind: "Event",
+            api_version: "audit.k8s.io/v1",
+            level: level.as_str(),
+            audit_id: &self.request.id,
+            stage: stage.as_str(),
+            request_uri: &self.request.uri,
+            verb,
+            user: self.user.as_ref().map(User).unwrap_or(User(&NOBODY)),
+            impersonated_user: state.impersonated.clone(),
+            source_ips: self
+                .request
+                .source_ip
+                .map(|ip| ip.to_string())
+                .into_iter()
+                .collect(),
+            user_agent: &self.request.user_agent,
+            object_ref,
+            response_status: status.cloned(),
+            request_object: if level >= Level::Request {
+                state.request_object.clone()
+            } else {
+                None
+            },
+            response_object: response.cloned(),
+            request_received_timestamp: micro_time(self.received),
+            stage_timestamp: micro_time(now()),
+            annotations: state.annotations.clone(),
         }
-        put(
-            "sourceIPs",
-            json!(
-                self.request
-                    .source_ip
-                    .map(|ip| ip.to_string())
-                    .into_iter()
-                    .collect::<Vec<_>>()
-            ),
-        );
-        if !self.request.user_agent.is_empty() {
-            put("userAgent", json!(self.request.user_agent));
-        }
-        if let Some(Attributes::Resource(r)) = &state.attributes {
-            let mut o = serde_json::Map::new();
-            for (k, v) in [
-                ("resource", &r.resource),
-                ("namespace", &r.namespace),
-                ("name", &r.name),
-                ("apiGroup", &r.group),
-                ("apiVersion", &r.version),
-                ("subresource", &r.subresource),
-            ] {
-                if !v.is_empty() {
-                    o.insert(k.into(), json!(v));
-                }
-            }
-            put("objectRef", Value::Object(o));
-        }
-        if let Some(s) = status {
-            put("responseStatus", s.clone());
-        }
-        if level >= Level::Request
-            && let Some(o) = &state.request_object
-        {
-            put("requestObject", o.clone());
-        }
-        if let Some(o) = response {
-            put("responseObject", o.clone());
-        }
-        put("requestReceivedTimestamp", json!(micro_time(self.received)));
-        put("stageTimestamp", json!(micro_time(now())));
-        if !state.annotations.is_empty() {
-            put("annotations", json!(state.annotations));
-        }
-        Value::Object(e)
     }
+}
+
+static NOBODY: UserInfo = UserInfo {
+    name: String::new(),
+    uid: String::new(),
+    groups: Vec::new(),
+    extra: BTreeMap::new(),
+};
+
+/// An `audit.k8s.io/v1` Event (upstream's names and order; empty fields left out).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Event<'a> {
+    kind: &'static str,
+    api_version: &'static str,
+    level: &'static str,
+    #[serde(rename = "auditID")]
+    audit_id: &'a str,
+    stage: &'static str,
+    #[serde(rename = "requestURI")]
+    request_uri: &'a str,
+    verb: String,
+    user: User<'a>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "impersonated"
+    )]
+    impersonated_user: Option<UserInfo>,
+    #[serde(rename = "sourceIPs")]
+    source_ips: Vec<String>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    user_agent: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    object_ref: Option<ObjectRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_status: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_object: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_object: Option<Value>,
+    request_received_timestamp: String,
+    stage_timestamp: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    annotations: BTreeMap<String, String>,
+}
+
+/// A user as `authentication.k8s.io/v1` writes it (`UserInfo::to_json`'s fields).
+struct User<'a>(&'a UserInfo);
+
+impl serde::Serialize for User<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let u = self.0;
+        let mut m = s.serialize_map(None)?;
+        if !u.name.is_empty() {
+            m.serialize_entry("username", &u.name)?;
+        }
+        if !u.uid.is_empty() {
+            m.serialize_entry("uid", &u.uid)?;
+        }
+        if !u.groups.is_empty() {
+            m.serialize_entry("groups", &u.groups)?;
+        }
+        if !u.extra.is_empty() {
+            m.serialize_entry("extra", &u.extra)?;
+        }
+        m.end()
+    }
+}
+
+fn impersonated<S: serde::Serializer>(u: &Option<UserInfo>, s: S) -> Result<S::Ok, S::Error> {
+    match u {
+        Some(u) => serde::Serialize::serialize(&User(u), s),
+        None => s.serialize_none(),
+    }
+}
+
+/// An event's `objectRef` (empty fields left out).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ObjectRef {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    resource: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    namespace: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    api_group: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    api_version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    subresource: String,
 }
 
 /// A body as an event's object: Ok(None) when it is not JSON or YAML (a protobuf body),
