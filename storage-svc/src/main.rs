@@ -42,3 +42,15 @@ fn main() -> ExitCode {
         |listener, shutdown| storage_svc::run(listener, config, shutdown),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// The flags flattened into the command are consistent (clap checks ids, groups and names
+    /// only when it builds the command: a clash would panic at start).
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

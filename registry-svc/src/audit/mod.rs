@@ -28,6 +28,7 @@ pub use record::Record;
 
 /// The flags (kube-apiserver's names).
 #[derive(clap::Args, Clone, Debug)]
+#[group(id = "audit")]
 pub struct Flags {
     /// The audit policy (`audit.k8s.io/v1` Policy, YAML or JSON): which requests are audited
     /// at which level. Unset: no audit.

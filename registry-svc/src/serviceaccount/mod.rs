@@ -19,6 +19,7 @@ pub use token_request::TokenIssuer;
 
 /// The flags.
 #[derive(clap::Args, Clone, Debug, Default)]
+#[group(id = "service-account-tokens")]
 pub struct Flags {
     /// The `iss` of the ServiceAccount tokens this server issues (a URL, as upstream's
     /// `--service-account-issuer`). Repeatable: the first signs, all are accepted.
