@@ -16,9 +16,9 @@ use kubestore_proto::{
     coordination::v1::{GetLeaseRequest, leases_client::LeasesClient},
     core::v1::{
         GetConfigMapRequest, GetEventRequest, GetNamespaceRequest, GetPodRequest, GetSecretRequest,
-        config_maps_client::ConfigMapsClient, events_client::EventsClient,
-        namespaces_client::NamespacesClient, pods_client::PodsClient,
-        secrets_client::SecretsClient,
+        GetServiceAccountRequest, config_maps_client::ConfigMapsClient,
+        events_client::EventsClient, namespaces_client::NamespacesClient, pods_client::PodsClient,
+        secrets_client::SecretsClient, service_accounts_client::ServiceAccountsClient,
     },
     rbac::v1::{
         GetClusterRoleBindingRequest, GetClusterRoleRequest, GetRoleBindingRequest, GetRoleRequest,
@@ -75,6 +75,18 @@ fn cases() -> Vec<Case> {
             message: ".core.v1.ConfigMap",
             object: json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "cm"}, "data": {"k": "v"}, "immutable": false}),
+            integers: &[],
+        },
+        Case {
+            group: "",
+            resource: "serviceaccounts",
+            namespace: "default",
+            message: ".core.v1.ServiceAccount",
+            object: json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": "builder"},
+                "secrets": [{"name": "builder-token", "namespace": "default"}],
+                "imagePullSecrets": [{"name": "registry"}],
+                "automountServiceAccountToken": false}),
             integers: &[],
         },
         Case {
@@ -197,6 +209,13 @@ async fn typed(ch: &Channel, case: &Case, name: &str) -> Vec<u8> {
             .map(|r| r.into_inner().encode_to_vec()),
         "configmaps" => ConfigMapsClient::new(ch.clone())
             .get(GetConfigMapRequest {
+                namespace: ns,
+                name,
+            })
+            .await
+            .map(|r| r.into_inner().encode_to_vec()),
+        "serviceaccounts" => ServiceAccountsClient::new(ch.clone())
+            .get(GetServiceAccountRequest {
                 namespace: ns,
                 name,
             })
