@@ -20,9 +20,15 @@ pub const ALICE: (&str, &str) = ("Authorization", "Bearer alice-token");
 
 /// A cluster with RBAC and alice's token, ready.
 pub async fn cluster() -> KubeCluster {
+    with_tokens(TOKENS, ALICE).await
+}
+
+/// A cluster with RBAC and the token file `tokens`, ready once `user` (an `Authorization`
+/// header of one of them) is decided for.
+pub async fn with_tokens(tokens: &str, user: (&str, &str)) -> KubeCluster {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("tokens.csv");
-    std::fs::write(&path, TOKENS).expect("write tokens");
+    std::fs::write(&path, tokens).expect("write tokens");
     let c = KubeCluster::start_with(ClusterOptions {
         registry: Some(registry_svc::Config {
             token_auth_file: Some(path),
@@ -35,7 +41,7 @@ pub async fn cluster() -> KubeCluster {
     // Ready once the roles are loaded and the bootstrap policy is in: /version is every
     // authenticated user's (system:public-info-viewer).
     wait_until(Duration::from_secs(20), "RBAC is ready", || async {
-        call(c.api, "GET", "/version", &[ALICE], b"").await.code == 200
+        call(c.api, "GET", "/version", &[user], b"").await.code == 200
     })
     .await;
     c

@@ -8,8 +8,8 @@
 use std::{process::Stdio, time::Duration};
 
 use kubestore_tests::{
-    ClusterOptions,
     fixtures_gc::Process,
+    fixtures_rbac,
     kube::{KubeCluster, pod_yaml},
     rest::{JSON, call, wait_until},
 };
@@ -20,32 +20,7 @@ const TOKENS: &str = "agent-token,system:node:node-1,n1,system:nodes\n\
                       alice-token,alice,1001\n";
 
 async fn cluster() -> KubeCluster {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("tokens.csv");
-    std::fs::write(&path, TOKENS).expect("write tokens");
-    let c = KubeCluster::start_with(ClusterOptions {
-        registry: Some(registry_svc::Config {
-            token_auth_file: Some(path),
-            authorization_mode: vec![registry_svc::authz::Mode::Rbac],
-            ..Default::default()
-        }),
-        ..Default::default()
-    })
-    .await;
-    wait_until(Duration::from_secs(20), "RBAC is ready", || async {
-        call(
-            c.api,
-            "GET",
-            "/version",
-            &[("Authorization", "Bearer alice-token")],
-            b"",
-        )
-        .await
-        .code
-            == 200
-    })
-    .await;
-    c
+    fixtures_rbac::with_tokens(TOKENS, ("Authorization", "Bearer alice-token")).await
 }
 
 /// `kubestore ARGS` against the cluster's registry-svc.

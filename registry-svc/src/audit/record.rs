@@ -279,31 +279,20 @@ impl Record {
             .emit(&self.event(state, decision.level, stage, status, response));
     }
 
-    /// The Event, in upstream's field order, serialized from borrowed fields (no tree of
-    /// values is built per event).
-    fn event(
-        &self,
-        state: &State,
+    /// The Event, in upstream's field order, borrowing the record's fields (nothing is
+    /// copied per event but the two timestamps).
+    fn event<'a>(
+        &'a self,
+        state: &'a State,
         level: Level,
         stage: Stage,
-        status: Option<&Value>,
-        response: Option<&Value>,
-    ) -> Event<'_> {
-        let verb = match &state.attributes {
-            Some(Attributes::Resource(r)) => r.verb.clone(),
-            Some(Attributes::NonResource { verb, .. }) => verb.clone(),
-            None => self.request.method.clone(),
-        };
-        let object_ref = match &state.attributes {
-            Some(Attributes::Resource(r)) => Some(ObjectRef {
-                resource: r.resource.clone(),
-                namespace: r.namespace.clone(),
-                name: r.name.clone(),
-                api_group: r.group.clone(),
-                api_version: r.version.clone(),
-                subresource: r.subresource.clone(),
-            }),
-            _ => None,
+        status: Option<&'a Value>,
+        response: Option<&'a Value>,
+    ) -> Event<'a> {
+        let (verb, object_ref) = match &state.attributes {
+            Some(Attributes::Resource(r)) => (r.verb.as_str(), Some(ObjectRef(r))),
+            Some(Attributes::NonResource { verb, .. }) => (verb.as_str(), None),
+            None => (self.request.method.as_str(), None),
         };
         Event {
             kind: "Event",
@@ -313,26 +302,20 @@ impl Record {
             stage: stage.as_str(),
             request_uri: &self.request.uri,
             verb,
-            user: self.user.as_ref().map(User).unwrap_or(User(&NOBODY)),
-            impersonated_user: state.impersonated.clone(),
-            source_ips: self
-                .request
-                .source_ip
-                .map(|ip| ip.to_string())
-                .into_iter()
-                .collect(),
+            user: User(self.user.as_ref().unwrap_or(&NOBODY)),
+            impersonated_user: state.impersonated.as_ref().map(User),
+            source_ips: self.request.source_ip.map(|ip| [ip]),
             user_agent: &self.request.user_agent,
             object_ref,
-            response_status: status.cloned(),
-            request_object: if level >= Level::Request {
-                state.request_object.clone()
-            } else {
-                None
-            },
-            response_object: response.cloned(),
+            response_status: status,
+            request_object: state
+                .request_object
+                .as_ref()
+                .filter(|_| level >= Level::Request),
+            response_object: response,
             request_received_timestamp: micro_time(self.received),
             stage_timestamp: micro_time(now()),
-            annotations: state.annotations.clone(),
+            annotations: &state.annotations,
         }
     }
 }
@@ -356,29 +339,31 @@ struct Event<'a> {
     stage: &'static str,
     #[serde(rename = "requestURI")]
     request_uri: &'a str,
-    verb: String,
+    verb: &'a str,
     user: User<'a>,
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "impersonated"
-    )]
-    impersonated_user: Option<UserInfo>,
-    #[serde(rename = "sourceIPs")]
-    source_ips: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    impersonated_user: Option<User<'a>>,
+    /// One address, or none (`[]`).
+    #[serde(rename = "sourceIPs", serialize_with = "addresses")]
+    source_ips: Option<[IpAddr; 1]>,
     #[serde(skip_serializing_if = "str::is_empty")]
     user_agent: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    object_ref: Option<ObjectRef>,
+    object_ref: Option<ObjectRef<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    response_status: Option<Value>,
+    response_status: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    request_object: Option<Value>,
+    request_object: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    response_object: Option<Value>,
+    response_object: Option<&'a Value>,
     request_received_timestamp: String,
     stage_timestamp: String,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    annotations: BTreeMap<String, String>,
+    annotations: &'a BTreeMap<String, String>,
+}
+
+fn addresses<S: serde::Serializer>(ips: &Option<[IpAddr; 1]>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ips.iter().flatten())
 }
 
 /// A user as `authentication.k8s.io/v1` writes it (`UserInfo::to_json`'s fields).
@@ -405,29 +390,28 @@ impl serde::Serialize for User<'_> {
     }
 }
 
-fn impersonated<S: serde::Serializer>(u: &Option<UserInfo>, s: S) -> Result<S::Ok, S::Error> {
-    match u {
-        Some(u) => serde::Serialize::serialize(&User(u), s),
-        None => s.serialize_none(),
-    }
-}
+/// An event's `objectRef`: the request's attributes, empty fields left out.
+struct ObjectRef<'a>(&'a crate::authz::ResourceAttributes);
 
-/// An event's `objectRef` (empty fields left out).
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ObjectRef {
-    #[serde(skip_serializing_if = "String::is_empty")]
-    resource: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    namespace: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    name: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    api_group: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    api_version: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    subresource: String,
+impl serde::Serialize for ObjectRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let r = self.0;
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in [
+            ("resource", &r.resource),
+            ("namespace", &r.namespace),
+            ("name", &r.name),
+            ("apiGroup", &r.group),
+            ("apiVersion", &r.version),
+            ("subresource", &r.subresource),
+        ] {
+            if !v.is_empty() {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.end()
+    }
 }
 
 /// A body as an event's object: Ok(None) when it is not JSON or YAML (a protobuf body),

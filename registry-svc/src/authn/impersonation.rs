@@ -55,6 +55,22 @@ fn strip(headers: &mut HeaderMap) {
     }
 }
 
+/// [`impersonate`] for a request being audited: its `record` learns whom it acts as (the
+/// event's `impersonatedUser`). Both transports call this.
+pub fn impersonate_audited(
+    requestor: UserInfo,
+    headers: &mut HeaderMap,
+    gate: &Gate,
+    record: Option<&crate::audit::Record>,
+) -> Result<UserInfo, ApiError> {
+    let impersonating = asked(headers);
+    let user = impersonate(requestor, headers, gate)?;
+    if impersonating && let Some(record) = record {
+        record.impersonating(&user);
+    }
+    Ok(user)
+}
+
 /// The user `requestor` acts as by `headers` (itself when they ask nothing), each step
 /// allowed by `gate`; the headers are removed.
 pub fn impersonate(

@@ -188,18 +188,15 @@ where
                     }
                 };
                 // Impersonation, by metadata of the REST API's header names.
-                let impersonating = request.headers().contains_key("impersonate-user");
-                let user = match crate::authn::impersonation::impersonate(
+                let user = match crate::authn::impersonation::impersonate_audited(
                     user,
                     request.headers_mut(),
                     &layer.gate,
+                    record.as_deref(),
                 ) {
                     Ok(user) => user,
                     Err(e) => return Ok(Status::from(e).into_http()),
                 };
-                if impersonating && let Some(record) = &record {
-                    record.impersonating(&user);
-                }
                 let caller =
                     Arc::new(Caller::new(user, layer.gate.clone()).audited(record.clone()));
                 request.extensions_mut().insert(caller);

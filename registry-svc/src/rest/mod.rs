@@ -288,16 +288,15 @@ impl Rest {
                 }
             };
             // Impersonation: the user acts as another, each part allowed by the gate.
-            let impersonating = req.headers().contains_key("impersonate-user");
-            let user =
-                match crate::authn::impersonation::impersonate(user, req.headers_mut(), &self.gate)
-                {
-                    Ok(user) => user,
-                    Err(e) => return error(&e),
-                };
-            if impersonating && let Some(record) = &record {
-                record.impersonating(&user);
-            }
+            let user = match crate::authn::impersonation::impersonate_audited(
+                user,
+                req.headers_mut(),
+                &self.gate,
+                record.as_deref(),
+            ) {
+                Ok(user) => user,
+                Err(e) => return error(&e),
+            };
             let caller = Arc::new(
                 crate::authz::Caller::new(user, self.gate.clone()).audited(record.clone()),
             );
