@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Makes a local CA and certificates for TLS on every hop (docs/tls.md), with openssl:
+#   scripts/make-certs.sh DIR [NAME...]   NAMEs: more server certificates (e.g. the etcd
+#                                         members of docker-compose's "ha" profile)
 #   DIR/ca.crt, DIR/ca.key            the CA
 #   DIR/etcd.{crt,key}                etcd's server certificate
 #   DIR/storage-svc.{crt,key}         storage-svc: server, and client of etcd
@@ -15,6 +17,7 @@
 # real CA's key somewhere safer than next to the certificates.
 set -euo pipefail
 dir=${1:-certs}
+shift $(($# > 0 ? 1 : 0))
 mkdir -p "$dir"
 cd "$dir"
 command -v openssl >/dev/null || { echo "make-certs: openssl is required (apt-get install -y openssl)" >&2; exit 1; }
@@ -30,7 +33,7 @@ subject() {
   *) echo "/CN=$1" ;;
   esac
 }
-for name in etcd storage-svc registry-svc admin alice node-1 controller-manager; do
+for name in etcd storage-svc registry-svc admin alice node-1 controller-manager "$@"; do
   openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -subj "$(subject "$name")" -keyout "$name.key" -out "$name.csr" 2>/dev/null
   printf '%s\n' \
@@ -42,4 +45,4 @@ for name in etcd storage-svc registry-svc admin alice node-1 controller-manager;
   rm -f "$name.csr" "$name.ext"
 done
 chmod 600 ./*.key
-echo "certificates in $(pwd): ca.crt, etcd, storage-svc, registry-svc, admin, alice, node-1, controller-manager (.crt/.key)"
+echo "certificates in $(pwd): ca.crt, etcd, storage-svc, registry-svc, admin, alice, node-1, controller-manager${*:+, $*} (.crt/.key)"
