@@ -179,6 +179,7 @@ impl Client {
                     namespace: namespace_for(r, ns),
                     json: obj.to_string(),
                     options: write_options(dry_run),
+                    ..Default::default()
                 })
                 .await?
                 .into_inner(),

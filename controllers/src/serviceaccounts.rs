@@ -138,6 +138,7 @@ async fn sync(ch: &Ch, n: &str) -> Result<(), Status> {
             namespace: n.to_string(),
             json: account.to_string(),
             options: None,
+            ..Default::default()
         }))
         .await
     {

@@ -485,6 +485,13 @@ pub async fn run_with_listeners(
         open,
         token_issuer,
     } = chain::build(&config, stores, accounts, &guard, stop.clone()).map_err(RunError::Tls)?;
+    // What is only ever created: the reviews, and tokens when this server issues them.
+    for review in catalog::create_only::CreateOnly::reviews() {
+        catalog.add_create_only(review);
+    }
+    if let Some(issuer) = &token_issuer {
+        catalog.add_create_only(catalog::create_only::CreateOnly::token(issuer.clone()));
+    }
     let auditor = config
         .audit
         .build(&serving.metrics)
@@ -555,7 +562,6 @@ pub async fn run_with_listeners(
                 authn: authenticator.clone(),
                 gate: gate.clone(),
                 open,
-                token_issuer,
                 auditor,
                 openapi: rest::openapi::OpenApi::new(codec.clone()),
                 max_connections_per_client: config.kube_api_max_connections_per_client,

@@ -88,9 +88,11 @@ async fn only_the_leader_acts_and_another_takes_over_within_the_lease_duration()
     // The worker counts a delete once its response is back, a moment after the object is
     // gone from the list above: the leader's count is awaited, not read once.
     let leader_metrics = one.metrics;
-    eventually("the leader counts 20 deletes", Duration::from_secs(5), || async move {
-        deleted(&scrape(leader_metrics).await) == 20.0
-    })
+    eventually(
+        "the leader counts 20 deletes",
+        Duration::from_secs(5),
+        || async move { deleted(&scrape(leader_metrics).await) == 20.0 },
+    )
     .await;
     assert_eq!(
         deleted(&scrape(two.metrics).await),

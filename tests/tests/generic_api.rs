@@ -117,8 +117,7 @@ async fn the_generic_api_and_the_typed_services_answer_the_same_objects() {
                                          "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}]}
             })
             .to_string(),
-            options: None,
-        })
+            options: None, ..Default::default() })
         .await
         .expect("create")
         .into_inner();
@@ -339,6 +338,7 @@ async fn a_deleted_namespace_loses_its_content_then_goes() {
             json: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
                 .to_string(),
             options: None,
+            ..Default::default()
         })
         .await
         .expect("create")
@@ -384,6 +384,7 @@ async fn a_deleted_namespace_loses_its_content_then_goes() {
             namespace: "team-a".into(),
             json: object.to_string(),
             options: None,
+            ..Default::default()
         })
         .await
         .expect("content");

@@ -327,6 +327,7 @@ async fn every_kind_reads_the_same_through_the_generic_and_typed_apis() {
                 namespace: case.namespace.into(),
                 json: case.object.to_string(),
                 options: None,
+                ..Default::default()
             })
             .await
             .unwrap_or_else(|e| panic!("create {}: {e:?}", case.resource))
@@ -411,6 +412,7 @@ async fn a_config_maps_binary_data_is_stored() {
             namespace: "default".into(),
             json: sent.to_string(),
             options: None,
+            ..Default::default()
         })
         .await
         .expect("create")

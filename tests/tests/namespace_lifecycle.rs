@@ -71,6 +71,7 @@ impl Creators {
                 json: json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}})
                     .to_string(),
                 options: None,
+                ..Default::default()
             })
             .await
             .map(drop);
@@ -120,6 +121,7 @@ async fn create_namespace(g: &mut ResourcesClient<Channel>) {
         json: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
             .to_string(),
         options: None,
+        ..Default::default()
     })
     .await
     .expect("create the namespace");

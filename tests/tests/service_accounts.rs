@@ -605,3 +605,267 @@ async fn kube_rs_authenticates_with_a_service_account_token() {
         other => panic!("not refused: {other:?}"),
     }
 }
+
+/// The reviews and `serviceaccounts/token` are in discovery as upstream lists them (legacy and
+/// aggregated), only `create` is allowed on them, and clients that find their way by
+/// discovery use them: kubectl's `api-resources`, and the Python dynamic client creating an
+/// access review and a token through the resources discovery gave it.
+#[tokio::test(flavor = "multi_thread")]
+async fn discovery_lists_the_reviews_and_the_token_subresource() {
+    let c = cluster(false).await;
+    let resources = |path: &'static str| {
+        let c = &c;
+        async move { admin(c, "GET", path, Value::Null).await.is(200).json()["resources"].clone() }
+    };
+    let named = |list: &Value, name: &str| -> Value {
+        list.as_array()
+            .expect("resources")
+            .iter()
+            .find(|r| r["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} is not in discovery: {list}"))
+    };
+    let authorization = resources("/apis/authorization.k8s.io/v1").await;
+    for (name, kind, namespaced) in [
+        ("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+        ("subjectaccessreviews", "SubjectAccessReview", false),
+        (
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            true,
+        ),
+        ("selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
+    ] {
+        let r = named(&authorization, name);
+        assert_eq!(r["kind"], kind);
+        assert_eq!(r["namespaced"], namespaced);
+        assert_eq!(r["verbs"], json!(["create"]), "{r}");
+    }
+    let r = named(
+        &resources("/apis/authentication.k8s.io/v1").await,
+        "selfsubjectreviews",
+    );
+    assert_eq!(r["verbs"], json!(["create"]));
+    let token = named(&resources("/api/v1").await, "serviceaccounts/token");
+    assert_eq!(
+        (
+            &token["group"],
+            &token["version"],
+            &token["kind"],
+            &token["verbs"]
+        ),
+        (
+            &json!("authentication.k8s.io"),
+            &json!("v1"),
+            &json!("TokenRequest"),
+            &json!(["create"])
+        )
+    );
+    // Aggregated discovery: the token is a subresource of serviceaccounts.
+    let aggregated = call(
+        c.api,
+        "GET",
+        "/api",
+        &[(
+            "Accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        )],
+        b"",
+    )
+    .await
+    .is(200)
+    .json();
+    let accounts = aggregated["items"][0]["versions"][0]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| r["resource"] == "serviceaccounts")
+        .cloned()
+        .expect("serviceaccounts");
+    assert_eq!(
+        accounts["subresources"],
+        json!([{"subresource": "token", "verbs": ["create"],
+                "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}}])
+    );
+    // Only create: anything else is upstream's 405.
+    let r = admin(
+        &c,
+        "GET",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        Value::Null,
+    )
+    .await;
+    assert_status(&r, 405, "MethodNotAllowed");
+    let out = c
+        .kubectl(
+            Kubectl::V1_33,
+            &["api-resources", "--api-group=authorization.k8s.io"],
+        )
+        .run()
+        .ok();
+    assert!(
+        out.out().contains("selfsubjectaccessreviews")
+            && out.out().contains("SelfSubjectRulesReview"),
+        "{out}"
+    );
+    admin(
+        &c,
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts",
+        service_account("dyn"),
+    )
+    .await
+    .is(201);
+    let script = r#"
+import sys
+from kubernetes import client, dynamic
+api = dynamic.DynamicClient(client.ApiClient(client.Configuration(host=sys.argv[1])))
+ssar = api.resources.get(api_version="authorization.k8s.io/v1", kind="SelfSubjectAccessReview")
+review = ssar.create(body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+    "spec": {"resourceAttributes": {"verb": "list", "resource": "pods", "namespace": "default"}}})
+print("allowed", review.status.allowed)
+accounts = api.resources.get(api_version="v1", kind="ServiceAccount")
+token = accounts.subresources["token"].create(body={"apiVersion": "authentication.k8s.io/v1",
+    "kind": "TokenRequest", "spec": {"expirationSeconds": 600}}, name="dyn", namespace="default")
+print("token", token.kind, len(token.status.token.split(".")))
+"#;
+    let r = c.python(script, &[&c.url()]).run().ok();
+    assert!(r.out().contains("allowed True"), "{r}");
+    assert!(r.out().contains("token TokenRequest 3"), "{r}");
+}
+
+/// The generic gRPC API answers the reviews and issues tokens as the REST API does: the
+/// same discovery, `Create` on a review, `Create` of the `token` subresource of an account
+/// (and that token then authenticates over gRPC), each refusal in plain words.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_generic_grpc_api_answers_reviews_and_issues_tokens() {
+    use kubestore_proto::registry::v1::{
+        CreateRequest, DiscoverRequest, GetRequest, ResourceRef, resources_client::ResourcesClient,
+    };
+    let c = cluster(false).await;
+    let mut g = ResourcesClient::new(kubestore_tests::services::channel(&c.registry_url()).await);
+    let discovered = g
+        .discover(DiscoverRequest {})
+        .await
+        .expect("discover")
+        .into_inner()
+        .resources;
+    let find = |group: &str, resource: &str| {
+        discovered
+            .iter()
+            .find(|r| r.group == group && r.resource == resource)
+            .cloned()
+            .unwrap_or_else(|| panic!("{group}/{resource} is not discovered"))
+    };
+    let ssar = find("authorization.k8s.io", "selfsubjectaccessreviews");
+    assert_eq!(
+        (ssar.kind.as_str(), ssar.verbs.clone()),
+        ("SelfSubjectAccessReview", vec!["create".to_string()])
+    );
+    assert!(
+        find("", "serviceaccounts")
+            .subresources
+            .contains(&"token".to_string())
+    );
+    let reference = |group: &str, resource: &str| {
+        Some(ResourceRef {
+            group: group.into(),
+            version: "v1".into(),
+            resource: resource.into(),
+        })
+    };
+    let review = g
+        .create(CreateRequest {
+            resource: reference("authorization.k8s.io", "selfsubjectaccessreviews"),
+            json: json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                         "spec": {"resourceAttributes": {"verb": "delete", "resource": "secrets", "namespace": "default"}}})
+                .to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("a review")
+        .into_inner();
+    let answer: Value = serde_json::from_str(&review.json).expect("JSON");
+    assert_eq!(answer["status"]["allowed"], true, "{answer}");
+    assert!(review.created);
+    admin(
+        &c,
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts",
+        service_account("grpc"),
+    )
+    .await
+    .is(201);
+    let issued = g
+        .create(CreateRequest {
+            resource: reference("", "serviceaccounts"),
+            namespace: "default".into(),
+            name: "grpc".into(),
+            subresource: "token".into(),
+            json: json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                         "spec": {"audiences": [ISSUER]}})
+            .to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("a token")
+        .into_inner();
+    let issued: Value = serde_json::from_str(&issued.json).expect("JSON");
+    assert_eq!(issued["kind"], "TokenRequest");
+    let t = issued["status"]["token"]
+        .as_str()
+        .expect("a token")
+        .to_string();
+    assert_eq!(claims(&t)["sub"], "system:serviceaccount:default:grpc");
+    // The token, as the credential of a gRPC call.
+    let mut req = Request::new(CreateRequest {
+        resource: reference("authentication.k8s.io", "selfsubjectreviews"),
+        json: "{}".into(),
+        ..Default::default()
+    });
+    req.metadata_mut().insert(
+        "authorization",
+        MetadataValue::try_from(format!("Bearer {t}")).expect("metadata"),
+    );
+    let me: Value = serde_json::from_str(&g.create(req).await.expect("whoami").into_inner().json)
+        .expect("JSON");
+    assert_eq!(
+        me["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:grpc"
+    );
+    // Refusals: no such subresource, no account named, an account that does not exist, and a
+    // verb a review does not take.
+    let refused = |subresource: &str, name: &str| CreateRequest {
+        resource: reference("", "serviceaccounts"),
+        namespace: "default".into(),
+        name: name.into(),
+        subresource: subresource.into(),
+        json: "{}".into(),
+        ..Default::default()
+    };
+    let e = g
+        .create(refused("nope", "grpc"))
+        .await
+        .expect_err("no such subresource");
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("no subresource \"nope\""), "{e:?}");
+    let e = g
+        .create(refused("token", ""))
+        .await
+        .expect_err("no account");
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    let e = g
+        .create(refused("token", "missing"))
+        .await
+        .expect_err("a missing account");
+    assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
+    let e = g
+        .get(GetRequest {
+            resource: reference("authorization.k8s.io", "selfsubjectaccessreviews"),
+            name: "x".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("only create");
+    assert_eq!(e.code(), tonic::Code::Unimplemented, "{e:?}");
+}

@@ -40,31 +40,6 @@ impl Review {
             Self::SelfRules => ("SelfSubjectRulesReview", "selfsubjectrulesreviews"),
         }
     }
-
-    /// The review of a path under `/apis/authorization.k8s.io/v1/`, if it names one.
-    pub fn of_path(rest: &str) -> Option<Self> {
-        match rest.split('/').collect::<Vec<_>>().as_slice() {
-            ["selfsubjectaccessreviews"] => Some(Self::SelfAccess),
-            ["subjectaccessreviews"] => Some(Self::Access),
-            ["selfsubjectrulesreviews"] => Some(Self::SelfRules),
-            ["namespaces", ns, "localsubjectaccessreviews"] if !ns.is_empty() => {
-                Some(Self::LocalAccess(ns.to_string()))
-            }
-            _ => None,
-        }
-    }
-
-    /// What creating the review asks of the gate.
-    pub fn attributes(&self) -> Attributes {
-        let (_, plural) = self.names();
-        let ns = match self {
-            Self::LocalAccess(ns) => ns.as_str(),
-            _ => "",
-        };
-        Attributes::Resource(
-            ResourceAttributes::new("create", "authorization.k8s.io", "v1", plural).at(ns, ""),
-        )
-    }
 }
 
 fn invalid(kind: &str, field: &str, detail: String) -> ApiError {

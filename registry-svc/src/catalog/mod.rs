@@ -10,7 +10,9 @@
 //! - [`builtin`]: built-in kinds' shape, through the descriptor-driven JSON codec, and their
 //!   registration;
 //! - [`custom`]: a served custom version's shape, through its schema, and the provider of
-//!   every served version.
+//!   every served version;
+//! - [`create_only`]: what is only ever created and stores nothing: the reviews, and the
+//!   `serviceaccounts/token` subresource.
 //!
 //! Tables (server-side printing) are built with `kubestore_apimachinery::table`, from the
 //! kind's strategy (built-in kinds) or printer columns (custom kinds).
@@ -20,6 +22,7 @@
 //! also carries what discovery needs ([`ResourceInfo`]).
 
 pub mod builtin;
+pub mod create_only;
 pub mod custom;
 pub mod endpoint;
 
@@ -388,6 +391,8 @@ pub trait Provider: Send + Sync + 'static {
 #[derive(Default)]
 pub struct Catalog {
     endpoints: RwLock<BTreeMap<Gvr, Arc<dyn Endpoint>>>,
+    /// Create-only resources and subresources, by group, version, plural and subresource.
+    create_only: RwLock<BTreeMap<(Gvr, String), Arc<create_only::CreateOnly>>>,
     providers: RwLock<Vec<Arc<dyn Provider>>>,
     /// Raised whenever an endpoint comes or goes (discovery caches, the generic API's
     /// discovery watchers).
@@ -430,6 +435,56 @@ impl Catalog {
         if removed {
             self.changed.send_modify(|n| *n += 1);
         }
+    }
+
+    /// Adds a create-only resource (with its endpoint) or subresource.
+    pub fn add_create_only(&self, c: create_only::CreateOnly) {
+        let c = Arc::new(c);
+        let key = (
+            Self::key(c.group, c.version, c.plural),
+            c.subresource.to_string(),
+        );
+        self.create_only
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, c.clone());
+        if c.subresource.is_empty() {
+            self.add(Arc::new(create_only::ReviewEndpoint::new(c)));
+        } else {
+            self.changed.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// The create-only resource (`subresource` "") or subresource of
+    /// `group`/`version`/`plural`.
+    pub fn create_only(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        subresource: &str,
+    ) -> Option<Arc<create_only::CreateOnly>> {
+        self.create_only
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(Self::key(group, version, plural), subresource.to_string()))
+            .cloned()
+    }
+
+    /// The create-only subresources of `group`/`version`/`plural` (discovery).
+    pub fn create_only_subresources(
+        &self,
+        info: &ResourceInfo,
+    ) -> Vec<Arc<create_only::CreateOnly>> {
+        self.create_only
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(((g, v, p), sub), _)| {
+                !sub.is_empty() && *g == info.group && *v == info.version && *p == info.plural
+            })
+            .map(|(_, c)| c.clone())
+            .collect()
     }
 
     /// Adds a provider of endpoints that change at run time.

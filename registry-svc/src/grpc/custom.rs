@@ -283,6 +283,7 @@ impl CustomObjects for CustomObjectsAlias {
                 namespace: r.namespace.clone(),
                 json,
                 options: writing(r.dry_run),
+                ..Default::default()
             })
             .await?;
         let w = Resources::create(&self.generic, call).await?.into_inner();

@@ -76,6 +76,50 @@ impl GenericService {
     }
 }
 
+impl GenericService {
+    /// A create of a create-only subresource of `parent` (`serviceaccounts/token`).
+    async fn create_subresource(
+        &self,
+        mut ctx: Ctx,
+        parent: &crate::catalog::ResourceInfo,
+        r: CreateRequest,
+    ) -> Result<WriteResponse, ApiError> {
+        let Some(c) = self.catalog.create_only(
+            &parent.group,
+            &parent.version,
+            &parent.plural,
+            &r.subresource,
+        ) else {
+            return Err(ApiError::BadRequest(if r.subresource.is_empty() {
+                format!(
+                    "a create names an object ({:?}) only with a subresource that takes it",
+                    r.name
+                )
+            } else {
+                format!(
+                    "{} has no subresource {:?} to create (discovery lists those it has)",
+                    parent.qualified(),
+                    r.subresource
+                )
+            }));
+        };
+        if r.name.is_empty() {
+            return Err(ApiError::BadRequest(format!(
+                "a create of {}/{} names the object it belongs to: name is empty",
+                parent.plural, r.subresource
+            )));
+        }
+        ctx.authorize(&c.attributes(&r.namespace, &r.name))?;
+        let obj = body(&r.json, &ctx)?;
+        let answer = c.create(&ctx.caller, &r.namespace, &r.name, obj).await?;
+        Ok(WriteResponse {
+            json: answer.to_string(),
+            warnings: Vec::new(),
+            created: true,
+        })
+    }
+}
+
 fn part(subresource: &str) -> Result<Part, ApiError> {
     match subresource {
         "" => Ok(Part::Main),
@@ -194,6 +238,9 @@ impl Resources for GenericService {
                 if i.finalize {
                     subresources.push("finalize".to_string());
                 }
+                for c in self.catalog.create_only_subresources(i) {
+                    subresources.push(c.subresource.to_string());
+                }
                 ApiResource {
                     group: i.group.clone(),
                     version: i.version.clone(),
@@ -294,6 +341,11 @@ impl Resources for GenericService {
         let (md, ext, r) = request.into_parts();
         let mut ctx = ctx(&md, &ext)?;
         let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        if !r.subresource.is_empty() || !r.name.is_empty() {
+            return Ok(Response::new(
+                self.create_subresource(ctx, e.info(), r).await?,
+            ));
+        }
         // Authorized in the namespace the object is written to: the request's, else the
         // object's, read from the value that is written (one parse: see `authz`).
         let obj = body(&r.json, &ctx);

@@ -10,7 +10,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Body, Rest, reply};
-use crate::catalog::{Endpoint, ResourceInfo};
+use crate::catalog::{Endpoint, ResourceInfo, create_only::CreateOnly};
 
 /// The Kubernetes release whose API kubestore serves (`/version`): kubectl's dispatcher runs
 /// the kubectl of this minor, and clients check their skew against it.
@@ -94,8 +94,9 @@ fn group_version(group: &str, version: &str) -> String {
     }
 }
 
-/// A resource as an `APIResource` of legacy discovery, and its subresources.
-fn api_resources(info: &ResourceInfo) -> Vec<Value> {
+/// A resource as an `APIResource` of legacy discovery, and its subresources (`extra`: its
+/// create-only ones, `serviceaccounts/token`).
+fn api_resources(info: &ResourceInfo, extra: &[Arc<CreateOnly>]) -> Vec<Value> {
     let mut r = serde_json::Map::new();
     r.insert("name".into(), json!(info.plural));
     r.insert("singularName".into(), json!(info.singular));
@@ -125,6 +126,18 @@ fn api_resources(info: &ResourceInfo) -> Vec<Value> {
             "namespaced": info.namespaced,
             "kind": info.kind,
             "verbs": ["get", "patch", "update"],
+        }));
+    }
+    for c in extra {
+        let (group, version, kind) = c.kind;
+        out.push(json!({
+            "name": format!("{}/{}", info.plural, c.subresource),
+            "singularName": "",
+            "namespaced": info.namespaced,
+            "group": group,
+            "version": version,
+            "kind": kind,
+            "verbs": ["create"],
         }));
     }
     out
@@ -172,7 +185,7 @@ pub fn resources(rest: &Rest, group: &str, version: &str) -> Option<Value> {
     let (_, endpoints) = groups.get(group)?.iter().find(|(v, _)| v == version)?;
     let resources: Vec<Value> = endpoints
         .iter()
-        .flat_map(|e| api_resources(e.info()))
+        .flat_map(|e| api_resources(e.info(), &rest.catalog.create_only_subresources(e.info())))
         .collect();
     Some(json!({
         "kind": "APIResourceList",
@@ -182,8 +195,8 @@ pub fn resources(rest: &Rest, group: &str, version: &str) -> Option<Value> {
     }))
 }
 
-/// A resource in aggregated discovery.
-fn discovery_resource(info: &ResourceInfo) -> Value {
+/// A resource in aggregated discovery, with its create-only subresources `extra`.
+fn discovery_resource(info: &ResourceInfo, extra: &[Arc<CreateOnly>]) -> Value {
     let kind = json!({"group": info.group, "version": info.version, "kind": info.kind});
     let mut r = serde_json::Map::new();
     r.insert("resource".into(), json!(info.plural));
@@ -212,6 +225,14 @@ fn discovery_resource(info: &ResourceInfo) -> Value {
     if info.status {
         subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
     }
+    for c in extra {
+        let (group, version, kind) = c.kind;
+        subresources.push(json!({
+            "subresource": c.subresource,
+            "responseKind": {"group": group, "version": version, "kind": kind},
+            "verbs": ["create"],
+        }));
+    }
     if !subresources.is_empty() {
         r.insert("subresources".into(), Value::Array(subresources));
     }
@@ -230,7 +251,12 @@ pub fn aggregated(rest: &Rest, core: bool, api_version: &str) -> Value {
                 .map(|(v, endpoints)| {
                     let resources: Vec<Value> = endpoints
                         .iter()
-                        .map(|e| discovery_resource(e.info()))
+                        .map(|e| {
+                            discovery_resource(
+                                e.info(),
+                                &rest.catalog.create_only_subresources(e.info()),
+                            )
+                        })
                         .collect();
                     json!({"version": v, "resources": resources, "freshness": "Current"})
                 })

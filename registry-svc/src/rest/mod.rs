@@ -78,8 +78,6 @@ pub struct Rest {
     /// Whether a request without credentials is the local administrator: plain HTTP (the
     /// local-development mode), or TLS without a client CA or a token file.
     pub open: bool,
-    /// Issues ServiceAccount tokens (`serviceaccounts/NAME/token`), if configured.
-    pub token_issuer: Option<Arc<crate::serviceaccount::TokenIssuer>>,
     /// Audit, if configured.
     pub auditor: Option<Arc<crate::audit::Auditor>>,
     /// The OpenAPI documents.
@@ -300,9 +298,9 @@ impl Rest {
             let caller = Arc::new(
                 crate::authz::Caller::new(user, self.gate.clone()).audited(record.clone()),
             );
-            if reviews::is_review(&req) {
+            if let Some(asked) = reviews::asked(&self.catalog, req.method(), &route) {
                 let ctx = Ctx::of(caller, Deadline::after(store::DEFAULT_REQUEST_TIMEOUT));
-                return match reviews::answer(self, req, ctx).await {
+                return match reviews::answer(self, asked, req, ctx).await {
                     Ok(r) => r,
                     Err(e) => error(&e),
                 };

@@ -269,23 +269,42 @@ impl OpenApi {
             }
             Value::Object(o)
         };
+        // Only the operations of the resource's verbs (a review is only ever created).
+        let has = |verb: &str| info.verbs.iter().any(|v| v == verb);
         let mut collection = Map::new();
-        collection.insert("get".into(), op("list", false));
-        collection.insert("post".into(), op("post", true));
-        collection.insert("delete".into(), op("deletecollection", false));
-        paths.insert(
-            format!("{root}{scope}/{}", info.plural),
-            Value::Object(collection),
-        );
+        for (method, verb, action, write) in [
+            ("get", "list", "list", false),
+            ("post", "create", "post", true),
+            ("delete", "deletecollection", "deletecollection", false),
+        ] {
+            if has(verb) {
+                collection.insert(method.into(), op(action, write));
+            }
+        }
+        if !collection.is_empty() {
+            paths.insert(
+                format!("{root}{scope}/{}", info.plural),
+                Value::Object(collection),
+            );
+        }
         let mut item = Map::new();
-        item.insert("get".into(), op("get", false));
-        item.insert("put".into(), op("put", true));
-        item.insert("patch".into(), op("patch", true));
-        item.insert("delete".into(), op("delete", false));
-        paths.insert(
-            format!("{root}{scope}/{}/{{name}}", info.plural),
-            Value::Object(item),
-        );
+        for (method, verb, write) in [
+            ("get", "get", false),
+            ("put", "update", true),
+            ("patch", "patch", true),
+            ("delete", "delete", false),
+        ] {
+            if has(verb) {
+                // Upstream's action of an object's operation is its method's name.
+                item.insert(method.into(), op(method, write));
+            }
+        }
+        if !item.is_empty() {
+            paths.insert(
+                format!("{root}{scope}/{}/{{name}}", info.plural),
+                Value::Object(item),
+            );
+        }
         if info.status {
             let mut status = Map::new();
             status.insert("get".into(), op("get", false));

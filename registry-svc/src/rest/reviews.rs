@@ -1,110 +1,67 @@
-//! The create-only endpoints that store nothing, answered before routing: the reviews
-//! (`authentication.k8s.io/v1` SelfSubjectReview, `kubectl auth whoami`;
-//! `authorization.k8s.io/v1` SelfSubjectAccessReview, SubjectAccessReview,
-//! LocalSubjectAccessReview and SelfSubjectRulesReview, `kubectl auth can-i`, `--list`) and
-//! TokenRequest (`POST /api/v1/namespaces/NS/serviceaccounts/NAME/token`, `kubectl create
-//! token`, `serviceaccount::token_request`). Each is a POST of a JSON, YAML or
-//! Kubernetes-protobuf body (client-go's typed clients send protobuf), authorized as `create`
-//! on its resource (TokenRequest: `serviceaccounts/token` on the account), answered 201.
+//! The REST form of the catalog's create-only resources (`catalog::create_only`): the reviews
+//! (`kubectl auth whoami`, `kubectl auth can-i`, `--list`) and TokenRequest
+//! (`POST /api/v1/namespaces/NS/serviceaccounts/NAME/token`, `kubectl create token`). Each is
+//! a POST of a JSON, YAML or Kubernetes-protobuf body (client-go's typed clients send
+//! upstream's protobuf message, which the registry's own descriptors do not describe: it is
+//! decoded here, before routing), authorized as `create` on its resource (TokenRequest:
+//! `serviceaccounts/token` on the account), answered 201.
+
+use std::sync::Arc;
 
 use http::{Method, StatusCode, header};
 use serde_json::Value;
 
-use super::{Body, Rest, body, reply};
+use super::{Body, Rest, body, reply, route::Route};
 use crate::{
-    authz::{Attributes, Caller, ResourceAttributes, review::Review},
+    catalog::{Catalog, create_only::CreateOnly},
     error::ApiError,
     store::Ctx,
 };
 
-const SELF_SUBJECT_REVIEWS: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
-const AUTHORIZATION: &str = "/apis/authorization.k8s.io/v1/";
-
-/// What a request is, if it is a review.
-enum Asked {
-    WhoAmI,
-    Access(Review),
-    /// A TokenRequest for the account (namespace, name).
-    Token(String, String),
+/// A create of a create-only resource: what answers it, and the path's namespace and name.
+pub struct Asked {
+    what: Arc<CreateOnly>,
+    namespace: String,
+    name: String,
 }
 
-fn asked(method: &Method, path: &str) -> Option<Asked> {
+/// What `route` asks for, if it is a create of a create-only resource or subresource.
+pub fn asked(catalog: &Catalog, method: &Method, route: &Route) -> Option<Asked> {
+    let Route::Resource(path) = route else {
+        return None;
+    };
     if method != Method::POST {
         return None;
     }
-    if path == SELF_SUBJECT_REVIEWS {
-        return Some(Asked::WhoAmI);
+    let subresource = path.subresource.as_deref().unwrap_or("");
+    // A review is posted to its collection; a subresource to its object.
+    if subresource.is_empty() != path.name.is_none() {
+        return None;
     }
-    if let Some(rest) = path.strip_prefix("/api/v1/namespaces/")
-        && let [ns, "serviceaccounts", name, "token"] = rest.split('/').collect::<Vec<_>>()[..]
-        && !ns.is_empty()
-        && !name.is_empty()
-    {
-        return Some(Asked::Token(ns.to_string(), name.to_string()));
-    }
-    path.strip_prefix(AUTHORIZATION)
-        .and_then(Review::of_path)
-        .map(Asked::Access)
+    let what = catalog.create_only(&path.group, &path.version, &path.resource, subresource)?;
+    Some(Asked {
+        what,
+        namespace: path.namespace.clone().unwrap_or_default(),
+        name: path.name.clone().unwrap_or_default(),
+    })
 }
 
-/// Whether `req` is a review (then [`answer`] serves it).
-pub fn is_review(req: &http::Request<hyper::body::Incoming>) -> bool {
-    asked(req.method(), req.uri().path()).is_some()
-}
-
-/// Serves a review by `caller` (see the module's doc).
+/// Answers `asked`, the create `req` of `ctx`'s caller.
 pub async fn answer(
     rest: &Rest,
+    asked: Asked,
     req: http::Request<hyper::body::Incoming>,
     ctx: Ctx,
 ) -> Result<http::Response<Body>, ApiError> {
-    let Some(asked) = asked(req.method(), req.uri().path()) else {
-        return Err(super::no_route());
-    };
-    let caller: &Caller = &ctx.caller;
-    match asked {
-        Asked::WhoAmI => {
-            caller.check(&Attributes::Resource(
-                ResourceAttributes::new(
-                    "create",
-                    "authentication.k8s.io",
-                    "v1",
-                    "selfsubjectreviews",
-                )
-                .at("", ""),
-            ))?;
-            Ok(reply::value(
-                StatusCode::CREATED,
-                &crate::authn::self_subject_review(&caller.user),
-            ))
-        }
-        Asked::Access(review) => {
-            caller.check(&review.attributes())?;
-            let (kind, _) = review.names();
-            let upstream = format!(".k8s.io.api.authorization.v1.{kind}");
-            let value = read(rest, req, &ctx, kind, &upstream).await?;
-            let answer = crate::authz::review::answer(caller, &review, value)?;
-            Ok(reply::value(StatusCode::CREATED, &answer))
-        }
-        Asked::Token(ns, name) => {
-            caller.check(&Attributes::Resource(
-                ResourceAttributes::new("create", "", "v1", "serviceaccounts")
-                    .subresource("token")
-                    .at(&ns, &name),
-            ))?;
-            let Some(issuer) = &rest.token_issuer else {
-                return Err(ApiError::Internal(
-                    "this server issues no ServiceAccount tokens: it has no \
-                     --service-account-signing-key-file"
-                        .into(),
-                ));
-            };
-            let upstream = ".k8s.io.api.authentication.v1.TokenRequest";
-            let value = read(rest, req, &ctx, "TokenRequest", upstream).await?;
-            let answer = issuer.issue(&ns, &name, value).await?;
-            Ok(reply::value(StatusCode::CREATED, &answer))
-        }
-    }
+    let Asked {
+        what,
+        namespace,
+        name,
+    } = asked;
+    ctx.caller.check(&what.attributes(&namespace, &name))?;
+    let value = read(rest, req, &ctx, what.kind.2, &what.upstream_message()).await?;
+    let answer = what.create(&ctx.caller, &namespace, &name, value).await?;
+    Ok(reply::value(StatusCode::CREATED, &answer))
 }
 
 /// The body of `req`, a `kind` (upstream's protobuf message `upstream`) in JSON, YAML or
