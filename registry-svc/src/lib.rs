@@ -38,6 +38,7 @@
 //! strategy ([`kinds`]), one `grpc_service!` line and one registration in [`run_with_listeners`]
 //! (its Store, its typed service, its catalog entry); no transport has code of its own for it.
 
+pub mod admission;
 pub mod audit;
 pub mod authn;
 pub mod authz;
@@ -68,6 +69,7 @@ pub mod store;
 pub mod strategy;
 pub mod validation;
 pub mod violations;
+pub mod warning;
 
 pub use config::Config;
 

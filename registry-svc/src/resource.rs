@@ -32,6 +32,22 @@ pub trait Resource: prost::Message + Default + Clone + PartialEq + Send + Sync +
         };
         format!(".{package}.v1.{}", Self::KIND)
     }
+    /// The object as Kubernetes JSON, with its `apiVersion` and `kind` (what admission
+    /// sees): built-in kinds through the descriptor-driven codec ([`codec`]).
+    fn as_json(&self) -> Result<serde_json::Value, crate::error::ApiError> {
+        let api_version = if Self::GROUP.is_empty() {
+            "v1".to_string()
+        } else {
+            format!("{}/v1", Self::GROUP)
+        };
+        codec()
+            .encode_to_value(
+                &Self::message_name(),
+                &self.encode_to_vec(),
+                Some((&api_version, Self::KIND)),
+            )
+            .map_err(|e| crate::error::ApiError::Internal(format!("{} as JSON: {e}", Self::KIND)))
+    }
     /// The metadata (field 1), if present.
     fn meta(&self) -> Option<&ObjectMeta>;
     /// The metadata, created empty if absent.
@@ -246,4 +262,21 @@ impl Names {
             plural: R::RESOURCE.into(),
         }
     }
+}
+
+/// The Kubernetes JSON codec over the registry's own descriptors (every built-in kind, and
+/// `ObjectMeta`), built once.
+pub fn codec() -> std::sync::Arc<kubestore_apimachinery::json::Codec> {
+    static CODEC: std::sync::OnceLock<std::sync::Arc<kubestore_apimachinery::json::Codec>> =
+        std::sync::OnceLock::new();
+    CODEC
+        .get_or_init(|| {
+            std::sync::Arc::new(
+                kubestore_apimachinery::json::Codec::new(kubestore_proto::CORE_DESCRIPTOR_SET)
+                    .unwrap_or_else(|e| {
+                        panic!("the registry's own descriptors do not decode: {e}")
+                    }),
+            )
+        })
+        .clone()
 }

@@ -72,6 +72,8 @@ pub struct StorageClient {
     pub(crate) api: crate::metrics::ApiMetrics,
     /// The namespaces being deleted, where nothing is created (`lifecycle`).
     pub(crate) lifecycle: Arc<crate::lifecycle::Lifecycle>,
+    /// Admission, which every Store calls on every write (`admission`).
+    pub(crate) admission: Arc<crate::admission::Admission>,
 }
 
 /// Connections to storage-svc. One HTTP/2 connection is driven by one task on each side, which
@@ -141,6 +143,7 @@ impl StorageClient {
             shared: crate::shared_watch::SharedWatches::default(),
             api: crate::metrics::ApiMetrics::default(),
             lifecycle: Arc::default(),
+            admission: Arc::new(crate::admission::Admission::new(Arc::default())),
         })
     }
 

@@ -18,7 +18,7 @@
 pub mod forbidden;
 pub mod review;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::{authn::UserInfo, error::ApiError};
 
@@ -335,7 +335,14 @@ pub struct Caller {
     /// The request's audit record, when audit is on: the gate's first decision is the
     /// request's, and gives the record its attributes.
     pub audit: Option<Arc<crate::audit::Record>>,
+    /// Warnings for the client (admission's), sent by the transport when the request ends;
+    /// none for the registry's own shared caller, which no transport drains.
+    warnings: Option<Mutex<Vec<String>>>,
 }
+
+/// Most warnings one request keeps (upstream's recorder bounds their total size; the REST
+/// transport truncates to that bound when it writes them: `rest::reply::warning_headers`).
+const MAX_WARNINGS: usize = 64;
 
 impl Caller {
     /// `user`, decided by `gate`.
@@ -344,7 +351,26 @@ impl Caller {
             user,
             gate,
             audit: None,
+            warnings: Some(Mutex::new(Vec::new())),
         }
+    }
+
+    /// Adds a warning for the client (kept once per text, at most [`MAX_WARNINGS`]).
+    pub fn warn(&self, text: String) {
+        if let Some(w) = &self.warnings {
+            let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
+            if w.len() < MAX_WARNINGS && !w.contains(&text) {
+                w.push(text);
+            }
+        }
+    }
+
+    /// The warnings added so far, taken (the transport sends them once).
+    pub fn take_warnings(&self) -> Vec<String> {
+        self.warnings
+            .as_ref()
+            .map(|w| std::mem::take(&mut *w.lock().unwrap_or_else(|p| p.into_inner())))
+            .unwrap_or_default()
     }
 
     /// With the request's audit record.
@@ -369,6 +395,7 @@ impl Caller {
                     .authenticated(),
                     gate: Gate::allow_all(),
                     audit: None,
+                    warnings: None,
                 })
             })
             .clone()

@@ -623,19 +623,4 @@ pub fn partial_metadata(metadata: &[u8]) -> Json {
     Json::from(out)
 }
 
-/// The Kubernetes JSON codec over the registry's own descriptors (every built-in kind, and
-/// `ObjectMeta`), built once.
-pub fn codec() -> Arc<kubestore_apimachinery::json::Codec> {
-    static CODEC: std::sync::OnceLock<Arc<kubestore_apimachinery::json::Codec>> =
-        std::sync::OnceLock::new();
-    CODEC
-        .get_or_init(|| {
-            Arc::new(
-                kubestore_apimachinery::json::Codec::new(kubestore_proto::CORE_DESCRIPTOR_SET)
-                    .unwrap_or_else(|e| {
-                        panic!("the registry's own descriptors do not decode: {e}")
-                    }),
-            )
-        })
-        .clone()
-}
+pub use crate::resource::codec;

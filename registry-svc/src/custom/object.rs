@@ -44,6 +44,10 @@ impl crate::resource::Resource for CustomObject {
     fn watch_parts(request: Self::WatchRequest) -> (String, Option<ListOptions>) {
         (request.namespace, request.options)
     }
+    fn as_json(&self) -> Result<Value, ApiError> {
+        // The inherent `to_json`: the content with its metadata.
+        CustomObject::to_json(self).map(Value::Object)
+    }
     fn meta(&self) -> Option<&ObjectMeta> {
         self.metadata.as_ref()
     }

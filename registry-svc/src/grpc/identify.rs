@@ -169,6 +169,7 @@ where
                     who.as_ref().ok().cloned(),
                 ))
             });
+            let mut served: Option<Arc<Caller>> = None;
             let response = async {
                 let user = match who {
                     Ok(user) => user,
@@ -199,6 +200,7 @@ where
                 };
                 let caller =
                     Arc::new(Caller::new(user, layer.gate.clone()).audited(record.clone()));
+                served = Some(caller.clone());
                 request.extensions_mut().insert(caller);
                 inner.call(request).await
             }
@@ -208,6 +210,13 @@ where
             let (mut parts, body) = response.into_parts();
             if let Ok(v) = http::HeaderValue::from_str(&audit_id) {
                 parts.headers.insert("audit-id", v);
+            }
+            // Admission's warnings, in the REST API's form (a streaming call's come with its
+            // first response, so only those added before it).
+            if let Some(caller) = &served {
+                for v in crate::warning::warning_headers(&caller.take_warnings()) {
+                    parts.headers.append("warning", v);
+                }
             }
             let body = match record {
                 Some(record) => {

@@ -221,18 +221,33 @@ fn terminating(ns: &Namespace) -> bool {
 pub async fn follow(store: Store<Namespace>, stop: tokio::sync::watch::Receiver<bool>) {
     use crate::follow::Change;
     let lifecycle = store.storage.lifecycle.clone();
+    // Admission reads the namespaces' labels (Pod Security's levels).
+    let labelled = store.storage.admission.namespaces.clone();
     let name = |ns: &Namespace| {
         ns.metadata
             .as_ref()
             .map(|m| m.name.clone())
             .unwrap_or_default()
     };
+    let labels = |ns: &Namespace| {
+        ns.metadata
+            .as_ref()
+            .map(|m| m.labels.clone().into_iter().collect())
+            .unwrap_or_default()
+    };
     crate::follow::follow(store, stop, move |change| match change {
         Change::Reset(items) => {
-            lifecycle.replace(items.iter().filter(|n| terminating(n)).map(&name))
+            lifecycle.replace(items.iter().filter(|n| terminating(n)).map(&name));
+            labelled.replace(items.iter().map(|n| (name(n), labels(n))));
         }
-        Change::Put(ns) => lifecycle.set(&name(&ns), terminating(&ns)),
-        Change::Gone(ns) => lifecycle.set(&name(&ns), false),
+        Change::Put(ns) => {
+            lifecycle.set(&name(&ns), terminating(&ns));
+            labelled.set(&name(&ns), labels(&ns));
+        }
+        Change::Gone(ns) => {
+            lifecycle.set(&name(&ns), false);
+            labelled.remove(&name(&ns));
+        }
     })
     .await
 }

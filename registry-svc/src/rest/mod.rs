@@ -305,10 +305,16 @@ impl Rest {
                     Err(e) => error(&e),
                 };
             }
-            match self.dispatch(req, route, caller).await {
+            let warned = caller.clone();
+            let mut response = match self.dispatch(req, route, caller).await {
                 Ok(r) => r,
                 Err(e) => error(&e),
+            };
+            // Admission's warnings, after the handler's own (unknown fields).
+            for v in crate::warning::warning_headers(&warned.take_warnings()) {
+                response.headers_mut().append(header::WARNING, v);
             }
+            response
         }
         .instrument(span.clone())
         .await;

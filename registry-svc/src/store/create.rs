@@ -3,6 +3,7 @@
 //! object as the kind's defaults complete it (`Strategy::default_object`).
 
 use crate::{
+    admission::Operation,
     error::ApiError,
     names::GENERATE_NAME_ATTEMPTS,
     resource::{MetaExt, Resource},
@@ -124,6 +125,7 @@ impl<R: Resource> Store<R> {
         self.storage
             .lifecycle
             .admit_create(self.resource(), &name, ns)?;
+        self.admit(Operation::Create, "", ns, &name, Some(obj), None, dry_run)?;
         let key = self.key(ns, &name)?;
         let ttl = self.strategy.ttl_seconds(obj).unwrap_or(0);
         let encoded = obj.encode_to_vec();

@@ -22,6 +22,7 @@ use kubestore_proto::{meta::v1::DeleteOptions, storage::v1::UpdateStart};
 use tracing::{Instrument, field::Empty};
 
 use crate::{
+    admission::Operation,
     error::ApiError,
     resource::Resource,
     storage::UpdateEnd,
@@ -92,7 +93,9 @@ impl<R: Resource> Store<R> {
             self.add_delete_finalizers(ctx.clone(), namespace, name, &mut options)
                 .await?;
         }
-        async {
+        // In the request's scope: admission sees its caller.
+        let scope = ctx.clone();
+        crate::store::scoped(&scope, async {
             // First from any copy (the watch cache's: no etcd read), then, if that copy turns
             // out stale, again from a consistent read (see `delete_inner`).
             match self
@@ -105,7 +108,7 @@ impl<R: Resource> Store<R> {
                     .map_err(Retry::into_api),
                 other => other.map_err(Retry::into_api),
             }
-        }
+        })
         .instrument(span)
         .await
     }
@@ -231,6 +234,16 @@ impl<R: Resource> Store<R> {
         };
         let mut existing = self.decode(&existing_bytes)?;
         let original = existing.clone();
+        // Upstream's deleteValidation: admission sees the object as read, before the decision.
+        self.admit(
+            Operation::Delete,
+            "",
+            ns,
+            name,
+            None,
+            Some(&original),
+            dry_run,
+        )?;
         let mut preconditions = options.preconditions.clone();
 
         let decision = self.before_delete(&mut existing, &mut options)?;

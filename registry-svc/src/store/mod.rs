@@ -4,6 +4,7 @@
 //!
 //! - [`get`], [`create`], [`update`] (Update, UpdateStatus, and Patch inside the same retried
 //!   read-modify-write), [`delete`], [`list`], [`watch`], [`collection`] (DeleteCollection);
+//! - [`admit`]: where every write is admitted (`crate::admission`);
 //! - [`graceful`]: BeforeDelete (grace periods); [`finalizers`]: the collector's finalizers,
 //!   markAsDeleting, deletion during update.
 //!
@@ -13,6 +14,7 @@
 //!
 //! Keys are `/<resource>/<namespace>/<name>`.
 
+pub mod admit;
 pub mod collection;
 pub mod create;
 pub mod delete;

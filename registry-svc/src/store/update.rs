@@ -7,6 +7,7 @@
 use kubestore_proto::{meta::v1::Preconditions, storage::v1::UpdateStart};
 
 use crate::{
+    admission::Operation,
     error::ApiError,
     resource::{MetaExt, Resource},
     storage::{StorageState, UpdateEnd},
@@ -487,7 +488,8 @@ impl<R: Resource> Store<R> {
             let r = self.before_create(ns, &mut obj).and_then(|()| {
                 self.storage
                     .lifecycle
-                    .admit_create(self.resource(), obj.name(), ns)
+                    .admit_create(self.resource(), obj.name(), ns)?;
+                self.admit(Operation::Create, "", ns, name, Some(&obj), None, dry_run)
             });
             self.strategy.finish_create(&obj, r.is_ok());
             r?;
@@ -542,7 +544,20 @@ impl<R: Resource> Store<R> {
         // The hooks see the namespace the object is written to (a body may leave it out).
         self.reconcile_namespace(ns, obj.meta_mut())?;
         self.strategy.begin_update(&obj, &existing, dry_run)?;
-        let r = self.before_update(ns, &mut obj, &existing, part);
+        let r = self
+            .before_update(ns, &mut obj, &existing, part)
+            .and_then(|()| {
+                // Admitted on every attempt, against what that attempt replaces.
+                self.admit(
+                    Operation::Update,
+                    part.subresource(),
+                    ns,
+                    name,
+                    Some(&obj),
+                    Some(&existing),
+                    dry_run,
+                )
+            });
         let r = r.map_err(Abort::Api).and_then(|()| {
             let (new_meta, old_meta) = (
                 obj.meta().cloned().unwrap_or_default(),

@@ -1,0 +1,165 @@
+//! Admission (upstream's `k8s.io/apiserver/pkg/admission`): what may refuse, warn about or
+//! annotate a write after its strategy validated it and before it is stored, for every kind and
+//! every transport. The Store calls [`Admission::validate`] on create (the new object), update,
+//! patch and subresource writes (the new object and the one the attempt replaces) and delete
+//! (the stored object), so the REST API and both gRPC APIs are admitted by the same code
+//! (docs/design/admission.md).
+//!
+//! A [`Plugin`] first says whether a request interests it ([`Plugin::interested`], from the
+//! request's attributes alone): only then is the object turned into Kubernetes JSON, once for
+//! every interested plugin, so a kind no plugin admits pays a few comparisons per write.
+//!
+//! Plugins, in upstream's order: [`pod_security`] (`PodSecurity`).
+//!
+//! What a plugin says goes where upstream puts it: its error is the request's (a refusal is
+//! 403, `<resource> "<name>" is forbidden: ...`, as `admission.NewForbidden` words it), its
+//! warnings go to the caller ([`crate::authz::Caller::warn`]; each transport sends them at the
+//! end), its audit annotations to the request's audit record.
+
+pub mod namespaces;
+pub mod pod_security;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::{authn::UserInfo, error::ApiError};
+
+/// What a write does (upstream's `admission.Operation`; CONNECT has no kubestore verb).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// Create.
+    Create,
+    /// Update, patch, and writes of subresources.
+    Update,
+    /// Delete (and each object of a DeleteCollection).
+    Delete,
+}
+
+impl Operation {
+    /// Upstream's name, `CREATE`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "CREATE",
+            Self::Update => "UPDATE",
+            Self::Delete => "DELETE",
+        }
+    }
+}
+
+/// A write as admission sees it (upstream's `admission.Attributes`, less the objects).
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// What the write does.
+    pub operation: Operation,
+    /// The resource's API group ("" for the core group).
+    pub group: &'a str,
+    /// Its version.
+    pub version: &'a str,
+    /// Its plural, `pods`.
+    pub resource: &'a str,
+    /// `status`, ..., or "".
+    pub subresource: &'a str,
+    /// The kind, `Pod`.
+    pub kind: &'a str,
+    /// The object's namespace ("" for a cluster-scoped kind).
+    pub namespace: &'a str,
+    /// The object's name (a create's, once generated).
+    pub name: &'a str,
+    /// A dry run: nothing will be stored.
+    pub dry_run: bool,
+    /// Who writes.
+    pub user: &'a UserInfo,
+}
+
+/// The objects of a write, as Kubernetes JSON.
+#[derive(Debug, Clone, Copy)]
+pub struct Objects<'a> {
+    /// The object to be stored (none on delete).
+    pub object: Option<&'a Value>,
+    /// The object it replaces (none on create).
+    pub old_object: Option<&'a Value>,
+}
+
+/// What a plugin adds to a request it lets through.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Warnings for the client (`Warning` headers, gRPC `warning` metadata).
+    pub warnings: Vec<String>,
+    /// Audit annotations (key, value), for the request's audit event.
+    pub annotations: Vec<(String, String)>,
+}
+
+/// One admission plugin's validating phase.
+pub trait Plugin: Send + Sync + 'static {
+    /// Upstream's name of the plugin (`PodSecurity`).
+    fn name(&self) -> &'static str;
+
+    /// Whether `request` is one this plugin looks at (from its attributes only: no object is
+    /// in JSON yet).
+    fn interested(&self, request: &Request<'_>) -> bool;
+
+    /// Lets the write through (with what it adds to `outcome`) or refuses it.
+    fn validate(
+        &self,
+        request: &Request<'_>,
+        objects: Objects<'_>,
+        outcome: &mut Outcome,
+    ) -> Result<(), ApiError>;
+}
+
+/// The plugins of this server, in order, and what they read.
+#[derive(Default)]
+pub struct Admission {
+    plugins: Vec<Arc<dyn Plugin>>,
+    /// The namespaces' labels, followed by watch (for the plugins that select by them).
+    pub namespaces: Arc<namespaces::Namespaces>,
+}
+
+impl Admission {
+    /// The default plugins of kubestore (every one upstream enables by default that applies
+    /// to its kinds), reading `namespaces`.
+    pub fn new(namespaces: Arc<namespaces::Namespaces>) -> Self {
+        Self {
+            plugins: vec![Arc::new(pod_security::PodSecurity::new(namespaces.clone()))],
+            namespaces,
+        }
+    }
+
+    /// Whether any plugin looks at `request` (then its objects are wanted in JSON).
+    pub fn interested(&self, request: &Request<'_>) -> bool {
+        self.plugins.iter().any(|p| p.interested(request))
+    }
+
+    /// Runs the validating phase of every interested plugin on `objects`; the first refusal
+    /// is the answer. What the plugins add goes to the caller and its audit record, also when
+    /// a later plugin refuses (upstream keeps the warnings and annotations of a refused
+    /// request too).
+    pub fn validate(
+        &self,
+        request: &Request<'_>,
+        objects: Objects<'_>,
+        caller: Option<&crate::authz::Caller>,
+    ) -> Result<(), ApiError> {
+        let mut outcome = Outcome::default();
+        let mut result = Ok(());
+        for p in self.plugins.iter().filter(|p| p.interested(request)) {
+            let _span = tracing::info_span!("Admit", plugin = p.name()).entered();
+            result = p.validate(request, objects, &mut outcome);
+            if result.is_err() {
+                break;
+            }
+        }
+        if let Some(caller) = caller {
+            for w in outcome.warnings {
+                caller.warn(w);
+            }
+            if let Some(record) = &caller.audit {
+                for (k, v) in &outcome.annotations {
+                    record.annotate(k, v);
+                }
+            }
+        }
+        result
+    }
+}
