@@ -138,10 +138,10 @@ struct Cli {
 enum Command {
     /// Run storage-svc (used by the benchmark itself).
     #[command(hide = true, name = "serve-storage")]
-    Storage(storage_svc::Config),
+    Storage(Box<storage_svc::Config>),
     /// Run registry-svc (used by the benchmark itself).
     #[command(hide = true, name = "serve-registry")]
-    Registry(registry_svc::Config),
+    Registry(Box<registry_svc::Config>),
     /// Run a controller-manager (used by the benchmark itself).
     #[command(hide = true, name = "serve-controllers")]
     Controllers {
@@ -760,7 +760,7 @@ fn main() -> ExitCode {
                 fmt,
                 listen,
                 None,
-                |l, stop| storage_svc::run(l, config, stop),
+                |l, stop| storage_svc::run(l, *config, stop),
             );
         }
         Some(Command::Registry(config)) => {
@@ -770,7 +770,7 @@ fn main() -> ExitCode {
                 fmt,
                 listen,
                 None,
-                |l, stop| registry_svc::run(l, config, stop),
+                |l, stop| registry_svc::run(l, *config, stop),
             );
         }
         Some(Command::Controllers {

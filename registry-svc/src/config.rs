@@ -98,6 +98,10 @@ pub struct Config {
     /// Audit.
     #[command(flatten)]
     pub audit: audit::Flags,
+    /// Admission (`--admission-control-config-file`, `--enable-admission-plugins`,
+    /// `--disable-admission-plugins`).
+    #[command(flatten)]
+    pub admission: crate::admission::config::Flags,
     /// Log line format.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -155,6 +159,7 @@ impl Default for Config {
             anonymous_auth: true,
             service_accounts: serviceaccount::Flags::default(),
             audit: audit::Flags::default(),
+            admission: Default::default(),
             log_format: LogFormat::Text,
             tls: ServerTlsArgs::default(),
             storage_ca_file: None,

@@ -355,8 +355,11 @@ pub async fn run_with_listeners(
     }
     config.tls.config().map_err(tls_error)?;
     let metrics = Metrics::new();
-    let storage = StorageClient::connect_lazy(&config.storage_addr, storage_tls)
+    let mut storage = StorageClient::connect_lazy(&config.storage_addr, storage_tls)
         .map_err(RunError::StorageAddr)?;
+    // Admission's configuration, read before anything starts (a mistake names the flag).
+    let admission = config.admission.settings().map_err(RunError::Tls)?;
+    storage.admission = Arc::new(admission::Admission::new(Arc::default(), &admission));
     storage.register_metrics(&metrics);
 
     let serving = Serving::start(

@@ -143,7 +143,12 @@ impl StorageClient {
             shared: crate::shared_watch::SharedWatches::default(),
             api: crate::metrics::ApiMetrics::default(),
             lifecycle: Arc::default(),
-            admission: Arc::new(crate::admission::Admission::new(Arc::default())),
+            admission: Arc::new(crate::admission::Admission::new(
+                Arc::default(),
+                &crate::admission::config::Settings {
+                    pod_security: Some(Default::default()),
+                },
+            )),
         })
     }
 

@@ -356,3 +356,91 @@ async fn updates_are_checked_only_when_they_change_what_the_checks_see() {
         format!("pods \"old\" is forbidden: {BASELINE_PRIVILEGED}")
     );
 }
+
+/// `--admission-control-config-file`: the PodSecurityConfiguration's defaults apply to a
+/// namespace without labels, its exempt namespaces and runtime classes are not checked (and
+/// their audit events say why), and a Namespace whose Pod Security labels do not parse is
+/// refused as upstream refuses it (kubectl prints upstream's 422).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_admission_configuration_sets_defaults_and_exemptions() {
+    let dir = tempfile::tempdir().expect("dir");
+    let log = dir.path().join("audit.log");
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, POLICY).expect("write policy");
+    let admission = dir.path().join("admission.yaml");
+    std::fs::write(
+        &admission,
+        r#"
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurity
+  configuration:
+    apiVersion: pod-security.admission.config.k8s.io/v1
+    kind: PodSecurityConfiguration
+    defaults: {enforce: baseline}
+    exemptions: {namespaces: [tools], runtimeClasses: [kata]}
+"#,
+    )
+    .expect("write admission configuration");
+    let c = KubeCluster::start_with(ClusterOptions {
+        registry: Some(registry_svc::Config {
+            audit: registry_svc::audit::Flags {
+                policy_file: Some(policy),
+                log_path: Some(log.clone()),
+                ..Default::default()
+            },
+            admission: registry_svc::admission::config::Flags {
+                config_file: Some(admission),
+                ..Default::default()
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+    .await;
+    // The default: baseline enforced where no label says otherwise.
+    let r = create(&c, "default", &privileged_pod("p"), false).await;
+    assert_eq!(
+        assert_status(&r, 403, "Forbidden")["message"],
+        format!("pods \"p\" is forbidden: {BASELINE_PRIVILEGED}")
+    );
+    // An exempt namespace, and an exempt runtime class.
+    create(&c, "tools", &privileged_pod("t"), false)
+        .await
+        .is(201);
+    let mut kata = privileged_pod("k");
+    kata["spec"]["runtimeClassName"] = json!("kata");
+    create(&c, "default", &kata, false).await.is(201);
+    kubestore_tests::rest::wait_until(Duration::from_secs(10), "both audit events", || async {
+        let events = audit_events(&log);
+        let exempt = |name: &str, why: &str| {
+            events.iter().any(|e| {
+                e["objectRef"]["name"] == name
+                    && e["annotations"]["pod-security.kubernetes.io/exempt"] == why
+            })
+        };
+        exempt("t", "namespace") && exempt("k", "runtimeClass")
+    })
+    .await;
+    // A label that does not parse is refused on the Namespace.
+    namespace(&c, "labelled", json!({})).await;
+    for v in [Kubectl::V1_33, Kubectl::V1_37] {
+        let out = c
+            .kubectl(
+                v,
+                &[
+                    "label",
+                    "namespace",
+                    "labelled",
+                    "pod-security.kubernetes.io/enforce=strict",
+                ],
+            )
+            .run()
+            .fails();
+        assert!(
+            out.err().contains("The Namespace \"labelled\" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: \"strict\": must be one of privileged, baseline, restricted"),
+            "{out}"
+        );
+    }
+}

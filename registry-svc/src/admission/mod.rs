@@ -6,8 +6,9 @@
 //! (docs/design/admission.md).
 //!
 //! A [`Plugin`] first says whether a request interests it ([`Plugin::interested`], from the
-//! request's attributes alone): only then is the object turned into Kubernetes JSON, once for
-//! every interested plugin, so a kind no plugin admits pays a few comparisons per write.
+//! request's attributes alone), and the objects are turned into Kubernetes JSON only when an
+//! interested plugin asks for them ([`Objects`]), once for all: a kind no plugin admits pays a
+//! few comparisons per write.
 //!
 //! Plugins, in upstream's order: [`pod_security`] (`PodSecurity`).
 //!
@@ -16,6 +17,7 @@
 //! warnings go to the caller ([`crate::authz::Caller::warn`]; each transport sends them at the
 //! end), its audit annotations to the request's audit record.
 
+pub mod config;
 pub mod namespaces;
 pub mod pod_security;
 
@@ -72,13 +74,53 @@ pub struct Request<'a> {
     pub user: &'a UserInfo,
 }
 
-/// The objects of a write, as Kubernetes JSON.
-#[derive(Debug, Clone, Copy)]
+/// The objects of a write, as Kubernetes JSON, made when a plugin first asks for them (a
+/// plugin that decides from the request's attributes and the namespace alone costs no
+/// encoding).
 pub struct Objects<'a> {
+    make: &'a (dyn Fn() -> Result<(Option<Value>, Option<Value>), ApiError> + 'a),
+    made: std::cell::OnceCell<(Option<Value>, Option<Value>)>,
+}
+
+impl<'a> Objects<'a> {
+    /// Objects `make` makes: the object to be stored (none on delete) and the one it replaces
+    /// (none on create).
+    pub fn new(
+        make: &'a (dyn Fn() -> Result<(Option<Value>, Option<Value>), ApiError> + 'a),
+    ) -> Self {
+        Self {
+            make,
+            made: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Objects already in JSON (tests).
+    pub fn of(pair: (Option<Value>, Option<Value>)) -> Self {
+        fn none() -> Result<(Option<Value>, Option<Value>), ApiError> {
+            Ok((None, None))
+        }
+        let me = Self::new(&none);
+        let _ = me.made.set(pair);
+        me
+    }
+
+    fn made(&self) -> Result<&(Option<Value>, Option<Value>), ApiError> {
+        if let Some(m) = self.made.get() {
+            return Ok(m);
+        }
+        let m = (self.make)()?;
+        Ok(self.made.get_or_init(|| m))
+    }
+
     /// The object to be stored (none on delete).
-    pub object: Option<&'a Value>,
+    pub fn object(&self) -> Result<Option<&Value>, ApiError> {
+        Ok(self.made()?.0.as_ref())
+    }
+
     /// The object it replaces (none on create).
-    pub old_object: Option<&'a Value>,
+    pub fn old_object(&self) -> Result<Option<&Value>, ApiError> {
+        Ok(self.made()?.1.as_ref())
+    }
 }
 
 /// What a plugin adds to a request it lets through.
@@ -103,7 +145,7 @@ pub trait Plugin: Send + Sync + 'static {
     fn validate(
         &self,
         request: &Request<'_>,
-        objects: Objects<'_>,
+        objects: &Objects<'_>,
         outcome: &mut Outcome,
     ) -> Result<(), ApiError>;
 }
@@ -117,11 +159,18 @@ pub struct Admission {
 }
 
 impl Admission {
-    /// The default plugins of kubestore (every one upstream enables by default that applies
-    /// to its kinds), reading `namespaces`.
-    pub fn new(namespaces: Arc<namespaces::Namespaces>) -> Self {
+    /// The plugins `settings` enable (by default every one upstream enables by default that
+    /// applies to kubestore's kinds), reading `namespaces`.
+    pub fn new(namespaces: Arc<namespaces::Namespaces>, settings: &config::Settings) -> Self {
+        let mut plugins: Vec<Arc<dyn Plugin>> = Vec::new();
+        if let Some(c) = &settings.pod_security {
+            plugins.push(Arc::new(pod_security::PodSecurity::new(
+                namespaces.clone(),
+                c.clone(),
+            )));
+        }
         Self {
-            plugins: vec![Arc::new(pod_security::PodSecurity::new(namespaces.clone()))],
+            plugins,
             namespaces,
         }
     }
@@ -138,7 +187,7 @@ impl Admission {
     pub fn validate(
         &self,
         request: &Request<'_>,
-        objects: Objects<'_>,
+        objects: &Objects<'_>,
         caller: Option<&crate::authz::Caller>,
     ) -> Result<(), ApiError> {
         let mut outcome = Outcome::default();

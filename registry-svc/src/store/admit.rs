@@ -41,19 +41,16 @@ impl<R: Resource> Store<R> {
             dry_run,
             user: &caller.user,
         };
-        // The JSON views only for a request some plugin looks at.
         if !admission.interested(&request) {
             return Ok(());
         }
-        let object = object.map(Resource::as_json).transpose()?;
-        let old_object = old.map(Resource::as_json).transpose()?;
-        admission.validate(
-            &request,
-            Objects {
-                object: object.as_ref(),
-                old_object: old_object.as_ref(),
-            },
-            Some(&caller),
-        )
+        // The JSON views only when a plugin asks for them.
+        let make = || {
+            Ok((
+                object.map(Resource::as_json).transpose()?,
+                old.map(Resource::as_json).transpose()?,
+            ))
+        };
+        admission.validate(&request, &Objects::new(&make), Some(&caller))
     }
 }

@@ -1,11 +1,13 @@
 //! Pod Security admission: upstream's `k8s.io/pod-security-admission` checks ([`checks`],
 //! with the [`baseline`] and [`restricted`] levels' own) and its admission plugin
-//! ([`PodSecurity`], from `plugin`).
+//! ([`PodSecurity`], from `plugin`) with its [`configuration`].
 
 pub mod checks;
+pub mod configuration;
 
 mod baseline;
 mod plugin;
 mod restricted;
 
+pub use configuration::PodSecurityConfig;
 pub use plugin::PodSecurity;

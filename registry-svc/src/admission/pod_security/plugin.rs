@@ -1,9 +1,11 @@
 //! The `PodSecurity` admission plugin (upstream's `pod-security-admission/admission`), with
-//! upstream's default configuration: a namespace without labels is `privileged:latest` in every
-//! mode, and nothing is exempt.
+//! the configuration of `--admission-control-config-file` (default: `privileged:latest`
+//! everywhere, nothing exempt).
 //!
 //! A Pod's namespace chooses, by label, a level and version per mode
-//! (`pod-security.kubernetes.io/enforce`, `-warn`, `-audit`, each with a `-version`):
+//! (`pod-security.kubernetes.io/enforce`, `-warn`, `-audit`, each with a `-version`; the
+//! configuration's defaults where a label is absent; warn follows a stricter enforce that is
+//! set without a warn, as upstream's `PolicyToEvaluate`):
 //! - **enforce** refuses a Pod that fails its level (403, `pods "p" is forbidden: violates
 //!   PodSecurity "baseline:latest": ...`);
 //! - **warn** lets it through with a warning (`would violate PodSecurity ...`), unless the
@@ -11,18 +13,25 @@
 //! - **audit** annotates its audit event (`pod-security.kubernetes.io/audit-violations`).
 //!
 //! Every evaluated Pod's audit event says the enforced policy
-//! (`pod-security.kubernetes.io/enforce-policy`). A label that does not parse makes that mode
-//! `restricted:latest` and annotates the event with the error, as upstream fails closed.
+//! (`pod-security.kubernetes.io/enforce-policy`), an exempt one why it is exempt
+//! (`pod-security.kubernetes.io/exempt`: `namespace`, `user` or `runtimeClass`). A label that
+//! does not parse makes enforce `restricted` (and audit and warn `privileged`: upstream fails
+//! closed for enforce only), annotates the event (`pod-security.kubernetes.io/error`), and
+//! is refused on the Namespace itself (422) when it is set or changed.
 //!
 //! Checked: Pod creates, and updates that can change what the checks see (upstream's
 //! `isSignificantPodUpdate`: another image or container count, another seccomp annotation);
-//! the `ephemeralcontainers` subresource is checked, the others (`status`, ...) are not.
+//! every subresource but those upstream ignores (`status`, `binding`, `eviction`, ...).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::checks::{self, Level, Version};
+use super::{
+    checks::{self, Level, Version},
+    configuration::{Defaults, PodSecurityConfig},
+};
 use crate::{
     admission::{Objects, Operation, Outcome, Plugin, Request, namespaces::Namespaces},
     error::ApiError,
@@ -32,7 +41,19 @@ use crate::{
 const LABEL_PREFIX: &str = "pod-security.kubernetes.io/";
 const ENFORCE_POLICY: &str = "pod-security.kubernetes.io/enforce-policy";
 const AUDIT_VIOLATIONS: &str = "pod-security.kubernetes.io/audit-violations";
+const EXEMPT: &str = "pod-security.kubernetes.io/exempt";
 const ERROR: &str = "pod-security.kubernetes.io/error";
+
+/// Pod subresources that cannot change a Pod's spec (upstream's `ignoredPodSubresources`).
+const IGNORED_SUBRESOURCES: &[&str] = &[
+    "attach",
+    "binding",
+    "eviction",
+    "log",
+    "portforward",
+    "proxy",
+    "status",
+];
 
 /// A level at a version, as upstream prints it: `baseline:latest`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,14 +63,9 @@ struct Policy {
 }
 
 impl Policy {
-    const PRIVILEGED: Self = Self {
-        level: Level::Privileged,
-        version: Version::Latest,
-    };
-    const RESTRICTED: Self = Self {
-        level: Level::Restricted,
-        version: Version::Latest,
-    };
+    fn of((level, version): (Level, Version)) -> Self {
+        Self { level, version }
+    }
 
     fn text(self) -> String {
         format!(
@@ -60,7 +76,8 @@ impl Policy {
     }
 }
 
-/// The three modes' policies of a namespace, and what did not parse.
+/// The three modes' policies of a namespace, and the labels that did not parse (upstream's
+/// field errors, in its words).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Modes {
     enforce: Policy,
@@ -70,44 +87,86 @@ struct Modes {
 }
 
 impl Modes {
-    /// Upstream's `PolicyToEvaluate` with the default configuration.
-    fn of(labels: &std::collections::BTreeMap<String, String>) -> Self {
-        let mut errors = Vec::new();
-        let mut mode = |name: &str| {
-            let level_key = format!("{LABEL_PREFIX}{name}");
-            let version_key = format!("{level_key}-version");
-            let mut policy = Policy::PRIVILEGED;
-            if let Some(l) = labels.get(&level_key) {
-                match Level::parse(l) {
-                    Some(level) => policy.level = level,
-                    None => {
-                        errors.push(format!(
-                            "{level_key}: must be one of privileged, baseline, restricted"
-                        ));
-                        return Policy::RESTRICTED;
-                    }
-                }
-            }
-            if let Some(v) = labels.get(&version_key) {
-                match Version::parse(v) {
-                    Some(version) => policy.version = version,
-                    None => {
-                        errors.push(format!("{version_key}: must be \"latest\" or \"v1.x\""));
-                        return Policy::RESTRICTED;
-                    }
-                }
-            }
-            policy
+    /// Upstream's `PolicyToEvaluate` of `labels` over `defaults`.
+    fn of(labels: &BTreeMap<String, String>, defaults: &Defaults) -> Self {
+        let mut m = Self {
+            enforce: Policy::of(defaults.enforce),
+            audit: Policy::of(defaults.audit),
+            warn: Policy::of(defaults.warn),
+            errors: Vec::new(),
         };
-        let enforce = mode("enforce");
-        let audit = mode("audit");
-        let warn = mode("warn");
-        Self {
-            enforce,
-            audit,
-            warn,
-            errors,
+        if labels.is_empty() {
+            return m;
         }
+        let label = |mode: &str| labels.get(&format!("{LABEL_PREFIX}{mode}"));
+        let mut invalid = |mode: &str, value: &str, why: &str| {
+            m.errors.push(format!(
+                "metadata.labels[{LABEL_PREFIX}{mode}]: Invalid value: {value:?}: {why}"
+            ));
+        };
+        const LEVELS: &str = "must be one of privileged, baseline, restricted";
+        const VERSIONS: &str = "must be \"latest\" or \"v1.x\"";
+        let mut enforce = m.enforce;
+        let mut audit = m.audit;
+        let mut warn = m.warn;
+        let mut has_enforce_level = false;
+        if let Some(l) = label("enforce") {
+            match Level::parse(l) {
+                Some(level) => {
+                    enforce.level = level;
+                    has_enforce_level = true;
+                }
+                None => {
+                    // Fails closed.
+                    enforce.level = Level::Restricted;
+                    invalid("enforce", l, LEVELS);
+                }
+            }
+        }
+        if let Some(v) = label("enforce-version") {
+            enforce.version = Version::parse(v).unwrap_or_else(|| {
+                invalid("enforce-version", v, VERSIONS);
+                Version::Latest
+            });
+        }
+        if let Some(l) = label("audit") {
+            audit.level = Level::parse(l).unwrap_or_else(|| {
+                // Fails open.
+                invalid("audit", l, LEVELS);
+                Level::Privileged
+            });
+        }
+        if let Some(v) = label("audit-version") {
+            audit.version = Version::parse(v).unwrap_or_else(|| {
+                invalid("audit-version", v, VERSIONS);
+                Version::Latest
+            });
+        }
+        let has_warn_level = label("warn").is_some();
+        if let Some(l) = label("warn") {
+            warn.level = Level::parse(l).unwrap_or_else(|| {
+                invalid("warn", l, LEVELS);
+                Level::Privileged
+            });
+        }
+        let has_warn_version = label("warn-version").is_some();
+        if let Some(v) = label("warn-version") {
+            warn.version = Version::parse(v).unwrap_or_else(|| {
+                invalid("warn-version", v, VERSIONS);
+                Version::Latest
+            });
+        }
+        // Warn follows an explicitly stricter enforce.
+        if !has_warn_level && has_enforce_level && enforce.level > warn.level {
+            warn.level = enforce.level;
+            if !has_warn_version {
+                warn.version = enforce.version;
+            }
+        }
+        m.enforce = enforce;
+        m.audit = audit;
+        m.warn = warn;
+        m
     }
 
     fn fully_privileged(&self) -> bool {
@@ -116,17 +175,201 @@ impl Modes {
                 .iter()
                 .all(|p| p.level == Level::Privileged)
     }
+
+    /// Upstream's aggregate of the errors: one as it is, several in brackets.
+    fn error_text(&self) -> String {
+        match self.errors.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        }
+    }
 }
 
 /// The plugin.
 pub struct PodSecurity {
     namespaces: Arc<Namespaces>,
+    config: PodSecurityConfig,
 }
 
 impl PodSecurity {
-    /// Reading namespaces' labels from `namespaces`.
-    pub fn new(namespaces: Arc<Namespaces>) -> Self {
-        Self { namespaces }
+    /// Reading namespaces' labels from `namespaces`, configured by `config`.
+    pub fn new(namespaces: Arc<Namespaces>, config: PodSecurityConfig) -> Self {
+        Self { namespaces, config }
+    }
+
+    fn modes(&self, labels: &BTreeMap<String, String>) -> Modes {
+        Modes::of(labels, &self.config.defaults)
+    }
+
+    fn exempt_namespace(&self, ns: &str) -> bool {
+        self.config.exemptions.namespaces.iter().any(|n| n == ns)
+    }
+
+    /// A Pod's create or update (upstream's `ValidatePod`).
+    fn pod(
+        &self,
+        r: &Request<'_>,
+        objects: &Objects<'_>,
+        out: &mut Outcome,
+    ) -> Result<(), ApiError> {
+        if IGNORED_SUBRESOURCES.contains(&r.subresource) {
+            return Ok(());
+        }
+        if self.exempt_namespace(r.namespace) {
+            out.annotations.push((EXEMPT.into(), "namespace".into()));
+            return Ok(());
+        }
+        if self.config.exemptions.usernames.contains(&r.user.name) {
+            out.annotations.push((EXEMPT.into(), "user".into()));
+            return Ok(());
+        }
+        let modes = self.modes(&self.namespaces.labels(r.namespace));
+        if modes.fully_privileged() {
+            out.annotations
+                .push((ENFORCE_POLICY.into(), "privileged:latest".into()));
+            return Ok(());
+        }
+        let Some(pod) = objects.object()? else {
+            return Ok(());
+        };
+        if r.operation == Operation::Update
+            && let Some(old) = objects.old_object()?
+            && !significant_update(pod, old)
+        {
+            return Ok(());
+        }
+        let null = Value::Null;
+        let metadata = pod.get("metadata").unwrap_or(&null);
+        let spec = pod.get("spec").unwrap_or(&null);
+        // Upstream's `EvaluatePod`: an exempt runtime class first.
+        if let Some(rc) = spec.get("runtimeClassName").and_then(Value::as_str)
+            && self
+                .config
+                .exemptions
+                .runtime_classes
+                .iter()
+                .any(|c| c == rc)
+        {
+            out.annotations.push((EXEMPT.into(), "runtimeClass".into()));
+            return Ok(());
+        }
+        if !modes.errors.is_empty() {
+            out.annotations.push((
+                ERROR.into(),
+                format!("Failed to parse policy: {}", modes.error_text()),
+            ));
+        }
+        let evaluate = |p: Policy| checks::evaluate(p.level, p.version, metadata, spec);
+        out.annotations
+            .push((ENFORCE_POLICY.into(), modes.enforce.text()));
+        let enforced = evaluate(modes.enforce);
+        let audited = if modes.audit == modes.enforce {
+            enforced.clone()
+        } else {
+            evaluate(modes.audit)
+        };
+        if !audited.is_empty() {
+            out.annotations.push((
+                AUDIT_VIOLATIONS.into(),
+                format!(
+                    "would violate PodSecurity \"{}\": {}",
+                    modes.audit.text(),
+                    checks::message(&audited)
+                ),
+            ));
+        }
+        if !enforced.is_empty() {
+            return Err(ApiError::Forbidden(format!(
+                "pods \"{}\" is forbidden: violates PodSecurity \"{}\": {}",
+                r.name,
+                modes.enforce.text(),
+                checks::message(&enforced)
+            )));
+        }
+        let warned = match modes.warn {
+            w if w == modes.enforce => enforced,
+            w if w == modes.audit => audited,
+            w => evaluate(w),
+        };
+        if !warned.is_empty() {
+            out.warnings.push(format!(
+                "would violate PodSecurity \"{}\": {}",
+                modes.warn.text(),
+                checks::message(&warned)
+            ));
+        }
+        Ok(())
+    }
+
+    /// A Namespace's create or update (upstream's `ValidateNamespace`): labels that do not
+    /// parse are refused when they are new; an exempt namespace given a policy is warned that
+    /// it is ignored. (Upstream also warns, on a stricter enforce label, about the namespace's
+    /// Pods that violate it; kubestore does not yet.)
+    fn namespace(
+        &self,
+        r: &Request<'_>,
+        objects: &Objects<'_>,
+        out: &mut Outcome,
+    ) -> Result<(), ApiError> {
+        if !r.subresource.is_empty() {
+            return Ok(());
+        }
+        let labels_of = |o: Option<&Value>| -> BTreeMap<String, String> {
+            o.and_then(|o| o.pointer("/metadata/labels"))
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let labels = labels_of(objects.object()?);
+        if !labels.keys().any(|k| k.starts_with(LABEL_PREFIX)) {
+            return Ok(());
+        }
+        let modes = self.modes(&labels);
+        let changed = match r.operation {
+            Operation::Update => {
+                let old = self.modes(&labels_of(objects.old_object()?));
+                old.errors.is_empty() || old.errors != modes.errors
+            }
+            _ => true,
+        };
+        if !modes.errors.is_empty() && changed {
+            let violations: Vec<(String, String)> = modes
+                .errors
+                .iter()
+                .map(|e| match e.split_once(": ") {
+                    Some((field, detail)) => (field.to_string(), detail.to_string()),
+                    None => (String::new(), e.clone()),
+                })
+                .collect();
+            return Err(ApiError::invalid("Namespace", r.name, violations));
+        }
+        if self.exempt_namespace(r.name)
+            && !modes.fully_privileged()
+            && modes != self.modes(&BTreeMap::new())
+        {
+            let mut set = Vec::new();
+            for (mode, p) in [
+                ("enforce", modes.enforce),
+                ("audit", modes.audit),
+                ("warn", modes.warn),
+            ] {
+                let labelled = labels.contains_key(&format!("{LABEL_PREFIX}{mode}"))
+                    || labels.contains_key(&format!("{LABEL_PREFIX}{mode}-version"));
+                if p.level != Level::Privileged && labelled {
+                    set.push(format!("{mode}={}", p.text()));
+                }
+            }
+            out.warnings.push(format!(
+                "namespace {:?} is exempt from Pod Security, and the policy ({}) will be ignored",
+                r.name,
+                set.join(", ")
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -137,84 +380,24 @@ impl Plugin for PodSecurity {
 
     fn interested(&self, r: &Request<'_>) -> bool {
         r.group.is_empty()
-            && r.resource == "pods"
-            && matches!(r.subresource, "" | "ephemeralcontainers")
             && r.operation != Operation::Delete
-            && !r.namespace.is_empty()
-            && {
-                // Most namespaces have no Pod Security label: no policy to parse then.
-                let labels = self.namespaces.labels(r.namespace);
-                labels.keys().any(|k| k.starts_with(LABEL_PREFIX))
-                    && !Modes::of(&labels).fully_privileged()
+            && match r.resource {
+                "pods" => !r.namespace.is_empty(),
+                "namespaces" => true,
+                _ => false,
             }
     }
 
     fn validate(
         &self,
         r: &Request<'_>,
-        objects: Objects<'_>,
+        objects: &Objects<'_>,
         outcome: &mut Outcome,
     ) -> Result<(), ApiError> {
-        let Some(pod) = objects.object else {
-            return Ok(());
-        };
-        if r.operation == Operation::Update
-            && r.subresource.is_empty()
-            && let Some(old) = objects.old_object
-            && !significant_update(pod, old)
-        {
-            return Ok(());
+        match r.resource {
+            "pods" => self.pod(r, objects, outcome),
+            _ => self.namespace(r, objects, outcome),
         }
-        let modes = Modes::of(&self.namespaces.labels(r.namespace));
-        if !modes.errors.is_empty() {
-            outcome
-                .annotations
-                .push((ERROR.into(), modes.errors.join(", ")));
-        }
-        let null = Value::Null;
-        let metadata = pod.get("metadata").unwrap_or(&null);
-        let spec = pod.get("spec").unwrap_or(&null);
-        let failures = |p: Policy| checks::evaluate(p.level, p.version, metadata, spec);
-        outcome
-            .annotations
-            .push((ENFORCE_POLICY.into(), modes.enforce.text()));
-        let enforced = failures(modes.enforce);
-        if modes.audit.level != Level::Privileged {
-            let audited = if modes.audit == modes.enforce {
-                enforced.clone()
-            } else {
-                failures(modes.audit)
-            };
-            if !audited.is_empty() {
-                outcome.annotations.push((
-                    AUDIT_VIOLATIONS.into(),
-                    format!(
-                        "would violate PodSecurity \"{}\": {}",
-                        modes.audit.text(),
-                        checks::message(&audited)
-                    ),
-                ));
-            }
-        }
-        if !enforced.is_empty() {
-            return Err(ApiError::Forbidden(format!(
-                "pods \"{}\" is forbidden: violates PodSecurity \"{}\": {}",
-                r.name,
-                modes.enforce.text(),
-                checks::message(&enforced)
-            )));
-        }
-        if modes.warn.level != Level::Privileged {
-            let warned = failures(modes.warn);
-            if !warned.is_empty() {
-                outcome.warnings.push(format!(
-                    "would violate PodSecurity \"{}\": {}",
-                    modes.warn.text(),
-                    checks::message(&warned)
-                ));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -256,63 +439,5 @@ fn significant_update(pod: &Value, old: &Value) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (format!("{LABEL_PREFIX}{k}"), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn no_labels_is_privileged_everywhere() {
-        assert!(Modes::of(&BTreeMap::new()).fully_privileged());
-    }
-
-    #[test]
-    fn labels_choose_a_level_and_version_per_mode() {
-        let m = Modes::of(&labels(&[
-            ("enforce", "baseline"),
-            ("enforce-version", "v1.25"),
-            ("warn", "restricted"),
-        ]));
-        assert_eq!(m.enforce.text(), "baseline:v1.25");
-        assert_eq!(m.warn.text(), "restricted:latest");
-        assert_eq!(m.audit.text(), "privileged:latest");
-        assert!(m.errors.is_empty());
-    }
-
-    #[test]
-    fn a_label_that_does_not_parse_fails_closed() {
-        let m = Modes::of(&labels(&[("enforce", "strict"), ("audit-version", "1.25")]));
-        assert_eq!(m.enforce, Policy::RESTRICTED);
-        assert_eq!(m.audit, Policy::RESTRICTED);
-        assert_eq!(m.errors.len(), 2, "{:?}", m.errors);
-        assert!(!m.fully_privileged());
-    }
-
-    #[test]
-    fn only_images_container_counts_and_seccomp_annotations_are_significant() {
-        let pod = |image: &str, labels: Value| {
-            serde_json::json!({"metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": image}]}})
-        };
-        let old = pod("nginx:1", serde_json::json!({}));
-        assert!(!significant_update(
-            &pod("nginx:1", serde_json::json!({"a": "b"})),
-            &old
-        ));
-        assert!(significant_update(
-            &pod("nginx:2", serde_json::json!({})),
-            &old
-        ));
-        let mut annotated = old.clone();
-        annotated["metadata"]["annotations"] = serde_json::json!({
-            "container.seccomp.security.alpha.kubernetes.io/c": "unconfined"});
-        assert!(significant_update(&annotated, &old));
-    }
-}
+#[path = "plugin_tests.rs"]
+mod tests;
