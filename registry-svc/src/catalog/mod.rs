@@ -32,6 +32,9 @@ use std::{
     sync::{Arc, RwLock},
 };
 
+/// The Kubernetes JSON codec over the registry's own descriptors (it lives beside `Resource`,
+/// whose JSON view uses it).
+pub use crate::resource::codec;
 use bytes::Bytes;
 use kubestore_apimachinery::patch::Patch;
 pub use kubestore_apimachinery::table::IncludeObject;
@@ -622,5 +625,3 @@ pub fn partial_metadata(metadata: &[u8]) -> Json {
     out.push(b'}');
     Json::from(out)
 }
-
-pub use crate::resource::codec;
