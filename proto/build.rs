@@ -21,6 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "coordination/v1/coordination.proto",
         "events/v1/events.proto",
         "rbac/v1/rbac.proto",
+        "admissionregistration/v1/admissionregistration.proto",
         "registry/v1/resources.proto",
     ] {
         println!("cargo:rerun-if-changed={p}");
@@ -54,6 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "coordination/v1/coordination.proto",
                 "events/v1/events.proto",
                 "rbac/v1/rbac.proto",
+                "admissionregistration/v1/admissionregistration.proto",
                 "registry/v1/resources.proto",
             ],
             &["."],
@@ -68,6 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ".coordination.v1",
                 ".events.v1",
                 ".rbac.v1",
+                ".admissionregistration.v1",
                 ".registry.v1",
             ][..],
         ),

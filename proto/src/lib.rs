@@ -7,6 +7,7 @@
 //! - [`coordination::v1`]: `Leases` (leader election).
 //! - [`events::v1`]: events.k8s.io's `Event`, a second version of `core.v1.Event` (messages only).
 //! - [`rbac::v1`]: `Roles`, `ClusterRoles`, `RoleBindings`, `ClusterRoleBindings` (RBAC).
+//! - [`admissionregistration::v1`]: `ValidatingAdmissionPolicies` and their bindings.
 //!
 //! - [`codec`]: the codec of every generated client and server (malformed = INVALID_ARGUMENT);
 //! - [`amplification`]: what a request may decode into, checked before decoding;
@@ -132,5 +133,17 @@ pub mod rbac {
     pub mod v1 {
         tonic::include_proto!("rbac.v1");
         include!(concat!(env!("OUT_DIR"), "/rbac.v1.serde.rs"));
+    }
+}
+
+/// Admission policies (admissionregistration.k8s.io), served by registry-svc.
+pub mod admissionregistration {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("admissionregistration.v1");
+        include!(concat!(
+            env!("OUT_DIR"),
+            "/admissionregistration.v1.serde.rs"
+        ));
     }
 }

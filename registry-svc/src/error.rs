@@ -146,6 +146,24 @@ pub enum ApiError {
         /// Upstream's message.
         message: String,
     },
+    /// Admission refused the request with a status reason of its choosing (a
+    /// ValidatingAdmissionPolicy's `reason`: upstream's `admission.NewForbidden` whose reason and
+    /// code are replaced): `Invalid` (422, the default), `Forbidden` (403), `Unauthorized`
+    /// (401), `RequestEntityTooLarge` (413).
+    #[error("{}", forbidden(.group, .resource, .name, .message))]
+    Rejected {
+        /// The status reason.
+        reason: &'static str,
+        /// The API group of the resource.
+        group: String,
+        /// The plural resource.
+        resource: String,
+        /// The object's name.
+        name: String,
+        /// Why (`ValidatingAdmissionPolicy 'P' with binding 'B' denied request: ...`): the
+        /// status's one cause; the message is `<resource> "<name>" is forbidden: <why>`.
+        message: String,
+    },
     /// A bug or corrupt data.
     #[error("Internal error occurred: {0}")]
     Internal(String),
@@ -154,6 +172,20 @@ pub enum ApiError {
 /// A client-supplied name as shown in messages: at most a valid name's length.
 fn shown(name: &str) -> std::borrow::Cow<'_, str> {
     bounded(name, 256)
+}
+
+/// Upstream's `NewForbidden` message: `<resource>[.<group>] "<name>" is forbidden: <why>`.
+fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> String {
+    let resource = if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    };
+    if name.is_empty() {
+        format!("{resource} is forbidden: {why}")
+    } else {
+        format!("{resource} \"{}\" is forbidden: {why}", shown(name))
+    }
 }
 
 /// `[field: description, ..., and N more]`, within the status message budget.
@@ -200,6 +232,7 @@ impl ApiError {
             Self::TooManyRequests(_) => "TooManyRequests",
             Self::Unavailable { reason, .. } => reason,
             Self::Forbidden(_) | Self::Denied { .. } => "Forbidden",
+            Self::Rejected { reason, .. } => reason,
             Self::Internal(_) => "InternalError",
         }
     }
@@ -219,6 +252,12 @@ impl ApiError {
             Self::Expired { .. } => 410,
             Self::WatcherTooSlow(_) | Self::TooManyRequests(_) => 429,
             Self::Forbidden(_) | Self::Denied { .. } => 403,
+            Self::Rejected { reason, .. } => match *reason {
+                "Unauthorized" => 401,
+                "Forbidden" => 403,
+                "RequestEntityTooLarge" => 413,
+                _ => 422,
+            },
             Self::Unavailable { reason, .. } if *reason == "Timeout" => 504,
             Self::Unavailable { .. } => 503,
             Self::StorageFull(_) | Self::Internal(_) => 500,
@@ -245,6 +284,11 @@ impl ApiError {
             Self::Expired { .. } => Code::OutOfRange,
             Self::Unavailable { .. } => Code::Unavailable,
             Self::Forbidden(_) => Code::FailedPrecondition,
+            Self::Rejected { reason, .. } => match *reason {
+                "Forbidden" => Code::FailedPrecondition,
+                "Unauthorized" => Code::Unauthenticated,
+                _ => Code::InvalidArgument,
+            },
             Self::Denied { .. } => Code::PermissionDenied,
             Self::Internal(_) => Code::Internal,
         }
@@ -366,6 +410,12 @@ impl From<ApiError> for Status {
                 put("name", name);
             }
             ApiError::Denied {
+                group,
+                resource,
+                name,
+                ..
+            }
+            | ApiError::Rejected {
                 group,
                 resource,
                 name,

@@ -75,6 +75,10 @@ pub use config::Config;
 
 use std::{future::Future, sync::Arc, time::Duration};
 
+use kubestore_proto::admissionregistration::v1::{
+    validating_admission_policies_server::ValidatingAdmissionPoliciesServer,
+    validating_admission_policy_bindings_server::ValidatingAdmissionPolicyBindingsServer,
+};
 use kubestore_proto::apiextensions::v1::{
     custom_objects_server::CustomObjectsServer,
     custom_resource_definitions_server::CustomResourceDefinitionsServer,
@@ -454,6 +458,14 @@ pub async fn run_with_listeners(
         storage.clone(),
         ClusterRoleBindingStrategy(guard.clone()),
     ));
+    let policies = builtin.kind(Store::new(
+        storage.clone(),
+        kinds::admission_policy::PolicyStrategy,
+    ));
+    let policy_bindings = builtin.kind(Store::new(
+        storage.clone(),
+        kinds::admission_policy::BindingStrategy,
+    ));
     let counted = builtin.counted;
     tokio::spawn(kinds::namespace::ensure_system_namespaces(
         namespaces.clone(),
@@ -471,6 +483,18 @@ pub async fn run_with_listeners(
     catalog.add_provider(Arc::new(catalog::custom::CustomProvider::new(
         custom.clone(),
     )));
+    // Admission policies: followed into admission, their parameters read through the catalog.
+    policies
+        .storage
+        .admission
+        .policies
+        .params
+        .start(catalog.clone(), stop.clone());
+    tokio::spawn(kinds::admission_policy::follow(
+        policies.clone(),
+        policy_bindings.clone(),
+        stop.clone(),
+    ));
     let generic = grpc::generic::GenericService::new(catalog.clone(), stop.clone());
     // Who a request is and what it may do (RBAC follows its four kinds when asked for).
     let stores = rbac::Stores {
@@ -539,6 +563,11 @@ pub async fn run_with_listeners(
         .add_service(serve!(ClusterRolesServer, cluster_roles))
         .add_service(serve!(RoleBindingsServer, role_bindings))
         .add_service(serve!(ClusterRoleBindingsServer, cluster_role_bindings))
+        .add_service(serve!(ValidatingAdmissionPoliciesServer, policies))
+        .add_service(serve!(
+            ValidatingAdmissionPolicyBindingsServer,
+            policy_bindings
+        ))
         .add_service(
             kubestore_proto::registry::v1::resources_server::ResourcesServer::new(generic.clone())
                 .max_decoding_message_size(REGISTRY_MAX_MESSAGE_BYTES),

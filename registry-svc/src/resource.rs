@@ -173,6 +173,22 @@ resource!(
     group = "rbac.authorization.k8s.io"
 );
 resource!(
+    kubestore_proto::admissionregistration::v1::ValidatingAdmissionPolicy,
+    "ValidatingAdmissionPolicy",
+    "validatingadmissionpolicies",
+    kubestore_proto::admissionregistration::v1::ListValidatingAdmissionPoliciesRequest,
+    kubestore_proto::admissionregistration::v1::WatchValidatingAdmissionPoliciesRequest,
+    group = "admissionregistration.k8s.io"
+);
+resource!(
+    kubestore_proto::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+    "ValidatingAdmissionPolicyBinding",
+    "validatingadmissionpolicybindings",
+    kubestore_proto::admissionregistration::v1::ListValidatingAdmissionPolicyBindingsRequest,
+    kubestore_proto::admissionregistration::v1::WatchValidatingAdmissionPolicyBindingsRequest,
+    group = "admissionregistration.k8s.io"
+);
+resource!(
     kubestore_proto::core::v1::ServiceAccount,
     "ServiceAccount",
     "serviceaccounts",
@@ -207,6 +223,16 @@ pub const BUILT_IN_NAMES: &[(&str, &str, &[&str])] = &[
     ("ClusterRole", "clusterroles", &[]),
     ("RoleBinding", "rolebindings", &[]),
     ("ClusterRoleBinding", "clusterrolebindings", &[]),
+    (
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        &[],
+    ),
+    (
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        &[],
+    ),
     (
         "CustomResourceDefinition",
         "customresourcedefinitions",

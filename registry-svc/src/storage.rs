@@ -147,6 +147,7 @@ impl StorageClient {
                 Arc::default(),
                 &crate::admission::config::Settings {
                     pod_security: Some(Default::default()),
+                    validating_admission_policy: true,
                 },
             )),
         })

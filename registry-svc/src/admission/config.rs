@@ -5,7 +5,8 @@
 //! registry-svc, naming the flag, the file and the field.
 //!
 //! Of upstream's plugins kubestore has `PodSecurity` (configured by a
-//! `pod-security.admission.config.k8s.io/v1` PodSecurityConfiguration); the others' names are
+//! `pod-security.admission.config.k8s.io/v1` PodSecurityConfiguration) and
+//! `ValidatingAdmissionPolicy` (no configuration; on by default); the others' names are
 //! accepted (a command line written for kube-apiserver works) and do nothing here: the
 //! README's deviations say which.
 
@@ -90,6 +91,8 @@ pub struct Flags {
 pub struct Settings {
     /// PodSecurity's configuration; None when the plugin is disabled.
     pub pod_security: Option<PodSecurityConfig>,
+    /// Whether `ValidatingAdmissionPolicy` is on (it is unless disabled, as upstream).
+    pub validating_admission_policy: bool,
 }
 
 impl Flags {
@@ -114,13 +117,14 @@ impl Flags {
                 "--enable-admission-plugins and --disable-admission-plugins both name {both:?}"
             ));
         }
-        let disabled = self.disable.iter().any(|n| n.trim() == "PodSecurity");
+        let disabled = |plugin: &str| self.disable.iter().any(|n| n.trim() == plugin);
         let pod_security = match &self.config_file {
             None => PodSecurityConfig::default(),
             Some(file) => read(file)?.unwrap_or_default(),
         };
         Ok(Settings {
-            pod_security: (!disabled).then_some(pod_security),
+            pod_security: (!disabled("PodSecurity")).then_some(pod_security),
+            validating_admission_policy: !disabled("ValidatingAdmissionPolicy"),
         })
     }
 }

@@ -10,7 +10,8 @@
 //! interested plugin asks for them ([`Objects`]), once for all: a kind no plugin admits pays a
 //! few comparisons per write.
 //!
-//! Plugins, in upstream's order: [`pod_security`] (`PodSecurity`).
+//! Plugins, in upstream's order: [`pod_security`] (`PodSecurity`), [`policy`]
+//! (`ValidatingAdmissionPolicy`).
 //!
 //! What a plugin says goes where upstream puts it: its error is the request's (a refusal is
 //! 403, `<resource> "<name>" is forbidden: ...`, as `admission.NewForbidden` words it), its
@@ -20,6 +21,7 @@
 pub mod config;
 pub mod namespaces;
 pub mod pod_security;
+pub mod policy;
 
 use std::sync::Arc;
 
@@ -156,6 +158,9 @@ pub struct Admission {
     plugins: Vec<Arc<dyn Plugin>>,
     /// The namespaces' labels, followed by watch (for the plugins that select by them).
     pub namespaces: Arc<namespaces::Namespaces>,
+    /// The ValidatingAdmissionPolicies and bindings in effect (fed by their follow, whether
+    /// or not the plugin is on).
+    pub policies: Arc<policy::Policies>,
 }
 
 impl Admission {
@@ -169,9 +174,14 @@ impl Admission {
                 c.clone(),
             )));
         }
+        let policies = Arc::new(policy::Policies::new(namespaces.clone()));
+        if settings.validating_admission_policy {
+            plugins.push(Arc::new(policy::PolicyPlugin(policies.clone())));
+        }
         Self {
             plugins,
             namespaces,
+            policies,
         }
     }
 

@@ -25,6 +25,7 @@ pub mod builtin;
 pub mod create_only;
 pub mod custom;
 pub mod endpoint;
+pub mod params;
 
 use std::{
     collections::BTreeMap,

@@ -14,6 +14,7 @@
 //! What a request's deadline is comes from here (`grpc-timeout`, [`service::ctx`]); what a
 //! verb does is the catalog's and the Store's.
 
+pub mod admissionregistration;
 pub mod custom;
 pub mod custom_passthrough;
 pub mod generic;

@@ -6,6 +6,8 @@
 //! its own proto package, upstream's conversion as a `catalog::builtin::Version`, a strategy for
 //! writes made in that version, and one `Builtin::version` line in `lib.rs`.
 
+pub mod admission_policy;
+pub mod admission_policy_validation;
 pub mod configmap;
 pub mod event;
 pub mod event_v1;

@@ -120,6 +120,23 @@ pub fn body(e: &ApiError) -> Value {
             }
             e.to_string()
         }
+        ApiError::Rejected {
+            group,
+            resource,
+            name,
+            message,
+            ..
+        } => {
+            // Upstream's `NewForbidden` details, and why as the one cause (what kubectl prints
+            // after `is invalid: :` for an Invalid reason).
+            for (k, v) in [("name", name), ("group", group), ("kind", resource)] {
+                if !v.is_empty() {
+                    details.insert(k.into(), json!(v));
+                }
+            }
+            details.insert("causes".into(), json!([{ "message": message }]));
+            e.to_string()
+        }
         ApiError::TooManyRequests(_) | ApiError::WatcherTooSlow(_) => {
             details.insert("retryAfterSeconds".into(), json!(1));
             e.to_string()

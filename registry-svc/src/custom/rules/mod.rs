@@ -30,6 +30,7 @@
 
 mod cost;
 mod eval;
+pub mod expression;
 pub(crate) mod shape;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -120,6 +120,15 @@ impl<'v> Estimator<'v> {
         e
     }
 
+    /// An estimator of expressions evaluated with these variables (admission policies').
+    pub(crate) fn of_vars(vars: &[(&str, &'v Value)]) -> Self {
+        let mut e = Self::new(Mode::Runtime);
+        for (name, value) in vars {
+            e.vars.push(((*name).into(), Shape::Json(value)));
+        }
+        e
+    }
+
     fn new(mode: Mode) -> Self {
         Self {
             mode,
