@@ -164,6 +164,18 @@ pub enum ApiError {
         /// status's one cause; the message is `<resource> "<name>" is forbidden: <why>`.
         message: String,
     },
+    /// An admission webhook refused the request: its Status passed on (upstream's
+    /// `ToStatusErr`: the webhook's code, at least 400, and reason; the message after `admission
+    /// webhook "NAME" denied the request`).
+    #[error("{message}")]
+    Webhook {
+        /// The HTTP status code.
+        code: u16,
+        /// The status reason ("" when the webhook gave none, or one upstream does not define).
+        reason: &'static str,
+        /// The message.
+        message: String,
+    },
     /// A bug or corrupt data.
     #[error("Internal error occurred: {0}")]
     Internal(String),
@@ -186,6 +198,33 @@ fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> String {
     } else {
         format!("{resource} \"{}\" is forbidden: {why}", shown(name))
     }
+}
+
+/// `reason` if it is one of upstream's `metav1.StatusReason`s, else "" (a webhook's Status may
+/// carry any text; the reason a client reads must be one it knows).
+pub fn known_reason(reason: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "AlreadyExists",
+        "Conflict",
+        "Gone",
+        "Invalid",
+        "ServerTimeout",
+        "StoreReadError",
+        "Timeout",
+        "TooManyRequests",
+        "BadRequest",
+        "MethodNotAllowed",
+        "NotAcceptable",
+        "RequestEntityTooLarge",
+        "UnsupportedMediaType",
+        "InternalError",
+        "Expired",
+        "ServiceUnavailable",
+    ];
+    KNOWN.iter().find(|k| **k == reason).copied().unwrap_or("")
 }
 
 /// `[field: description, ..., and N more]`, within the status message budget.
@@ -232,7 +271,7 @@ impl ApiError {
             Self::TooManyRequests(_) => "TooManyRequests",
             Self::Unavailable { reason, .. } => reason,
             Self::Forbidden(_) | Self::Denied { .. } => "Forbidden",
-            Self::Rejected { reason, .. } => reason,
+            Self::Rejected { reason, .. } | Self::Webhook { reason, .. } => reason,
             Self::Internal(_) => "InternalError",
         }
     }
@@ -252,6 +291,7 @@ impl ApiError {
             Self::Expired { .. } => 410,
             Self::WatcherTooSlow(_) | Self::TooManyRequests(_) => 429,
             Self::Forbidden(_) | Self::Denied { .. } => 403,
+            Self::Webhook { code, .. } => *code,
             Self::Rejected { reason, .. } => match *reason {
                 "Unauthorized" => 401,
                 "Forbidden" => 403,
@@ -290,6 +330,15 @@ impl ApiError {
                 _ => Code::InvalidArgument,
             },
             Self::Denied { .. } => Code::PermissionDenied,
+            Self::Webhook { code, .. } => match code {
+                401 => Code::Unauthenticated,
+                403 => Code::FailedPrecondition,
+                404 => Code::NotFound,
+                409 => Code::Aborted,
+                429 => Code::ResourceExhausted,
+                500..=599 => Code::Unavailable,
+                _ => Code::InvalidArgument,
+            },
             Self::Internal(_) => Code::Internal,
         }
     }

@@ -76,8 +76,10 @@ pub use config::Config;
 use std::{future::Future, sync::Arc, time::Duration};
 
 use kubestore_proto::admissionregistration::v1::{
+    mutating_webhook_configurations_server::MutatingWebhookConfigurationsServer,
     validating_admission_policies_server::ValidatingAdmissionPoliciesServer,
     validating_admission_policy_bindings_server::ValidatingAdmissionPolicyBindingsServer,
+    validating_webhook_configurations_server::ValidatingWebhookConfigurationsServer,
 };
 use kubestore_proto::apiextensions::v1::{
     custom_objects_server::CustomObjectsServer,
@@ -466,6 +468,14 @@ pub async fn run_with_listeners(
         storage.clone(),
         kinds::admission_policy::BindingStrategy,
     ));
+    let mutating_webhooks = builtin.kind(Store::new(
+        storage.clone(),
+        kinds::webhook::MutatingStrategy,
+    ));
+    let validating_webhooks = builtin.kind(Store::new(
+        storage.clone(),
+        kinds::webhook::ValidatingStrategy,
+    ));
     let counted = builtin.counted;
     tokio::spawn(kinds::namespace::ensure_system_namespaces(
         namespaces.clone(),
@@ -490,6 +500,11 @@ pub async fn run_with_listeners(
         .policies
         .params
         .start(catalog.clone(), stop.clone());
+    tokio::spawn(kinds::webhook::follow(
+        mutating_webhooks.clone(),
+        validating_webhooks.clone(),
+        stop.clone(),
+    ));
     tokio::spawn(kinds::admission_policy::follow(
         policies.clone(),
         policy_bindings.clone(),
@@ -563,6 +578,14 @@ pub async fn run_with_listeners(
         .add_service(serve!(ClusterRolesServer, cluster_roles))
         .add_service(serve!(RoleBindingsServer, role_bindings))
         .add_service(serve!(ClusterRoleBindingsServer, cluster_role_bindings))
+        .add_service(serve!(
+            MutatingWebhookConfigurationsServer,
+            mutating_webhooks
+        ))
+        .add_service(serve!(
+            ValidatingWebhookConfigurationsServer,
+            validating_webhooks
+        ))
         .add_service(serve!(ValidatingAdmissionPoliciesServer, policies))
         .add_service(serve!(
             ValidatingAdmissionPolicyBindingsServer,

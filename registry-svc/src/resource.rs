@@ -48,6 +48,36 @@ pub trait Resource: prost::Message + Default + Clone + PartialEq + Send + Sync +
             )
             .map_err(|e| crate::error::ApiError::Internal(format!("{} as JSON: {e}", Self::KIND)))
     }
+    /// The object from its Kubernetes JSON (what a mutating webhook's patch leaves): built-in
+    /// kinds through the descriptor-driven codec, fields the kind does not have dropped (as
+    /// upstream's decoding of a patched object drops them).
+    fn from_json(value: &serde_json::Value) -> Result<Self, crate::error::ApiError>
+    where
+        Self: Sized,
+    {
+        let mut unknown = Vec::new();
+        let bytes = codec()
+            .decode(
+                &Self::message_name(),
+                value,
+                &["apiVersion", "kind"],
+                &mut unknown,
+            )
+            .map_err(|e| {
+                crate::error::ApiError::BadRequest(format!(
+                    "{} cannot be handled as a {}: {}",
+                    Self::KIND,
+                    Self::KIND,
+                    e.message
+                ))
+            })?;
+        Self::decode(bytes.as_slice()).map_err(|e| {
+            crate::error::ApiError::Internal(format!(
+                "{} from JSON does not decode: {e}",
+                Self::KIND
+            ))
+        })
+    }
     /// The metadata (field 1), if present.
     fn meta(&self) -> Option<&ObjectMeta>;
     /// The metadata, created empty if absent.
@@ -189,6 +219,22 @@ resource!(
     group = "admissionregistration.k8s.io"
 );
 resource!(
+    kubestore_proto::admissionregistration::v1::MutatingWebhookConfiguration,
+    "MutatingWebhookConfiguration",
+    "mutatingwebhookconfigurations",
+    kubestore_proto::admissionregistration::v1::ListMutatingWebhookConfigurationsRequest,
+    kubestore_proto::admissionregistration::v1::WatchMutatingWebhookConfigurationsRequest,
+    group = "admissionregistration.k8s.io"
+);
+resource!(
+    kubestore_proto::admissionregistration::v1::ValidatingWebhookConfiguration,
+    "ValidatingWebhookConfiguration",
+    "validatingwebhookconfigurations",
+    kubestore_proto::admissionregistration::v1::ListValidatingWebhookConfigurationsRequest,
+    kubestore_proto::admissionregistration::v1::WatchValidatingWebhookConfigurationsRequest,
+    group = "admissionregistration.k8s.io"
+);
+resource!(
     kubestore_proto::core::v1::ServiceAccount,
     "ServiceAccount",
     "serviceaccounts",
@@ -231,6 +277,16 @@ pub const BUILT_IN_NAMES: &[(&str, &str, &[&str])] = &[
     (
         "ValidatingAdmissionPolicyBinding",
         "validatingadmissionpolicybindings",
+        &[],
+    ),
+    (
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        &[],
+    ),
+    (
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
         &[],
     ),
     (

@@ -104,6 +104,26 @@ pub struct StorageState<'a> {
     pub resource_version: &'a str,
 }
 
+/// A state handed to an update function that may wait: owned, so the function's future does
+/// not borrow the stream's message.
+#[derive(Debug)]
+pub struct OwnedState {
+    /// Encoded object; `None` for a missing key.
+    pub object: Option<Vec<u8>>,
+    /// Its resource version ("" for a missing key).
+    pub resource_version: String,
+}
+
+impl OwnedState {
+    /// The state as a synchronous update function takes it.
+    pub fn borrowed(&self) -> StorageState<'_> {
+        StorageState {
+            object: self.object.as_deref(),
+            resource_version: &self.resource_version,
+        }
+    }
+}
+
 /// How a GuaranteedUpdate ended.
 pub enum UpdateEnd<E> {
     /// Committed, or nothing to write.
@@ -148,6 +168,8 @@ impl StorageClient {
                 &crate::admission::config::Settings {
                     pod_security: Some(Default::default()),
                     validating_admission_policy: true,
+                    mutating_admission_webhook: true,
+                    validating_admission_webhook: true,
                 },
             )),
         })
@@ -344,29 +366,47 @@ impl StorageClient {
         start: UpdateStart,
         mut f: impl FnMut(StorageState<'_>) -> Result<(Vec<u8>, i64), E>,
     ) -> Result<UpdateEnd<E>, Status> {
+        self.guaranteed_update_async(deadline, start, |state: OwnedState| {
+            std::future::ready(f(state.borrowed()))
+        })
+        .await
+    }
+
+    /// [`Self::guaranteed_update`] with an update function that may wait (admission webhooks
+    /// are called inside it, on each attempt's state, as upstream calls them inside its
+    /// GuaranteedUpdate). The stream to storage stays open while it runs, within `deadline`.
+    pub async fn guaranteed_update_async<E, F>(
+        &self,
+        deadline: Deadline,
+        start: UpdateStart,
+        mut f: impl FnMut(OwnedState) -> F,
+    ) -> Result<UpdateEnd<E>, Status>
+    where
+        F: Future<Output = Result<(Vec<u8>, i64), E>>,
+    {
         let (tx, rx) = mpsc::channel(4);
         let mut last_error: Option<E> = None;
-        let mut answer = |state: StorageState<'_>, last_error: &mut Option<E>| {
-            let based_on = state.resource_version.to_string();
-            let message = match f(state) {
-                Ok((object, ttl_seconds)) => Req::Proposal(UpdateProposal {
-                    based_on_resource_version: based_on,
-                    object,
-                    ttl_seconds,
-                }),
-                Err(e) => {
-                    *last_error = Some(e);
-                    Req::Abort(UpdateAbort {
+        let answer =
+            |based_on: String, result: Result<(Vec<u8>, i64), E>, last_error: &mut Option<E>| {
+                let message = match result {
+                    Ok((object, ttl_seconds)) => Req::Proposal(UpdateProposal {
                         based_on_resource_version: based_on,
-                        code: tonic::Code::Aborted as i32,
-                        message: "update function failed".into(),
-                    })
+                        object,
+                        ttl_seconds,
+                    }),
+                    Err(e) => {
+                        *last_error = Some(e);
+                        Req::Abort(UpdateAbort {
+                            based_on_resource_version: based_on,
+                            code: tonic::Code::Aborted as i32,
+                            message: "update function failed".into(),
+                        })
+                    }
+                };
+                GuaranteedUpdateRequest {
+                    message: Some(message),
                 }
             };
-            GuaranteedUpdateRequest {
-                message: Some(message),
-            }
-        };
         let cached = start.cached_object.clone();
         let gone = || Status::unavailable("storage-svc closed the GuaranteedUpdate stream");
         tx.send(GuaranteedUpdateRequest {
@@ -374,15 +414,14 @@ impl StorageClient {
         })
         .await
         .map_err(|_| gone())?;
-        if let Some(object) = &cached {
-            let rv = resource_version_of(object);
-            let msg = answer(
-                StorageState {
-                    object: Some(object),
-                    resource_version: &rv,
-                },
-                &mut last_error,
-            );
+        if let Some(object) = cached {
+            let rv = resource_version_of(&object);
+            let result = f(OwnedState {
+                object: Some(object.to_vec()),
+                resource_version: rv.clone(),
+            })
+            .await;
+            let msg = answer(rv, result, &mut last_error);
             tx.send(msg).await.map_err(|_| gone())?;
         }
         let (i, mut c) = self.client();
@@ -394,14 +433,13 @@ impl StorageClient {
             let msg = responses.message().await?.ok_or_else(gone)?;
             match msg.message {
                 Some(Resp::State(s)) => {
-                    let object = s.exists.then_some(s.object.as_slice());
-                    let msg = answer(
-                        StorageState {
-                            object,
-                            resource_version: &s.resource_version,
-                        },
-                        &mut last_error,
-                    );
+                    let rv = s.resource_version.clone();
+                    let result = f(OwnedState {
+                        object: s.exists.then_some(s.object),
+                        resource_version: s.resource_version,
+                    })
+                    .await;
+                    let msg = answer(rv, result, &mut last_error);
                     tx.send(msg).await.map_err(|_| gone())?;
                 }
                 Some(Resp::Result(r)) => {

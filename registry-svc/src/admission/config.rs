@@ -6,7 +6,8 @@
 //!
 //! Of upstream's plugins kubestore has `PodSecurity` (configured by a
 //! `pod-security.admission.config.k8s.io/v1` PodSecurityConfiguration) and
-//! `ValidatingAdmissionPolicy` (no configuration; on by default); the others' names are
+//! `ValidatingAdmissionPolicy`, `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`
+//! (no configuration; on by default); the others' names are
 //! accepted (a command line written for kube-apiserver works) and do nothing here: the
 //! README's deviations say which.
 
@@ -93,6 +94,10 @@ pub struct Settings {
     pub pod_security: Option<PodSecurityConfig>,
     /// Whether `ValidatingAdmissionPolicy` is on (it is unless disabled, as upstream).
     pub validating_admission_policy: bool,
+    /// Whether `MutatingAdmissionWebhook` is on (unless disabled).
+    pub mutating_admission_webhook: bool,
+    /// Whether `ValidatingAdmissionWebhook` is on (unless disabled).
+    pub validating_admission_webhook: bool,
 }
 
 impl Flags {
@@ -125,6 +130,8 @@ impl Flags {
         Ok(Settings {
             pod_security: (!disabled("PodSecurity")).then_some(pod_security),
             validating_admission_policy: !disabled("ValidatingAdmissionPolicy"),
+            mutating_admission_webhook: !disabled("MutatingAdmissionWebhook"),
+            validating_admission_webhook: !disabled("ValidatingAdmissionWebhook"),
         })
     }
 }

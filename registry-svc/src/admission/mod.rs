@@ -10,8 +10,10 @@
 //! interested plugin asks for them ([`Objects`]), once for all: a kind no plugin admits pays a
 //! few comparisons per write.
 //!
-//! Plugins, in upstream's order: [`pod_security`] (`PodSecurity`), [`policy`]
-//! (`ValidatingAdmissionPolicy`).
+//! Plugins, in upstream's order: [`webhook`] (`MutatingAdmissionWebhook`, before the strategy,
+//! [`Admission::mutate`]), then after it [`pod_security`] (`PodSecurity`), [`policy`]
+//! (`ValidatingAdmissionPolicy`) and [`webhook`] again (`ValidatingAdmissionWebhook`,
+//! [`Admission::validate_webhooks`], asynchronous: it calls out).
 //!
 //! What a plugin says goes where upstream puts it: its error is the request's (a refusal is
 //! 403, `<resource> "<name>" is forbidden: ...`, as `admission.NewForbidden` words it), its
@@ -22,6 +24,7 @@ pub mod config;
 pub mod namespaces;
 pub mod pod_security;
 pub mod policy;
+pub mod webhook;
 
 use std::sync::Arc;
 
@@ -161,6 +164,12 @@ pub struct Admission {
     /// The ValidatingAdmissionPolicies and bindings in effect (fed by their follow, whether
     /// or not the plugin is on).
     pub policies: Arc<policy::Policies>,
+    /// The webhook configurations in effect (fed by their follow).
+    pub webhooks: Arc<webhook::Webhooks>,
+    /// `MutatingAdmissionWebhook` is on.
+    mutating_webhooks: bool,
+    /// `ValidatingAdmissionWebhook` is on.
+    validating_webhooks: bool,
 }
 
 impl Admission {
@@ -180,9 +189,58 @@ impl Admission {
         }
         Self {
             plugins,
+            webhooks: Arc::new(webhook::Webhooks::new(namespaces.clone())),
             namespaces,
             policies,
+            mutating_webhooks: settings.mutating_admission_webhook,
+            validating_webhooks: settings.validating_admission_webhook,
         }
+    }
+
+    /// Whether a mutating webhook may want `request` (then its object is wanted in JSON).
+    pub fn mutating_interested(&self, request: &Request<'_>) -> bool {
+        self.mutating_webhooks && self.webhooks.mutating_interested(request)
+    }
+
+    /// Mutating admission: the mutating webhooks `request` reaches, on `object`; the object
+    /// as they left it when one changed it.
+    pub async fn mutate(
+        &self,
+        request: &Request<'_>,
+        object: serde_json::Value,
+        old: Option<&serde_json::Value>,
+        caller: Option<&crate::authz::Caller>,
+    ) -> Result<Option<serde_json::Value>, ApiError> {
+        let mut outcome = Outcome::default();
+        let result = self
+            .webhooks
+            .mutate(request, object, old, &mut outcome)
+            .await;
+        deliver(outcome, caller);
+        result
+    }
+
+    /// Whether a validating webhook may want `request`.
+    pub fn validating_webhooks_interested(&self, request: &Request<'_>) -> bool {
+        self.validating_webhooks && self.webhooks.validating_interested(request)
+    }
+
+    /// The validating webhooks `request` reaches (after [`Self::validate`]'s plugins, as
+    /// upstream orders ValidatingAdmissionWebhook after them).
+    pub async fn validate_webhooks(
+        &self,
+        request: &Request<'_>,
+        object: Option<&serde_json::Value>,
+        old: Option<&serde_json::Value>,
+        caller: Option<&crate::authz::Caller>,
+    ) -> Result<(), ApiError> {
+        let mut outcome = Outcome::default();
+        let result = self
+            .webhooks
+            .validate(request, object, old, &mut outcome)
+            .await;
+        deliver(outcome, caller);
+        result
     }
 
     /// Whether any plugin looks at `request` (then its objects are wanted in JSON).
@@ -209,16 +267,21 @@ impl Admission {
                 break;
             }
         }
-        if let Some(caller) = caller {
-            for w in outcome.warnings {
-                caller.warn(w);
-            }
-            if let Some(record) = &caller.audit {
-                for (k, v) in &outcome.annotations {
-                    record.annotate(k, v);
-                }
+        deliver(outcome, caller);
+        result
+    }
+}
+
+/// What plugins added, to the caller (warnings) and its audit record (annotations).
+fn deliver(outcome: Outcome, caller: Option<&crate::authz::Caller>) {
+    if let Some(caller) = caller {
+        for w in outcome.warnings {
+            caller.warn(w);
+        }
+        if let Some(record) = &caller.audit {
+            for (k, v) in &outcome.annotations {
+                record.annotate(k, v);
             }
         }
-        result
     }
 }

@@ -48,6 +48,17 @@ impl crate::resource::Resource for CustomObject {
         // The inherent `to_json`: the content with its metadata.
         CustomObject::to_json(self).map(Value::Object)
     }
+    fn from_json(value: &Value) -> Result<Self, ApiError> {
+        match value {
+            // The inherent `from_json`: metadata parsed, the rest kept (pruned and defaulted by
+            // the strategy, as any write).
+            Value::Object(m) => CustomObject::from_json(m.clone()),
+            other => Err(ApiError::BadRequest(format!(
+                "the object must be a JSON object, not {}",
+                type_name(other)
+            ))),
+        }
+    }
     fn meta(&self) -> Option<&ObjectMeta> {
         self.metadata.as_ref()
     }

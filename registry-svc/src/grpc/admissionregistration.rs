@@ -1,21 +1,33 @@
-//! The typed gRPC services of the admission policy kinds
-//! (`admissionregistration.v1.ValidatingAdmissionPolicies`,
-//! `ValidatingAdmissionPolicyBindings`): one `grpc_service!` line each, like every built-in
-//! kind's.
+//! The typed gRPC services of the admission configuration kinds
+//! (`admissionregistration.v1.ValidatingAdmissionPolicies`, `ValidatingAdmissionPolicyBindings`,
+//! `MutatingWebhookConfigurations`, `ValidatingWebhookConfigurations`): one `grpc_service!`
+//! line each, like every built-in kind's.
 
 use kubestore_proto::admissionregistration::v1::{
-    CreateValidatingAdmissionPolicyBindingRequest, CreateValidatingAdmissionPolicyRequest,
+    CreateMutatingWebhookConfigurationRequest, CreateValidatingAdmissionPolicyBindingRequest,
+    CreateValidatingAdmissionPolicyRequest, CreateValidatingWebhookConfigurationRequest,
+    DeleteCollectionMutatingWebhookConfigurationsRequest,
     DeleteCollectionValidatingAdmissionPoliciesRequest,
     DeleteCollectionValidatingAdmissionPolicyBindingsRequest,
+    DeleteCollectionValidatingWebhookConfigurationsRequest,
+    DeleteMutatingWebhookConfigurationRequest, DeleteMutatingWebhookConfigurationResponse,
     DeleteValidatingAdmissionPolicyBindingRequest, DeleteValidatingAdmissionPolicyBindingResponse,
     DeleteValidatingAdmissionPolicyRequest, DeleteValidatingAdmissionPolicyResponse,
-    GetValidatingAdmissionPolicyBindingRequest, GetValidatingAdmissionPolicyRequest,
-    ListValidatingAdmissionPoliciesRequest, ListValidatingAdmissionPolicyBindingsRequest,
+    DeleteValidatingWebhookConfigurationRequest, DeleteValidatingWebhookConfigurationResponse,
+    GetMutatingWebhookConfigurationRequest, GetValidatingAdmissionPolicyBindingRequest,
+    GetValidatingAdmissionPolicyRequest, GetValidatingWebhookConfigurationRequest,
+    ListMutatingWebhookConfigurationsRequest, ListValidatingAdmissionPoliciesRequest,
+    ListValidatingAdmissionPolicyBindingsRequest, ListValidatingWebhookConfigurationsRequest,
+    MutatingWebhookConfiguration, MutatingWebhookConfigurationList,
+    MutatingWebhookConfigurationWatchEvent, UpdateMutatingWebhookConfigurationRequest,
     UpdateValidatingAdmissionPolicyBindingRequest, UpdateValidatingAdmissionPolicyRequest,
-    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-    ValidatingAdmissionPolicyBindingList, ValidatingAdmissionPolicyBindingWatchEvent,
-    ValidatingAdmissionPolicyList, ValidatingAdmissionPolicyWatchEvent,
-    WatchValidatingAdmissionPoliciesRequest, WatchValidatingAdmissionPolicyBindingsRequest,
+    UpdateValidatingWebhookConfigurationRequest, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingList,
+    ValidatingAdmissionPolicyBindingWatchEvent, ValidatingAdmissionPolicyList,
+    ValidatingAdmissionPolicyWatchEvent, ValidatingWebhookConfiguration,
+    ValidatingWebhookConfigurationList, ValidatingWebhookConfigurationWatchEvent,
+    WatchMutatingWebhookConfigurationsRequest, WatchValidatingAdmissionPoliciesRequest,
+    WatchValidatingAdmissionPolicyBindingsRequest, WatchValidatingWebhookConfigurationsRequest,
 };
 
 use crate::grpc_service;
@@ -50,4 +62,36 @@ grpc_service!(
     WatchValidatingAdmissionPolicyBindingsRequest,
     ValidatingAdmissionPolicyBindingWatchEvent,
     DeleteCollectionValidatingAdmissionPolicyBindingsRequest
+);
+
+grpc_service!(
+    kubestore_proto::admissionregistration::v1::mutating_webhook_configurations_server::MutatingWebhookConfigurations,
+    MutatingWebhookConfiguration,
+    mutating_webhook_configuration,
+    CreateMutatingWebhookConfigurationRequest,
+    GetMutatingWebhookConfigurationRequest,
+    UpdateMutatingWebhookConfigurationRequest,
+    DeleteMutatingWebhookConfigurationRequest,
+    DeleteMutatingWebhookConfigurationResponse,
+    ListMutatingWebhookConfigurationsRequest,
+    MutatingWebhookConfigurationList,
+    WatchMutatingWebhookConfigurationsRequest,
+    MutatingWebhookConfigurationWatchEvent,
+    DeleteCollectionMutatingWebhookConfigurationsRequest
+);
+
+grpc_service!(
+    kubestore_proto::admissionregistration::v1::validating_webhook_configurations_server::ValidatingWebhookConfigurations,
+    ValidatingWebhookConfiguration,
+    validating_webhook_configuration,
+    CreateValidatingWebhookConfigurationRequest,
+    GetValidatingWebhookConfigurationRequest,
+    UpdateValidatingWebhookConfigurationRequest,
+    DeleteValidatingWebhookConfigurationRequest,
+    DeleteValidatingWebhookConfigurationResponse,
+    ListValidatingWebhookConfigurationsRequest,
+    ValidatingWebhookConfigurationList,
+    WatchValidatingWebhookConfigurationsRequest,
+    ValidatingWebhookConfigurationWatchEvent,
+    DeleteCollectionValidatingWebhookConfigurationsRequest
 );

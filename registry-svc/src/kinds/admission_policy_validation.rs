@@ -28,7 +28,7 @@
 use std::collections::HashSet;
 
 use kubestore_proto::admissionregistration::v1::{
-    AuditAnnotation, MatchCondition, MatchResources, NamedRuleWithOperations, ParamKind, ParamRef,
+    AuditAnnotation, MatchResources, NamedRuleWithOperations, ParamKind, ParamRef,
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
     ValidatingAdmissionPolicyBindingSpec, ValidatingAdmissionPolicySpec, Validation,
 };
@@ -45,8 +45,8 @@ use crate::{
 #[path = "admission_policy_validation_tests.rs"]
 mod tests;
 
-const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
-const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
+pub(super) const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
+pub(super) const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
 const SCOPES: &[&str] = &["*", "Cluster", "Namespaced"];
 const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
 const REASONS: &[&str] = &["Forbidden", "Invalid", "RequestEntityTooLarge"];
@@ -57,7 +57,7 @@ const CONDITION_STATUSES: &[&str] = &["False", "True", "Unknown"];
 const MAX_AUDIT_ANNOTATIONS: usize = 20;
 /// Upstream's `maxAuditAnnotationValueExpressionLength`.
 const MAX_VALUE_EXPRESSION_BYTES: usize = 5 * 1024;
-const MAX_MATCH_CONDITIONS: usize = 64;
+pub(super) const MAX_MATCH_CONDITIONS: usize = 64;
 /// CEL's reserved words, which are not identifiers.
 const CEL_RESERVED: &str = "true false null in as break const continue else for function if import \
     let loop package namespace return var void while";
@@ -76,7 +76,7 @@ struct Options<'a> {
     audit_values: HashSet<&'a str>,
 }
 
-fn required(v: &mut Violations, path: impl Into<String>, detail: &str) {
+pub(super) fn required(v: &mut Violations, path: impl Into<String>, detail: &str) {
     let description = if detail.is_empty() {
         "Required value".to_string()
     } else {
@@ -86,21 +86,31 @@ fn required(v: &mut Violations, path: impl Into<String>, detail: &str) {
 }
 
 /// Upstream's `field.Invalid` of a string value.
-fn invalid(v: &mut Violations, path: impl Into<String>, value: &str, detail: &str) {
+pub(super) fn invalid(v: &mut Violations, path: impl Into<String>, value: &str, detail: &str) {
     invalid_as(v, path, &format!("{value:?}"), detail);
 }
 
 /// Upstream's `field.Invalid` of a value already rendered.
-fn invalid_as(v: &mut Violations, path: impl Into<String>, rendered: &str, detail: &str) {
+pub(super) fn invalid_as(
+    v: &mut Violations,
+    path: impl Into<String>,
+    rendered: &str,
+    detail: &str,
+) {
     v.push((path.into(), format!("Invalid value: {rendered}: {detail}")));
 }
 
-fn duplicate(v: &mut Violations, path: impl Into<String>, value: &str) {
+pub(super) fn duplicate(v: &mut Violations, path: impl Into<String>, value: &str) {
     v.push((path.into(), format!("Duplicate value: {value:?}")));
 }
 
 /// A required field with one of the `supported` values.
-fn one_of(v: &mut Violations, path: impl Into<String>, value: Option<&str>, supported: &[&str]) {
+pub(super) fn one_of(
+    v: &mut Violations,
+    path: impl Into<String>,
+    value: Option<&str>,
+    supported: &[&str],
+) {
     match value {
         None => required(v, path, ""),
         Some(x) if !supported.contains(&x) => not_supported(v, path, x, supported),
@@ -109,7 +119,12 @@ fn one_of(v: &mut Violations, path: impl Into<String>, value: Option<&str>, supp
 }
 
 /// Upstream's `field.NotSupported`.
-fn not_supported(v: &mut Violations, path: impl Into<String>, value: &str, supported: &[&str]) {
+pub(super) fn not_supported(
+    v: &mut Violations,
+    path: impl Into<String>,
+    value: &str,
+    supported: &[&str],
+) {
     let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
     let description = format!(
         "Unsupported value: {value:?}: supported values: {}",
@@ -119,14 +134,14 @@ fn not_supported(v: &mut Violations, path: impl Into<String>, value: &str, suppo
 }
 
 /// Go's `%#v` of a slice of strings of type `ty` (`string`, `admissionregistration.…`).
-fn go_list(ty: &str, items: &[String]) -> String {
+pub(super) fn go_list(ty: &str, items: &[String]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
     format!("[]{ty}{{{}}}", quoted.join(", "))
 }
 
 /// `Invalid value: "<expr>": <error>` at `path` when `source` does not compile, unless the old
 /// object already had it (`stored`).
-fn compile(expr: &str, source: &str, stored: bool, path: String, v: &mut Violations) {
+pub(super) fn compile(expr: &str, source: &str, stored: bool, path: String, v: &mut Violations) {
     if !stored && let Some(e) = compile_error(source) {
         invalid(v, path, expr, &e);
     }
@@ -145,7 +160,7 @@ fn path_segment_problems(name: &str) -> Vec<String> {
 }
 
 /// Upstream's `IsDNS1035Label`, its problems joined with "," (empty when valid).
-fn dns1035(s: &str) -> String {
+pub(super) fn dns1035(s: &str) -> String {
     let mut problems = Vec::new();
     if s.len() > 63 {
         problems.push("must be no more than 63 characters");
@@ -233,7 +248,12 @@ fn policy_spec(p: &ValidatingAdmissionPolicy, o: &Options<'_>, v: &mut Violation
         }
     }
     if !o.ignore_match_conditions {
-        match_conditions(&s.match_conditions, o, v);
+        super::webhook_validation::match_conditions(
+            &s.match_conditions,
+            "spec.matchConditions",
+            &o.match_conditions,
+            v,
+        );
     }
     let mut names = HashSet::new();
     for (i, var) in s.variables.iter().enumerate() {
@@ -376,7 +396,7 @@ fn match_resources(m: &MatchResources, path: &str, v: &mut Violations) {
 
 /// Upstream's `validateNamedRuleWithOperations`, `validateRuleWithOperations` and
 /// `validateRule` (subresources allowed) of the rule at `path`.
-fn named_rule(r: &NamedRuleWithOperations, path: &str, v: &mut Violations) {
+pub(super) fn named_rule(r: &NamedRuleWithOperations, path: &str, v: &mut Violations) {
     let mut names = HashSet::new();
     for (i, name) in r.resource_names.iter().enumerate() {
         let at = format!("{path}.resourceNames[{i}]");
@@ -474,36 +494,6 @@ fn resources(list: &[String], path: &str, v: &mut Violations) {
     if single && bare {
         let detail = "if '*' is present, must not specify other resources without subresources";
         invalid_as(v, path, &go_list("string", list), detail);
-    }
-}
-
-/// Upstream's `validateMatchConditions` of a policy.
-fn match_conditions(list: &[MatchCondition], o: &Options<'_>, v: &mut Violations) {
-    if list.len() > MAX_MATCH_CONDITIONS {
-        let n = list.len();
-        let description = format!("Too many: {n}: must have at most {MAX_MATCH_CONDITIONS} items");
-        v.push(("spec.matchConditions".into(), description));
-    }
-    let mut names = HashSet::new();
-    for (i, c) in list.iter().enumerate() {
-        let at = |f: &str| format!("spec.matchConditions[{i}].{f}");
-        let expr = c.expression.trim();
-        if expr.is_empty() {
-            required(v, at("expression"), "");
-        } else {
-            let stored = o.match_conditions.contains(expr);
-            compile(expr, expr, stored, at("expression"), v);
-        }
-        if c.name.is_empty() {
-            required(v, at("name"), "");
-            continue;
-        }
-        if let Some(e) = qualified_name(&c.name) {
-            invalid(v, at("name"), &c.name, &e);
-        }
-        if !names.insert(c.name.as_str()) {
-            duplicate(v, at("name"), &c.name);
-        }
     }
 }
 

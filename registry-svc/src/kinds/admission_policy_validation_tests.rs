@@ -4,7 +4,7 @@
 //! broken (`object.x ==`), and only their path and `Invalid value: ` are asserted.
 
 use kubestore_proto::admissionregistration::v1::{
-    ExpressionWarning, TypeChecking, ValidatingAdmissionPolicyStatus, Variable,
+    ExpressionWarning, MatchCondition, TypeChecking, ValidatingAdmissionPolicyStatus, Variable,
 };
 use kubestore_proto::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
 

@@ -28,6 +28,8 @@ pub mod rbac_validation;
 pub mod secret;
 pub mod service_account;
 pub mod volume_defaults;
+pub mod webhook;
+pub mod webhook_validation;
 
 #[cfg(test)]
 mod graceful_tests;

@@ -1,6 +1,7 @@
 //! Create (upstream's `Store.Create` and `rest.BeforeCreate`): system fields, generateName with
-//! retries on a clash, the strategy's PrepareForCreate, validation and Canonicalize, on the
-//! object as the kind's defaults complete it (`Strategy::default_object`).
+//! retries on a clash, mutating admission, the strategy's PrepareForCreate, validation and
+//! Canonicalize, on the object as the kind's defaults complete it (`Strategy::default_object`),
+//! then validating admission.
 
 use crate::{
     admission::Operation,
@@ -120,12 +121,17 @@ impl<R: Resource> Store<R> {
         obj: &mut R,
         dry_run: bool,
     ) -> Result<R, ApiError> {
-        self.before_create(ns, obj)?;
+        // Mutating admission first, as upstream's create handler runs it before the Store.
         let name = obj.name().to_string();
+        self.mutate(Operation::Create, "", ns, &name, obj, None, dry_run)
+            .await?;
+        self.before_create(ns, obj)?;
         self.storage
             .lifecycle
             .admit_create(self.resource(), &name, ns)?;
         self.admit(Operation::Create, "", ns, &name, Some(obj), None, dry_run)?;
+        self.admit_webhooks(Operation::Create, "", ns, &name, Some(obj), None, dry_run)
+            .await?;
         let key = self.key(ns, &name)?;
         let ttl = self.strategy.ttl_seconds(obj).unwrap_or(0);
         let encoded = obj.encode_to_vec();

@@ -244,6 +244,16 @@ impl<R: Resource> Store<R> {
             Some(&original),
             dry_run,
         )?;
+        self.admit_webhooks(
+            Operation::Delete,
+            "",
+            ns,
+            name,
+            None,
+            Some(&original),
+            dry_run,
+        )
+        .await?;
         let mut preconditions = options.preconditions.clone();
 
         let decision = self.before_delete(&mut existing, &mut options)?;

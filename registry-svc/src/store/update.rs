@@ -4,13 +4,15 @@
 //! function below runs once per storage attempt, on the state storage read, and a stale
 //! resourceVersion is a Conflict only against current data.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use kubestore_proto::{meta::v1::Preconditions, storage::v1::UpdateStart};
 
 use crate::{
     admission::Operation,
     error::ApiError,
     resource::{MetaExt, Resource},
-    storage::{StorageState, UpdateEnd},
+    storage::{OwnedState, StorageState, UpdateEnd},
     store::finalizers::should_delete_during_update,
     store::graceful::now,
     store::{Ctx, Store},
@@ -350,24 +352,26 @@ impl<R: Resource> Store<R> {
             dry_run,
             cached_object: None,
         };
-        let mut creating = false;
+        let creating = AtomicBool::new(false);
+        let (this, call_ref, creating_ref, key_ref) = (self, &call, &creating, &key);
         let end = self
             .storage
-            .guaranteed_update(ctx.deadline, start, |state| {
-                let existing = state.object;
-                let (o, ttl) = self.try_update(&call, state, &mut creating)?;
+            .guaranteed_update_async(ctx.deadline, start, move |state: OwnedState| async move {
+                let (o, ttl) = this
+                    .try_update(call_ref, state.borrowed(), creating_ref)
+                    .await?;
                 // A kind whose encoding is not canonical (a `Struct` is a hash map) may encode
                 // an unchanged object to other bytes: hand storage its own bytes back then, so
                 // it sees no change and writes nothing (upstream compares bytes too, of a
                 // canonical JSON encoding).
-                if self.strategy.unordered_encoding()
-                    && let Some(bytes) = existing
-                    && self.unchanged(&o, bytes)
+                if this.strategy.unordered_encoding()
+                    && let Some(bytes) = state.object.as_deref()
+                    && this.unchanged(&o, bytes)
                 {
                     return Ok((bytes.to_vec(), ttl));
                 }
                 let encoded = o.encode_to_vec();
-                self.check_size(&key, name, &encoded)?;
+                this.check_size(key_ref, name, &encoded)?;
                 Ok((encoded, ttl))
             })
             .await
@@ -383,6 +387,7 @@ impl<R: Resource> Store<R> {
                 }
                 other => other,
             })?;
+        let creating = creating.load(Ordering::Relaxed);
         match end {
             UpdateEnd::Done(result) => {
                 let mut out = self.decode(&result.object)?;
@@ -443,11 +448,11 @@ impl<R: Resource> Store<R> {
         old == new
     }
 
-    fn try_update(
+    async fn try_update(
         &self,
         call: &UpdateCall<'_, R>,
         state: StorageState<'_>,
-        creating: &mut bool,
+        creating: &AtomicBool,
     ) -> Result<(R, i64), Abort<R>> {
         let UpdateCall {
             ns,
@@ -457,7 +462,7 @@ impl<R: Resource> Store<R> {
             dry_run,
             part,
         } = *call;
-        *creating = false;
+        creating.store(false, Ordering::Relaxed);
         let Some(existing_bytes) = state.object else {
             let Request::Object(request) = request else {
                 return Err(ApiError::NotFound {
@@ -483,17 +488,23 @@ impl<R: Resource> Store<R> {
             m.resource_version.clear();
             self.reconcile_namespace(ns, obj.meta_mut())?;
             self.strategy.begin_create(&obj, dry_run)?;
-            // As a create: validated, and refused in a namespace being deleted (upstream's
-            // NamespaceLifecycle admits the create an update turns into).
-            let r = self.before_create(ns, &mut obj).and_then(|()| {
+            // As a create: mutated, validated, and refused in a namespace being deleted
+            // (upstream's NamespaceLifecycle admits the create an update turns into).
+            let r = async {
+                self.mutate(Operation::Create, "", ns, name, &mut obj, None, dry_run)
+                    .await?;
+                self.before_create(ns, &mut obj)?;
                 self.storage
                     .lifecycle
                     .admit_create(self.resource(), obj.name(), ns)?;
-                self.admit(Operation::Create, "", ns, name, Some(&obj), None, dry_run)
-            });
+                self.admit(Operation::Create, "", ns, name, Some(&obj), None, dry_run)?;
+                self.admit_webhooks(Operation::Create, "", ns, name, Some(&obj), None, dry_run)
+                    .await
+            }
+            .await;
             self.strategy.finish_create(&obj, r.is_ok());
             r?;
-            *creating = true;
+            creating.store(true, Ordering::Relaxed);
             let ttl = self.strategy.ttl_seconds(&obj).unwrap_or(0);
             return Ok((obj, ttl));
         };
@@ -543,21 +554,42 @@ impl<R: Resource> Store<R> {
         }
         // The hooks see the namespace the object is written to (a body may leave it out).
         self.reconcile_namespace(ns, obj.meta_mut())?;
+        // Mutating admission, on every attempt, against what that attempt replaces.
+        self.mutate(
+            Operation::Update,
+            part.subresource(),
+            ns,
+            name,
+            &mut obj,
+            Some(&existing),
+            dry_run,
+        )
+        .await?;
         self.strategy.begin_update(&obj, &existing, dry_run)?;
-        let r = self
-            .before_update(ns, &mut obj, &existing, part)
-            .and_then(|()| {
-                // Admitted on every attempt, against what that attempt replaces.
-                self.admit(
-                    Operation::Update,
-                    part.subresource(),
-                    ns,
-                    name,
-                    Some(&obj),
-                    Some(&existing),
-                    dry_run,
-                )
-            });
+        let r = async {
+            self.before_update(ns, &mut obj, &existing, part)?;
+            // Admitted on every attempt, against what that attempt replaces.
+            self.admit(
+                Operation::Update,
+                part.subresource(),
+                ns,
+                name,
+                Some(&obj),
+                Some(&existing),
+                dry_run,
+            )?;
+            self.admit_webhooks(
+                Operation::Update,
+                part.subresource(),
+                ns,
+                name,
+                Some(&obj),
+                Some(&existing),
+                dry_run,
+            )
+            .await
+        }
+        .await;
         let r = r.map_err(Abort::Api).and_then(|()| {
             let (new_meta, old_meta) = (
                 obj.meta().cloned().unwrap_or_default(),
