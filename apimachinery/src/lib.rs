@@ -8,6 +8,8 @@
 //! - [`jsonpath`]: kubectl's JSONPath (`-o jsonpath=`, `custom-columns`, a definition's
 //!   `additionalPrinterColumns`);
 //! - [`patch`]: JSON merge, JSON and strategic merge patches;
+//! - [`quantity`]: resource quantities, exactly; [`quota`]: what objects use as ResourceQuota
+//!   counts it (registry-svc's admission charges it, the controller-manager sums it);
 //! - [`table`]: `meta.k8s.io/v1` Tables (server-side printing);
 //! - [`time`]: `metav1.Time` and `MicroTime` text;
 //! - [`yaml`]: YAML bodies as JSON, with alias expansion bounded.
@@ -16,6 +18,8 @@ pub mod descriptors;
 pub mod json;
 pub mod jsonpath;
 pub mod patch;
+pub mod quantity;
+pub mod quota;
 pub mod rules;
 pub mod table;
 pub mod time;

@@ -7,6 +7,7 @@
 //! - [`gc`]: the garbage collector (background, foreground and orphan propagation);
 //! - [`namespace`]: the namespace controller (a deleted namespace's content, then the namespace),
 //!   and [`namespace_status`], the conditions that say why a namespace is still Terminating;
+//! - [`quota`]: the ResourceQuota controller (each quota's `status.hard` and `status.used`);
 //! - [`leader`]: leader election on a `coordination.v1` Lease;
 //! - [`manager`]: `kubestore controller-manager` (leader election, then the controllers);
 //! - [`events`], [`metrics`]: what they report; [`backoff`]: how refused calls are retried.
@@ -21,6 +22,7 @@ pub mod manager;
 pub mod metrics;
 pub mod namespace;
 pub mod namespace_status;
+pub mod quota;
 pub mod ratelimit;
 pub mod serviceaccounts;
 

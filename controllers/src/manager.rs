@@ -12,6 +12,7 @@ use crate::{
     gc::{self, GcConfig},
     leader::{self, LeaderConfig},
     metrics::ControllerMetrics,
+    quota::QuotaConfig,
 };
 
 /// Settings of a controller-manager.
@@ -21,6 +22,8 @@ pub struct ManagerConfig {
     pub leader: LeaderConfig,
     /// The garbage collector.
     pub gc: GcConfig,
+    /// The ResourceQuota controller.
+    pub quota: QuotaConfig,
     /// Where `/metrics` is served (None: not served).
     pub metrics_addr: Option<SocketAddr>,
 }
@@ -38,6 +41,7 @@ impl ManagerConfig {
                 retry_period: Duration::from_secs(2),
             },
             gc: GcConfig::default(),
+            quota: QuotaConfig::default(),
             metrics_addr: None,
         }
     }
@@ -101,12 +105,15 @@ pub async fn run(
         }
     });
     let gc_config = config.gc.clone();
+    let quota_config = config.quota.clone();
     leader::run(ch.clone(), config.leader, stop, leading_tx, move |lost| {
         let (ch, gc_config, metrics) = (ch.clone(), gc_config.clone(), metrics.clone());
+        let quota_config = quota_config.clone();
         async move {
             tokio::join!(
                 gc::run(ch.clone(), gc_config, metrics, lost.clone()),
                 crate::namespace::run(ch.clone(), lost.clone()),
+                crate::quota::run(ch.clone(), quota_config, lost.clone()),
                 crate::serviceaccounts::run(ch, lost),
             );
         }

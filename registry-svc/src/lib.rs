@@ -56,7 +56,8 @@ pub mod metrics;
 pub mod names;
 pub mod object_count;
 pub mod offload;
-pub mod quantity;
+/// Resource quantities, shared with the controllers (`kubestore_apimachinery::quantity`).
+pub use kubestore_apimachinery::quantity;
 pub mod rbac;
 pub mod relay;
 pub mod resource;
@@ -100,6 +101,12 @@ use kubestore_proto::core::v1::{
     UpdateEventRequest, UpdatePodRequest, WatchConfigMapsRequest, WatchEventsRequest,
     WatchPodsRequest, config_maps_server::ConfigMapsServer, events_server::EventsServer,
     pods_server::PodsServer,
+};
+use kubestore_proto::core::v1::{
+    CreateResourceQuotaRequest, DeleteCollectionResourceQuotasRequest, DeleteResourceQuotaRequest,
+    DeleteResourceQuotaResponse, GetResourceQuotaRequest, ListResourceQuotasRequest, ResourceQuota,
+    ResourceQuotaList, ResourceQuotaWatchEvent, UpdateResourceQuotaRequest,
+    WatchResourceQuotasRequest, resource_quotas_server::ResourceQuotasServer,
 };
 use kubestore_proto::core::v1::{
     CreateSecretRequest, DeleteCollectionSecretsRequest, DeleteSecretRequest, DeleteSecretResponse,
@@ -156,6 +163,22 @@ grpc_service!(
     WatchPodsRequest,
     PodWatchEvent,
     DeleteCollectionPodsRequest,
+    status
+);
+grpc_service!(
+    kubestore_proto::core::v1::resource_quotas_server::ResourceQuotas,
+    ResourceQuota,
+    resource_quota,
+    CreateResourceQuotaRequest,
+    GetResourceQuotaRequest,
+    UpdateResourceQuotaRequest,
+    DeleteResourceQuotaRequest,
+    DeleteResourceQuotaResponse,
+    ListResourceQuotasRequest,
+    ResourceQuotaList,
+    WatchResourceQuotasRequest,
+    ResourceQuotaWatchEvent,
+    DeleteCollectionResourceQuotasRequest,
     status
 );
 grpc_service!(
@@ -476,6 +499,10 @@ pub async fn run_with_listeners(
         storage.clone(),
         kinds::webhook::ValidatingStrategy,
     ));
+    let quotas = builtin.kind(Store::new(
+        storage.clone(),
+        kinds::resource_quota::ResourceQuotaStrategy,
+    ));
     let counted = builtin.counted;
     tokio::spawn(kinds::namespace::ensure_system_namespaces(
         namespaces.clone(),
@@ -500,6 +527,13 @@ pub async fn run_with_listeners(
         .policies
         .params
         .start(catalog.clone(), stop.clone());
+    // Quotas: followed into admission, charged through their Store.
+    quotas
+        .storage
+        .admission
+        .quotas
+        .start(Arc::new(kinds::resource_quota::Charger(quotas.clone())));
+    tokio::spawn(kinds::resource_quota::follow(quotas.clone(), stop.clone()));
     tokio::spawn(kinds::webhook::follow(
         mutating_webhooks.clone(),
         validating_webhooks.clone(),
@@ -571,6 +605,7 @@ pub async fn run_with_listeners(
         .add_service(serve!(ConfigMapsServer, config_maps))
         .add_service(serve!(EventsServer, events))
         .add_service(serve!(SecretsServer, secrets))
+        .add_service(serve!(ResourceQuotasServer, quotas))
         .add_service(serve!(LeasesServer, leases))
         .add_service(serve!(ServiceAccountsServer, service_accounts.clone()))
         .add_service(serve!(NamespacesServer, namespaces.clone()))

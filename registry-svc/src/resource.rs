@@ -235,6 +235,14 @@ resource!(
     group = "admissionregistration.k8s.io"
 );
 resource!(
+    kubestore_proto::core::v1::ResourceQuota,
+    "ResourceQuota",
+    "resourcequotas",
+    kubestore_proto::core::v1::ListResourceQuotasRequest,
+    kubestore_proto::core::v1::WatchResourceQuotasRequest,
+    short = ["quota"]
+);
+resource!(
     kubestore_proto::core::v1::ServiceAccount,
     "ServiceAccount",
     "serviceaccounts",
@@ -265,6 +273,7 @@ pub const BUILT_IN_NAMES: &[(&str, &str, &[&str])] = &[
     ),
     (Secret::KIND, Secret::RESOURCE, &[]),
     ("ServiceAccount", "serviceaccounts", &["sa"]),
+    ("ResourceQuota", "resourcequotas", &["quota"]),
     ("Role", "roles", &[]),
     ("ClusterRole", "clusterroles", &[]),
     ("RoleBinding", "rolebindings", &[]),

@@ -170,6 +170,7 @@ impl StorageClient {
                     validating_admission_policy: true,
                     mutating_admission_webhook: true,
                     validating_admission_webhook: true,
+                    resource_quota: true,
                 },
             )),
         })

@@ -6,8 +6,8 @@
 //!
 //! Of upstream's plugins kubestore has `PodSecurity` (configured by a
 //! `pod-security.admission.config.k8s.io/v1` PodSecurityConfiguration) and
-//! `ValidatingAdmissionPolicy`, `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`
-//! (no configuration; on by default); the others' names are
+//! `ValidatingAdmissionPolicy`, `MutatingAdmissionWebhook`, `ValidatingAdmissionWebhook` and
+//! `ResourceQuota` (no configuration; on by default); the others' names are
 //! accepted (a command line written for kube-apiserver works) and do nothing here: the
 //! README's deviations say which.
 
@@ -98,6 +98,8 @@ pub struct Settings {
     pub mutating_admission_webhook: bool,
     /// Whether `ValidatingAdmissionWebhook` is on (unless disabled).
     pub validating_admission_webhook: bool,
+    /// Whether `ResourceQuota` is on (unless disabled).
+    pub resource_quota: bool,
 }
 
 impl Flags {
@@ -132,6 +134,7 @@ impl Flags {
             validating_admission_policy: !disabled("ValidatingAdmissionPolicy"),
             mutating_admission_webhook: !disabled("MutatingAdmissionWebhook"),
             validating_admission_webhook: !disabled("ValidatingAdmissionWebhook"),
+            resource_quota: !disabled("ResourceQuota"),
         })
     }
 }

@@ -24,6 +24,7 @@ pub mod config;
 pub mod namespaces;
 pub mod pod_security;
 pub mod policy;
+pub mod quota;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -166,6 +167,10 @@ pub struct Admission {
     pub policies: Arc<policy::Policies>,
     /// The webhook configurations in effect (fed by their follow).
     pub webhooks: Arc<webhook::Webhooks>,
+    /// The ResourceQuotas (fed by their follow), charged by the `ResourceQuota` plugin.
+    pub quotas: Arc<quota::Quotas>,
+    /// `ResourceQuota` is on.
+    resource_quota: bool,
     /// `MutatingAdmissionWebhook` is on.
     mutating_webhooks: bool,
     /// `ValidatingAdmissionWebhook` is on.
@@ -194,6 +199,8 @@ impl Admission {
             policies,
             mutating_webhooks: settings.mutating_admission_webhook,
             validating_webhooks: settings.validating_admission_webhook,
+            quotas: Arc::default(),
+            resource_quota: settings.resource_quota,
         }
     }
 
@@ -220,27 +227,43 @@ impl Admission {
         result
     }
 
-    /// Whether a validating webhook may want `request`.
-    pub fn validating_webhooks_interested(&self, request: &Request<'_>) -> bool {
-        self.validating_webhooks && self.webhooks.validating_interested(request)
+    /// Whether a plugin that waits (a validating webhook, a quota) may want `request`.
+    pub fn waiting_interested(&self, request: &Request<'_>) -> bool {
+        (self.validating_webhooks && self.webhooks.validating_interested(request))
+            || (self.resource_quota && self.quotas.interested(request))
     }
 
-    /// The validating webhooks `request` reaches (after [`Self::validate`]'s plugins, as
-    /// upstream orders ValidatingAdmissionWebhook after them).
-    pub async fn validate_webhooks(
+    /// The validating plugins that wait, after [`Self::validate`]'s, in upstream's order: the
+    /// validating webhooks, then `ResourceQuota` (last, so that nothing refuses a request it
+    /// charged).
+    pub async fn validate_waiting(
         &self,
         request: &Request<'_>,
         object: Option<&serde_json::Value>,
         old: Option<&serde_json::Value>,
         caller: Option<&crate::authz::Caller>,
     ) -> Result<(), ApiError> {
-        let mut outcome = Outcome::default();
-        let result = self
-            .webhooks
-            .validate(request, object, old, &mut outcome)
+        if self.validating_webhooks && self.webhooks.validating_interested(request) {
+            let mut outcome = Outcome::default();
+            let result = tracing::Instrument::instrument(
+                self.webhooks.validate(request, object, old, &mut outcome),
+                tracing::info_span!("Admit", plugin = "ValidatingAdmissionWebhook"),
+            )
             .await;
-        deliver(outcome, caller);
-        result
+            deliver(outcome, caller);
+            result?;
+        }
+        if self.resource_quota
+            && self.quotas.interested(request)
+            && let Some(object) = object
+        {
+            tracing::Instrument::instrument(
+                self.quotas.charge(request, object),
+                tracing::info_span!("Admit", plugin = "ResourceQuota"),
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     /// Whether any plugin looks at `request` (then its objects are wanted in JSON).

@@ -25,6 +25,7 @@ pub mod pod_validation;
 pub mod printers;
 pub mod rbac;
 pub mod rbac_validation;
+pub mod resource_quota;
 pub mod secret;
 pub mod service_account;
 pub mod volume_defaults;

@@ -125,9 +125,10 @@ impl<R: Resource> Store<R> {
         Ok(())
     }
 
-    /// Validating webhooks, after [`Self::admit`]'s plugins, on the same objects.
+    /// The validating plugins that wait (webhooks, then quota), after [`Self::admit`]'s, on
+    /// the same objects.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn admit_webhooks(
+    pub(crate) async fn admit_waiting(
         &self,
         operation: Operation,
         subresource: &str,
@@ -140,13 +141,13 @@ impl<R: Resource> Store<R> {
         let admission = self.storage.admission.clone();
         let caller = crate::store::caller().unwrap_or_else(Caller::internal);
         let request = self.admission_request(operation, subresource, ns, name, dry_run, &caller);
-        if !admission.validating_webhooks_interested(&request) {
+        if !admission.waiting_interested(&request) {
             return Ok(());
         }
         let json = object.map(Resource::as_json).transpose()?;
         let old_json = old.map(Resource::as_json).transpose()?;
         admission
-            .validate_webhooks(&request, json.as_ref(), old_json.as_ref(), Some(&caller))
+            .validate_waiting(&request, json.as_ref(), old_json.as_ref(), Some(&caller))
             .await
     }
 }

@@ -130,7 +130,7 @@ impl<R: Resource> Store<R> {
             .lifecycle
             .admit_create(self.resource(), &name, ns)?;
         self.admit(Operation::Create, "", ns, &name, Some(obj), None, dry_run)?;
-        self.admit_webhooks(Operation::Create, "", ns, &name, Some(obj), None, dry_run)
+        self.admit_waiting(Operation::Create, "", ns, &name, Some(obj), None, dry_run)
             .await?;
         let key = self.key(ns, &name)?;
         let ttl = self.strategy.ttl_seconds(obj).unwrap_or(0);

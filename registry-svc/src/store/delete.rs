@@ -244,7 +244,7 @@ impl<R: Resource> Store<R> {
             Some(&original),
             dry_run,
         )?;
-        self.admit_webhooks(
+        self.admit_waiting(
             Operation::Delete,
             "",
             ns,

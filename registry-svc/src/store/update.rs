@@ -498,7 +498,7 @@ impl<R: Resource> Store<R> {
                     .lifecycle
                     .admit_create(self.resource(), obj.name(), ns)?;
                 self.admit(Operation::Create, "", ns, name, Some(&obj), None, dry_run)?;
-                self.admit_webhooks(Operation::Create, "", ns, name, Some(&obj), None, dry_run)
+                self.admit_waiting(Operation::Create, "", ns, name, Some(&obj), None, dry_run)
                     .await
             }
             .await;
@@ -578,7 +578,7 @@ impl<R: Resource> Store<R> {
                 Some(&existing),
                 dry_run,
             )?;
-            self.admit_webhooks(
+            self.admit_waiting(
                 Operation::Update,
                 part.subresource(),
                 ns,

@@ -106,6 +106,11 @@ impl Quantity {
         Ok(Self(if negative { -v } else { v }))
     }
 
+    /// Whether it is a whole number.
+    pub fn is_integer(&self) -> bool {
+        self.0 % NANO == 0
+    }
+
     /// Whether the quantity is greater than zero.
     pub fn is_positive(&self) -> bool {
         self.0 > 0
