@@ -6,6 +6,7 @@
 //! cargo run --release -p kubestore-bench -- --only rest  # REST against gRPC: its section only
 //! cargo run -p kubestore-bench -- --smoke             # a few ops, writes target/bench-smoke.md
 //! cargo run --release -p kubestore-bench -- --authorization  # RBAC against AlwaysAllow
+//! cargo run --release -p kubestore-bench -- --admission      # a policy, a webhook, neither
 //! cargo run --release -p kubestore-bench -- --soak 600  # steady load, writes target/soak.md
 //! scripts/bench-releases.sh a582744                   # this tree against a582744, interleaved
 //! ```
@@ -14,6 +15,7 @@
 //! mode, i.e. the same library `run` and env-configured telemetry as the real binaries), so
 //! each has its own RSS. Timings are reported, never asserted.
 
+mod admission;
 mod authz;
 mod cpu;
 mod custom;
@@ -113,6 +115,10 @@ struct Cli {
     /// AlwaysAllow against RBAC with 1,000 RoleBindings, raw etcd beside them.
     #[arg(long)]
     authorization: bool,
+    /// Instead of the benchmark: admission's cost (`admission.rs`): Create and Update with no
+    /// admission configuration, one ValidatingAdmissionPolicy, one webhook on loopback.
+    #[arg(long)]
+    admission: bool,
     /// Instead of the benchmark: a steady load for this many seconds, sampling RSS, fds and
     /// tasks (`soak.rs`); writes target/soak.md unless --out says otherwise.
     #[arg(long, value_name = "SECS")]
@@ -799,6 +805,15 @@ fn main() -> ExitCode {
     if let Some(n) = cli.gc_cascade {
         return match rt.block_on(gc::cascade(n)) {
             Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kubestore-bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if cli.admission {
+        return match rt.block_on(admission::admission(cli.ops)) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("kubestore-bench: {e}");
                 ExitCode::FAILURE

@@ -390,6 +390,7 @@ pub async fn run_with_listeners(
     let admission = config.admission.settings().map_err(RunError::Tls)?;
     storage.admission = Arc::new(admission::Admission::new(Arc::default(), &admission));
     storage.register_metrics(&metrics);
+    storage.admission.metrics.register(&metrics);
 
     let serving = Serving::start(
         &[kubestore_proto::CORE_DESCRIPTOR_SET],

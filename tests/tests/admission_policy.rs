@@ -5,7 +5,8 @@
 //! INVALID_ARGUMENT with the same message); Warn and Audit actions; parameters from a custom
 //! kind and from ConfigMaps chosen by a selector; `parameterNotFoundAction` under both failure
 //! policies; matchConditions, variables, messageExpression and reason; DELETE with
-//! `oldObject`. Policies take effect without a restart, within the watch's delay.
+//! `oldObject`; the official Python client's models and its ApiException. Policies take effect
+//! without a restart, within the watch's delay.
 
 use std::{path::Path, time::Duration};
 
@@ -93,6 +94,35 @@ fn audit_events(log: &Path) -> Vec<Value> {
 }
 
 const RULE: &str = "!has(object.data) || size(object.data) <= 2";
+
+/// The official Python client: AdmissionregistrationV1Api's models, and a refused delete.
+const PYTHON: &str = r#"
+import json
+from kubernetes import client, config
+config.load_kube_config()
+adm = client.AdmissionregistrationV1Api()
+rules = [client.V1NamedRuleWithOperations(api_groups=[""], api_versions=["v1"],
+                                          operations=["UPDATE"], resources=["configmaps"])]
+p = adm.create_validating_admission_policy(client.V1ValidatingAdmissionPolicy(
+    metadata=client.V1ObjectMeta(name="python-policy"),
+    spec=client.V1ValidatingAdmissionPolicySpec(
+        match_constraints=client.V1MatchResources(resource_rules=rules),
+        validations=[client.V1Validation(expression="true")])))
+got = adm.read_validating_admission_policy("python-policy")
+print("policy", got.metadata.name, got.spec.failure_policy, got.metadata.generation,
+      got.spec.match_constraints.resource_rules[0].resources)
+b = adm.create_validating_admission_policy_binding(client.V1ValidatingAdmissionPolicyBinding(
+    metadata=client.V1ObjectMeta(name="python-binding"),
+    spec=client.V1ValidatingAdmissionPolicyBindingSpec(policy_name="python-policy",
+                                                      validation_actions=["Deny", "Audit"])))
+print("binding", b.metadata.name, b.spec.policy_name, b.spec.validation_actions)
+try:
+    client.CoreV1Api().delete_namespaced_config_map("keep", "default")
+    print("deleted")
+except client.ApiException as e:
+    body = json.loads(e.body)
+    print("refused", e.status, body["reason"], body["message"])
+"#;
 
 /// Upstream's "demo-policy.example.com", on ConfigMaps.
 fn demo_policy() -> Value {
@@ -261,6 +291,18 @@ async fn a_bound_policy_denies_warns_and_audits_in_upstreams_words() {
         })
     })
     .await;
+
+    // Upstream's metric of policy decisions.
+    let metrics = kubestore_tests::services::scrape(
+        c.cluster.registry.as_ref().expect("registry").metrics_addr,
+    )
+    .await;
+    for line in [
+        r#"apiserver_validating_admission_policy_check_total{policy="demo-policy.example.com",policy_binding="demo-binding-test.example.com",error_type="no_error",enforcement_action="deny"}"#,
+        r#"apiserver_validating_admission_policy_check_total{policy="demo-policy.example.com",policy_binding="demo-binding-prod",error_type="no_error",enforcement_action="warn"}"#,
+    ] {
+        assert!(metrics.contains(line), "{line} in:\n{metrics}");
+    }
 
     // Deleting the binding lifts the denial, without a restart.
     let del = call(
@@ -485,6 +527,17 @@ async fn match_conditions_exclusions_and_deletes_with_the_old_object() {
         status["message"],
         "configmaps \"keep\" is forbidden: ValidatingAdmissionPolicy 'protect' with binding 'protect' denied request: only tmp- objects may be deleted, not keep"
     );
+    // The Python client: a policy written and read back through its typed models, and the
+    // refusal as its ApiException.
+    let r = c.python(PYTHON, &[]).run().ok();
+    let out = r.out();
+    for line in [
+        "policy python-policy Fail 1 ['configmaps']",
+        "binding python-binding python-policy ['Deny', 'Audit']",
+        "refused 422 Invalid configmaps \"keep\" is forbidden: ValidatingAdmissionPolicy 'protect' with binding 'protect' denied request: only tmp- objects may be deleted, not keep",
+    ] {
+        assert!(out.lines().any(|l| l == line), "{line} in:\n{r}");
+    }
     assert_eq!(delete("tmp-1").await.code, 200, "the rule passes");
     assert_eq!(delete("scratch").await.code, 200, "excluded by name");
     assert_eq!(

@@ -356,6 +356,21 @@ async fn mutating_and_validating_webhooks_over_https_in_upstreams_words() {
     assert_eq!(req["object"]["metadata"]["labels"]["mutated"], "yes");
     assert!(req["userInfo"]["username"].is_string(), "{req}");
     assert_eq!(req["oldObject"], Value::Null);
+
+    // Upstream's metrics: the refusal counted per webhook, the steps and plugins timed.
+    let metrics = kubestore_tests::services::scrape(
+        c.cluster.registry.as_ref().expect("registry").metrics_addr,
+    )
+    .await;
+    for line in [
+        r#"apiserver_admission_webhook_rejection_count{name="deny.example.com",operation="CREATE",type="validate",error_type="no_error",rejection_code="403"}"#,
+        r#"apiserver_admission_webhook_request_total{name="label.example.com",operation="CREATE",code="200",rejected="false",type="admit"}"#,
+        r#"apiserver_admission_webhook_admission_duration_seconds_count{name="deny.example.com",operation="CREATE",rejected="true",type="validate"}"#,
+        r#"apiserver_admission_step_admission_duration_seconds_count{operation="CREATE",rejected="false",type="admit"}"#,
+        r#"apiserver_admission_controller_admission_duration_seconds_count{name="ValidatingAdmissionWebhook",operation="CREATE",rejected="true",type="validate"}"#,
+    ] {
+        assert!(metrics.contains(line), "{line} in:\n{metrics}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

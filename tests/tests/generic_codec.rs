@@ -9,16 +9,26 @@
 
 use kubestore_apimachinery::json::Codec;
 use kubestore_proto::{
+    admissionregistration::v1::{
+        GetMutatingWebhookConfigurationRequest, GetValidatingAdmissionPolicyBindingRequest,
+        GetValidatingAdmissionPolicyRequest, GetValidatingWebhookConfigurationRequest,
+        mutating_webhook_configurations_client::MutatingWebhookConfigurationsClient,
+        validating_admission_policies_client::ValidatingAdmissionPoliciesClient,
+        validating_admission_policy_bindings_client::ValidatingAdmissionPolicyBindingsClient,
+        validating_webhook_configurations_client::ValidatingWebhookConfigurationsClient,
+    },
     apiextensions::v1::{
         GetCustomResourceDefinitionRequest,
         custom_resource_definitions_client::CustomResourceDefinitionsClient,
     },
     coordination::v1::{GetLeaseRequest, leases_client::LeasesClient},
     core::v1::{
-        GetConfigMapRequest, GetEventRequest, GetNamespaceRequest, GetPodRequest, GetSecretRequest,
-        GetServiceAccountRequest, config_maps_client::ConfigMapsClient,
-        events_client::EventsClient, namespaces_client::NamespacesClient, pods_client::PodsClient,
-        secrets_client::SecretsClient, service_accounts_client::ServiceAccountsClient,
+        GetConfigMapRequest, GetEventRequest, GetNamespaceRequest, GetPodRequest,
+        GetResourceQuotaRequest, GetSecretRequest, GetServiceAccountRequest,
+        config_maps_client::ConfigMapsClient, events_client::EventsClient,
+        namespaces_client::NamespacesClient, pods_client::PodsClient,
+        resource_quotas_client::ResourceQuotasClient, secrets_client::SecretsClient,
+        service_accounts_client::ServiceAccountsClient,
     },
     rbac::v1::{
         GetClusterRoleBindingRequest, GetClusterRoleRequest, GetRoleBindingRequest, GetRoleRequest,
@@ -158,6 +168,75 @@ fn cases() -> Vec<Case> {
             integers: &[],
         },
         Case {
+            group: "",
+            resource: "resourcequotas",
+            namespace: "default",
+            message: ".core.v1.ResourceQuota",
+            // It limits nothing the other cases write (and no controller runs here).
+            object: json!({"apiVersion": "v1", "kind": "ResourceQuota",
+                "metadata": {"name": "q"},
+                "spec": {"hard": {"count/widgets.example.com": "5", "requests.cpu": "1500m"},
+                    "scopes": ["NotTerminating"]}}),
+            integers: &[],
+        },
+        Case {
+            group: "admissionregistration.k8s.io",
+            resource: "validatingadmissionpolicies",
+            namespace: "",
+            message: ".admissionregistration.v1.ValidatingAdmissionPolicy",
+            // No binding names it: it admits nothing.
+            object: json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "vap"},
+                "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                    "matchConstraints": {"resourceRules": [{"apiGroups": ["example.com"],
+                        "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["widgets"]}]},
+                    "validations": [{"expression": "object.spec.size < 3", "reason": "Forbidden"}],
+                    "variables": [{"name": "v", "expression": "1"}]}}),
+            integers: &["/metadata/generation"],
+        },
+        Case {
+            group: "admissionregistration.k8s.io",
+            resource: "validatingadmissionpolicybindings",
+            namespace: "",
+            message: ".admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+            object: json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "vapb"},
+                "spec": {"policyName": "no-such-policy", "validationActions": ["Warn", "Audit"],
+                    "paramRef": {"name": "p", "parameterNotFoundAction": "Allow"}}}),
+            integers: &["/metadata/generation"],
+        },
+        Case {
+            group: "admissionregistration.k8s.io",
+            resource: "validatingwebhookconfigurations",
+            namespace: "",
+            message: ".admissionregistration.v1.ValidatingWebhookConfiguration",
+            // Its rules select nothing the other cases write.
+            object: json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "vwc"},
+                "webhooks": [{"name": "v.example.com",
+                    "clientConfig": {"url": "https://127.0.0.1:1/v", "caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="},
+                    "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                        "operations": ["CREATE"], "resources": ["widgets"]}],
+                    "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                    "timeoutSeconds": 5}]}),
+            integers: &["/webhooks/0/timeoutSeconds", "/metadata/generation"],
+        },
+        Case {
+            group: "admissionregistration.k8s.io",
+            resource: "mutatingwebhookconfigurations",
+            namespace: "",
+            message: ".admissionregistration.v1.MutatingWebhookConfiguration",
+            object: json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfiguration", "metadata": {"name": "mwc"},
+                "webhooks": [{"name": "m.example.com",
+                    "clientConfig": {"url": "https://127.0.0.1:1/m"},
+                    "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                        "operations": ["CREATE"], "resources": ["widgets"]}],
+                    "sideEffects": "NoneOnDryRun", "admissionReviewVersions": ["v1"],
+                    "reinvocationPolicy": "IfNeeded"}]}),
+            integers: &["/webhooks/0/timeoutSeconds", "/metadata/generation"],
+        },
+        Case {
             group: "coordination.k8s.io",
             resource: "leases",
             namespace: "default",
@@ -272,6 +351,43 @@ async fn typed(ch: &Channel, case: &Case, name: &str) -> Vec<u8> {
             .map(|r| r.into_inner().encode_to_vec()),
         "clusterrolebindings" => ClusterRoleBindingsClient::new(ch.clone())
             .get(GetClusterRoleBindingRequest {
+                namespace: ns,
+                name,
+            })
+            .await
+            .map(|r| r.into_inner().encode_to_vec()),
+        "resourcequotas" => ResourceQuotasClient::new(ch.clone())
+            .get(GetResourceQuotaRequest {
+                namespace: ns,
+                name,
+            })
+            .await
+            .map(|r| r.into_inner().encode_to_vec()),
+        "validatingadmissionpolicies" => ValidatingAdmissionPoliciesClient::new(ch.clone())
+            .get(GetValidatingAdmissionPolicyRequest {
+                namespace: ns,
+                name,
+            })
+            .await
+            .map(|r| r.into_inner().encode_to_vec()),
+        "validatingadmissionpolicybindings" => {
+            ValidatingAdmissionPolicyBindingsClient::new(ch.clone())
+                .get(GetValidatingAdmissionPolicyBindingRequest {
+                    namespace: ns,
+                    name,
+                })
+                .await
+                .map(|r| r.into_inner().encode_to_vec())
+        }
+        "validatingwebhookconfigurations" => ValidatingWebhookConfigurationsClient::new(ch.clone())
+            .get(GetValidatingWebhookConfigurationRequest {
+                namespace: ns,
+                name,
+            })
+            .await
+            .map(|r| r.into_inner().encode_to_vec()),
+        "mutatingwebhookconfigurations" => MutatingWebhookConfigurationsClient::new(ch.clone())
+            .get(GetMutatingWebhookConfigurationRequest {
                 namespace: ns,
                 name,
             })

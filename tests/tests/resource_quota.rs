@@ -174,6 +174,43 @@ async fn concurrent_creates_never_overshoot_and_deletes_are_released() {
     )
     .await
     .is(201);
+    // kubectl's own generator (a protobuf body) and its table.
+    for (v, name) in [(Kubectl::V1_33, "k133"), (Kubectl::V1_37, "k137")] {
+        c.kubectl(
+            v,
+            &[
+                "create",
+                "quota",
+                name,
+                "-n",
+                "team",
+                "--hard=count/secrets=3,pods=5",
+            ],
+        )
+        .run()
+        .ok();
+        let q = get(
+            &c,
+            &format!("/api/v1/namespaces/team/resourcequotas/{name}"),
+        )
+        .await;
+        assert_eq!(
+            q["spec"]["hard"],
+            json!({"count/secrets": "3", "pods": "5"}),
+            "{q}"
+        );
+    }
+    used(&c, "team", "k133", "pods", "1").await;
+    let out = c
+        .kubectl(Kubectl::V1_33, &["get", "quota", "k133", "-n", "team"])
+        .run()
+        .ok();
+    let table = out.out();
+    assert!(
+        table.starts_with("NAME   AGE   REQUEST")
+            && table.contains("count/secrets: 0/3, pods: 1/5"),
+        "{out}"
+    );
     // An invalid quota is refused with the field.
     let bad = json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "bad"},
                      "spec": {"hard": {"count/configmaps": "-1"}}});

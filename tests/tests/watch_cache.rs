@@ -129,10 +129,11 @@ async fn a_thousand_watches_share_one_etcd_watch() {
         "/configmaps/w/first",
     )
     .await;
-    // etcd's watchers before: the caches' for configmaps, definitions and namespaces, and
-    // registry-svc's own watches of the custom kinds' definitions and of the terminating
-    // namespaces, which go to etcd when they open before their resource's cache serves.
-    // A handful, whatever the number of clients.
+    // etcd's watchers before: the caches' of the kinds registry-svc follows itself
+    // (configmaps here; the definitions, namespaces, admission policies and their bindings,
+    // both webhook configurations and resource quotas, which admission reads), and its own
+    // watches of those kinds, which go to etcd when they open before their resource's cache
+    // serves: at most two per followed kind, whatever the number of clients.
     let before = sample(
         &reqwest_metrics(&cluster.etcd.endpoint()).await,
         "etcd_debugging_mvcc_watcher_total",
@@ -193,8 +194,9 @@ async fn a_thousand_watches_share_one_etcd_watch() {
     let text = reqwest_metrics(&cluster.etcd.endpoint()).await;
     let watchers = sample(&text, "etcd_debugging_mvcc_watcher_total").expect("etcd metric");
     assert_eq!(watchers, before, "no etcd watch for 1000 client watches");
+    let followed = 8.0;
     assert!(
-        before <= 5.0,
+        before <= 2.0 * followed,
         "{before} etcd watchers before the client watches"
     );
 }

@@ -21,13 +21,14 @@
 //! end), its audit annotations to the request's audit record.
 
 pub mod config;
+pub mod metrics;
 pub mod namespaces;
 pub mod pod_security;
 pub mod policy;
 pub mod quota;
 pub mod webhook;
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Instant};
 
 use serde_json::Value;
 
@@ -171,6 +172,8 @@ pub struct Admission {
     pub quotas: Arc<quota::Quotas>,
     /// `ResourceQuota` is on.
     resource_quota: bool,
+    /// Admission's metrics (registered by `lib.rs`).
+    pub metrics: Arc<metrics::AdmissionMetrics>,
     /// `MutatingAdmissionWebhook` is on.
     mutating_webhooks: bool,
     /// `ValidatingAdmissionWebhook` is on.
@@ -188,19 +191,21 @@ impl Admission {
                 c.clone(),
             )));
         }
-        let policies = Arc::new(policy::Policies::new(namespaces.clone()));
+        let metrics = Arc::new(metrics::AdmissionMetrics::default());
+        let policies = Arc::new(policy::Policies::new(namespaces.clone(), metrics.clone()));
         if settings.validating_admission_policy {
             plugins.push(Arc::new(policy::PolicyPlugin(policies.clone())));
         }
         Self {
             plugins,
-            webhooks: Arc::new(webhook::Webhooks::new(namespaces.clone())),
+            webhooks: Arc::new(webhook::Webhooks::new(namespaces.clone(), metrics.clone())),
             namespaces,
             policies,
             mutating_webhooks: settings.mutating_admission_webhook,
             validating_webhooks: settings.validating_admission_webhook,
             quotas: Arc::default(),
             resource_quota: settings.resource_quota,
+            metrics,
         }
     }
 
@@ -218,12 +223,18 @@ impl Admission {
         old: Option<&serde_json::Value>,
         caller: Option<&crate::authz::Caller>,
     ) -> Result<Option<serde_json::Value>, ApiError> {
+        let started = Instant::now();
         let mut outcome = Outcome::default();
         let result = self
             .webhooks
             .mutate(request, object, old, &mut outcome)
             .await;
         deliver(outcome, caller);
+        let (op, secs) = (request.operation.as_str(), started.elapsed().as_secs_f64());
+        let rejected = result.is_err();
+        self.metrics
+            .controller("MutatingAdmissionWebhook", op, "admit", rejected, secs);
+        self.metrics.step(op, "admit", rejected, secs);
         result
     }
 
@@ -243,27 +254,49 @@ impl Admission {
         old: Option<&serde_json::Value>,
         caller: Option<&crate::authz::Caller>,
     ) -> Result<(), ApiError> {
-        if self.validating_webhooks && self.webhooks.validating_interested(request) {
-            let mut outcome = Outcome::default();
-            let result = tracing::Instrument::instrument(
-                self.webhooks.validate(request, object, old, &mut outcome),
-                tracing::info_span!("Admit", plugin = "ValidatingAdmissionWebhook"),
-            )
-            .await;
-            deliver(outcome, caller);
-            result?;
+        let started = Instant::now();
+        let op = request.operation.as_str();
+        let result = async {
+            if self.validating_webhooks && self.webhooks.validating_interested(request) {
+                let t = Instant::now();
+                let mut outcome = Outcome::default();
+                let result = tracing::Instrument::instrument(
+                    self.webhooks.validate(request, object, old, &mut outcome),
+                    tracing::info_span!("Admit", plugin = "ValidatingAdmissionWebhook"),
+                )
+                .await;
+                deliver(outcome, caller);
+                let secs = t.elapsed().as_secs_f64();
+                self.metrics.controller(
+                    "ValidatingAdmissionWebhook",
+                    op,
+                    "validate",
+                    result.is_err(),
+                    secs,
+                );
+                result?;
+            }
+            if self.resource_quota
+                && self.quotas.interested(request)
+                && let Some(object) = object
+            {
+                let t = Instant::now();
+                let result = tracing::Instrument::instrument(
+                    self.quotas.charge(request, object),
+                    tracing::info_span!("Admit", plugin = "ResourceQuota"),
+                )
+                .await;
+                let secs = t.elapsed().as_secs_f64();
+                self.metrics
+                    .controller("ResourceQuota", op, "validate", result.is_err(), secs);
+                result?;
+            }
+            Ok(())
         }
-        if self.resource_quota
-            && self.quotas.interested(request)
-            && let Some(object) = object
-        {
-            tracing::Instrument::instrument(
-                self.quotas.charge(request, object),
-                tracing::info_span!("Admit", plugin = "ResourceQuota"),
-            )
-            .await?;
-        }
-        Ok(())
+        .await;
+        let secs = started.elapsed().as_secs_f64();
+        self.metrics.step(op, "validate", result.is_err(), secs);
+        result
     }
 
     /// Whether any plugin looks at `request` (then its objects are wanted in JSON).
@@ -283,13 +316,21 @@ impl Admission {
     ) -> Result<(), ApiError> {
         let mut outcome = Outcome::default();
         let mut result = Ok(());
+        let started = Instant::now();
+        let op = request.operation.as_str();
         for p in self.plugins.iter().filter(|p| p.interested(request)) {
             let _span = tracing::info_span!("Admit", plugin = p.name()).entered();
+            let t = Instant::now();
             result = p.validate(request, objects, &mut outcome);
+            let secs = t.elapsed().as_secs_f64();
+            self.metrics
+                .controller(p.name(), op, "validate", result.is_err(), secs);
             if result.is_err() {
                 break;
             }
         }
+        let secs = started.elapsed().as_secs_f64();
+        self.metrics.step(op, "validate", result.is_err(), secs);
         deliver(outcome, caller);
         result
     }

@@ -51,6 +51,8 @@ enum Decision {
         message: String,
         reason: &'static str,
         index: usize,
+        /// The check could not run (failurePolicy Fail), rather than failed.
+        error: bool,
     },
     /// Refused whatever the actions (an audit annotation that failed under `Fail`).
     Deny(String),
@@ -148,18 +150,32 @@ pub(super) fn dispatch(
             let decisions = evaluate(policy, c, &ns_labels, param.as_deref(), &mut annotations);
             for d in decisions {
                 match d {
-                    Decision::Deny(message) => denied.push(Denied {
-                        policy: policy.name.clone(),
-                        binding: Some(binding_name.clone()),
-                        message,
-                        reason: "Invalid",
-                    }),
+                    Decision::Deny(message) => {
+                        state
+                            .metrics
+                            .policy_check(&policy.name, binding_name, "deny", true);
+                        denied.push(Denied {
+                            policy: policy.name.clone(),
+                            binding: Some(binding_name.clone()),
+                            message,
+                            reason: "Invalid",
+                        });
+                    }
                     Decision::Fail {
                         message,
                         reason,
                         index,
+                        error,
                     } => {
                         for action in &spec.validation_actions {
+                            let counted = match action.as_str() {
+                                "Deny" => "deny",
+                                "Warn" => "warn",
+                                _ => "audit",
+                            };
+                            state
+                                .metrics
+                                .policy_check(&policy.name, binding_name, counted, error);
                             match action.as_str() {
                                 "Deny" => denied.push(Denied {
                                     policy: policy.name.clone(),
@@ -301,6 +317,7 @@ fn evaluate(
                 message,
                 reason: "Invalid",
                 index: 0,
+                error: true,
             }]
         } else {
             Vec::new()
@@ -434,6 +451,7 @@ fn evaluate(
             message,
             reason: v.reason,
             index,
+            error: false,
         });
     }
     for (key, e) in &policy.audit_annotations {
@@ -474,11 +492,15 @@ fn evaluate(
 fn with_index(d: Decision, index: usize) -> Decision {
     match d {
         Decision::Fail {
-            message, reason, ..
+            message,
+            reason,
+            error,
+            ..
         } => Decision::Fail {
             message,
             reason,
             index,
+            error,
         },
         other => other,
     }

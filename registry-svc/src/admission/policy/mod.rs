@@ -66,13 +66,18 @@ pub struct Policies {
     /// The parameter objects, per paramKind.
     pub params: params::Params,
     namespaces: Arc<Namespaces>,
+    metrics: Arc<crate::admission::metrics::AdmissionMetrics>,
 }
 
 impl Policies {
-    /// Policies reading `namespaces`' labels.
-    pub fn new(namespaces: Arc<Namespaces>) -> Self {
+    /// Policies reading `namespaces`' labels, counting their decisions in `metrics`.
+    pub fn new(
+        namespaces: Arc<Namespaces>,
+        metrics: Arc<crate::admission::metrics::AdmissionMetrics>,
+    ) -> Self {
         Self {
             namespaces,
+            metrics,
             ..Self::default()
         }
     }

@@ -72,6 +72,7 @@ pub struct Webhooks {
     snapshot: RwLock<Arc<Snapshot>>,
     client: client::Client,
     namespaces: Arc<Namespaces>,
+    metrics: Arc<super::metrics::AdmissionMetrics>,
 }
 
 impl std::fmt::Debug for Webhooks {
@@ -101,10 +102,14 @@ fn validating_hooks(c: &ValidatingWebhookConfiguration) -> Vec<Arc<Hook>> {
 }
 
 impl Webhooks {
-    /// Webhooks reading `namespaces`' labels.
-    pub fn new(namespaces: Arc<Namespaces>) -> Self {
+    /// Webhooks reading `namespaces`' labels, measuring their calls in `metrics`.
+    pub fn new(
+        namespaces: Arc<Namespaces>,
+        metrics: Arc<super::metrics::AdmissionMetrics>,
+    ) -> Self {
         Self {
             namespaces,
+            metrics,
             ..Self::default()
         }
     }
@@ -344,46 +349,57 @@ impl Webhooks {
                 async move {
                     let started = Instant::now();
                     let r = match &h.url {
-                    Some(url) => client
-                        .post(
-                            url,
-                            &h.ca_bundle,
-                            bytes.to_vec(),
-                            timeout,
-                            MAX_RESPONSE_BYTES,
-                        )
-                        .await
-                        .map_err(|e| e.to_string()),
-                    None => Err(
-                        "webhook has no url (a service reference cannot be called by kubestore)"
-                            .to_string(),
-                    ),
-                };
+                        Some(url) => client
+                            .post(
+                                url,
+                                &h.ca_bundle,
+                                bytes.to_vec(),
+                                timeout,
+                                MAX_RESPONSE_BYTES,
+                            )
+                            .await
+                            .map_err(|e| (status_code(&e), e.to_string())),
+                        None => Err((0, NO_URL.to_string())),
+                    };
                     (i, r, started.elapsed())
                 },
                 span,
             ));
         }
-        let mut answers: Vec<Option<Result<Vec<u8>, String>>> = vec![None; reached.len()];
+        type Done = (Result<Vec<u8>, (u16, String)>, Duration);
+        let mut answers: Vec<Option<Done>> = vec![None; reached.len()];
         while let Some(done) = calls.join_next().await {
-            if let Ok((i, r, _elapsed)) = done
+            if let Ok((i, r, elapsed)) = done
                 && let Some(slot) = answers.get_mut(i)
             {
-                *slot = Some(r);
+                *slot = Some((r, elapsed));
             }
         }
         let mut first: Option<ApiError> = None;
         for ((h, matched), answer) in reached.iter().zip(answers) {
-            let result = match (matched, answer) {
-                (Err(e), _) => Err(e.clone()),
-                (Ok(()), Some(Ok(body))) => review::answer(&body, &uid, false),
-                (Ok(()), Some(Err(e))) => Err(e),
-                (Ok(()), None) => Err("the call did not finish".into()),
+            let elapsed = answer.as_ref().map(|(_, e)| *e);
+            let (result, code) = match (matched, answer) {
+                (Err(e), _) => (Err(e.clone()), 0),
+                (Ok(()), Some((Ok(body), _))) => (review::answer(&body, &uid, false), 200),
+                (Ok(()), Some((Err((code, e)), _))) => (Err(e), code),
+                (Ok(()), None) => (Err("the call did not finish".into()), 0),
             };
+            let failed = result.is_err();
             let verdict = match result {
                 Ok(a) => self.take(h, a, outcome).map(|_| ()),
                 Err(e) => failure(h, e),
             };
+            if let Some(elapsed) = elapsed {
+                self.measure(
+                    h,
+                    request,
+                    "validate",
+                    code,
+                    verdict.as_ref().map(|_| ()),
+                    failed,
+                    elapsed,
+                );
+            }
             if let Err(e) = verdict {
                 first.get_or_insert(e);
             }
@@ -405,10 +421,7 @@ impl Webhooks {
         outcome: &mut Outcome,
     ) -> Result<Option<Value>, ApiError> {
         let Some(url) = &h.url else {
-            failure(
-                h,
-                "webhook has no url (a service reference cannot be called by kubestore)".into(),
-            )?;
+            failure(h, NO_URL.into())?;
             return Ok(None);
         };
         let body = review::request(uid, request, object, old)
@@ -416,24 +429,46 @@ impl Webhooks {
             .into_bytes();
         let timeout = bounded(h.timeout, crate::store::deadline());
         let span = tracing::info_span!("Webhook", webhook = %h.name, kind = "mutating");
-        let answer = match tracing::Instrument::instrument(
+        let started = Instant::now();
+        let (answer, code) = match tracing::Instrument::instrument(
             self.client
                 .post(url, &h.ca_bundle, body, timeout, MAX_RESPONSE_BYTES),
             span,
         )
         .await
         {
-            Ok(bytes) => review::answer(&bytes, uid, mutating),
-            Err(e) => Err(e.to_string()),
+            Ok(bytes) => (review::answer(&bytes, uid, mutating), 200),
+            Err(e) => (Err(e.to_string()), status_code(&e)),
         };
+        let elapsed = started.elapsed();
         let answer = match answer {
             Ok(a) => a,
             Err(e) => {
-                failure(h, e)?;
+                let r = failure(h, e);
+                self.measure(
+                    h,
+                    request,
+                    "admit",
+                    code,
+                    r.as_ref().copied(),
+                    true,
+                    elapsed,
+                );
+                r?;
                 return Ok(None);
             }
         };
-        let patch = self.take(h, answer, outcome)?;
+        let taken = self.take(h, answer, outcome);
+        self.measure(
+            h,
+            request,
+            "admit",
+            code,
+            taken.as_ref().map(|_| ()),
+            false,
+            elapsed,
+        );
+        let patch = taken?;
         let (Some(patch), Some(object)) = (patch, object) else {
             return Ok(None);
         };
@@ -445,6 +480,35 @@ impl Webhooks {
                 Ok(None)
             }
         }
+    }
+
+    /// Records one call of `h` in the metrics.
+    #[allow(clippy::too_many_arguments)]
+    fn measure(
+        &self,
+        h: &Hook,
+        request: &Request<'_>,
+        kind: &'static str,
+        code: u16,
+        verdict: Result<(), &ApiError>,
+        failed: bool,
+        elapsed: Duration,
+    ) {
+        let rejection_code = match verdict {
+            Err(ApiError::Webhook { code, .. }) => *code,
+            Err(e) => e.http_code(),
+            Ok(()) => 0,
+        };
+        self.metrics.webhook(super::metrics::Call {
+            name: &h.name,
+            operation: request.operation.as_str(),
+            kind,
+            code,
+            rejected: verdict.is_err(),
+            failed,
+            rejection_code,
+            seconds: elapsed.as_secs_f64(),
+        });
     }
 
     /// Takes a webhook's answer in: warnings and audit annotations to `outcome`; a refusal as
@@ -468,6 +532,17 @@ impl Webhooks {
             });
         }
         Ok(a.patch)
+    }
+}
+
+/// What calling a webhook without a URL says.
+const NO_URL: &str = "webhook has no url (a service reference cannot be called by kubestore)";
+
+/// The HTTP status a failed call got, 0 when it got none.
+fn status_code(e: &client::CallError) -> u16 {
+    match e {
+        client::CallError::Status { code, .. } => *code,
+        _ => 0,
     }
 }
 
