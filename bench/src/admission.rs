@@ -151,6 +151,8 @@ impl Webhook {
         let task = tokio::spawn(async move {
             let _pki = pki;
             while let Ok((tcp, _)) = listener.accept().await {
+                // As Go's net/http (what webhooks are mostly written in) does.
+                let _ = tcp.set_nodelay(true);
                 let (acceptor, counted) = (acceptor.clone(), counted.clone());
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
@@ -262,7 +264,8 @@ impl Configs {
 
     /// Puts configuration `which` (N, P or W) in place, removing the others.
     async fn set(&mut self, which: char) -> Result<(), String> {
-        let long = "x".repeat(70);
+        // 70 characters in two DNS labels: a valid name the policy refuses.
+        let long = format!("{}.{}", "x".repeat(35), "y".repeat(34));
         let _ = self
             .delete("validatingadmissionpolicybindings", "bench")
             .await;
@@ -380,7 +383,7 @@ pub(crate) async fn admission(ops: usize) -> Result<(), String> {
                 configs.set(which).await?;
                 let maps = Arc::new(Maps {
                     client: ConfigMapsClient::new(ch.clone()),
-                    prefix: format!("{which}-c{c}-r{round}-"),
+                    prefix: format!("{}-c{c}-r{round}-", which.to_ascii_lowercase()),
                 });
                 for (w, what) in ["create", "update"].iter().enumerate() {
                     let m = maps.clone();

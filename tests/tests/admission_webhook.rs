@@ -133,6 +133,7 @@ impl Server {
                 let Ok((tcp, _)) = listener.accept().await else {
                     return;
                 };
+                let _ = tcp.set_nodelay(true);
                 let (acceptor, recorded) = (acceptor.clone(), recorded.clone());
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
