@@ -34,7 +34,11 @@ use kubestore_tests::{EtcdProcess, pki::Pki, services::channel};
 use serde_json::json;
 use tonic::transport::Channel;
 
-use crate::{procs::ServiceProcess, runner::run, scenarios::Raw};
+use crate::{
+    authz::{Row, rate},
+    procs::ServiceProcess,
+    scenarios::Raw,
+};
 
 const NS: &str = "bench";
 /// Rounds of each configuration per row.
@@ -79,36 +83,6 @@ impl Maps {
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
-}
-
-/// One row's figures.
-struct Row {
-    layer: String,
-    what: String,
-    ops_per_sec: f64,
-    p50_ms: f64,
-}
-
-async fn rate<F, Fut>(layer: &str, what: &str, c: usize, ops: usize, op: F) -> Result<Row, String>
-where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<(), String>> + Send,
-{
-    let s = run(c, ops, op).await;
-    if s.errors > 0 {
-        return Err(format!("{layer} {what}: {} errors", s.errors));
-    }
-    let row = Row {
-        layer: layer.into(),
-        what: what.into(),
-        ops_per_sec: s.ops_per_sec(),
-        p50_ms: s.p50.as_secs_f64() * 1e3,
-    };
-    println!(
-        "  {layer:<34} {what:<22} {:>8.0} ops/s  p50 {:>6.2} ms",
-        row.ops_per_sec, row.p50_ms
-    );
-    Ok(row)
 }
 
 /// An HTTPS webhook on loopback that allows everything and counts its calls.

@@ -82,15 +82,22 @@ impl Maps {
 }
 
 /// One row's figures.
-struct Row {
-    layer: String,
-    what: String,
-    ops_per_sec: f64,
-    p50_ms: f64,
-    p99_ms: f64,
+pub(crate) struct Row {
+    pub(crate) layer: String,
+    pub(crate) what: String,
+    pub(crate) ops_per_sec: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
 }
 
-async fn rate<F, Fut>(layer: &str, what: &str, c: usize, ops: usize, op: F) -> Result<Row, String>
+/// Runs `op` `ops` times at concurrency `c` and prints its row (shared with `admission`).
+pub(crate) async fn rate<F, Fut>(
+    layer: &str,
+    what: &str,
+    c: usize,
+    ops: usize,
+    op: F,
+) -> Result<Row, String>
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<(), String>> + Send,

@@ -8,7 +8,7 @@
 //! `oldObject`; the official Python client's models and its ApiException. Policies take effect
 //! without a restart, within the watch's delay.
 
-use std::{path::Path, time::Duration};
+use std::time::Duration;
 
 use kubestore_proto::{
     admissionregistration::v1::{
@@ -18,37 +18,10 @@ use kubestore_proto::{
     registry::v1::{CreateRequest, ResourceRef, resources_client::ResourcesClient},
 };
 use kubestore_tests::{
-    ClusterOptions,
-    kube::{KubeCluster, Kubectl},
+    kube::{KubeCluster, Kubectl, audit_events},
     rest::{JSON, Reply, assert_status, call, wait_until},
 };
 use serde_json::{Value, json};
-
-const AUDIT: &str = r#"
-apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-  resources: [{group: "", resources: ["configmaps"]}]
-"#;
-
-async fn cluster(dir: &Path, log: &Path) -> KubeCluster {
-    let policy = dir.join("audit.yaml");
-    std::fs::write(&policy, AUDIT).expect("write policy");
-    KubeCluster::start_with(ClusterOptions {
-        registry: Some(registry_svc::Config {
-            audit: registry_svc::audit::Flags {
-                policy_file: Some(policy),
-                log_path: Some(log.to_path_buf()),
-                ..Default::default()
-            },
-            ..Default::default()
-        }),
-        ..Default::default()
-    })
-    .await
-}
 
 async fn post(c: &KubeCluster, path: &str, body: &Value) -> Reply {
     call(c.api, "POST", path, &[JSON], body.to_string().as_bytes()).await
@@ -83,14 +56,6 @@ async fn answered(c: &KubeCluster, ns: &str, cm: &Value, code: u16) {
         || async { create_cm(c, ns, cm, true).await.code == code },
     )
     .await;
-}
-
-fn audit_events(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 const RULE: &str = "!has(object.data) || size(object.data) <= 2";
@@ -138,7 +103,7 @@ fn demo_policy() -> Value {
 async fn a_bound_policy_denies_warns_and_audits_in_upstreams_words() {
     let dir = tempfile::tempdir().expect("dir");
     let log = dir.path().join("audit.log");
-    let c = cluster(dir.path(), &log).await;
+    let c = KubeCluster::audited(dir.path(), &log, &["configmaps"]).await;
     namespace(&c, "test", json!({"environment": "test"})).await;
     namespace(&c, "prod", json!({"environment": "prod"})).await;
     // The policy through the typed gRPC API, with upstream's defaults filled in.

@@ -7,7 +7,7 @@
 //! namespace without labels admits anything; an update that only relabels a Pod is not
 //! checked again (upstream's significant-update rule), and the `status` subresource never is.
 
-use std::{path::Path, time::Duration};
+use std::time::Duration;
 
 use kubestore_proto::{
     core::v1::{
@@ -16,38 +16,10 @@ use kubestore_proto::{
     meta::v1::ObjectMeta,
 };
 use kubestore_tests::{
-    ClusterOptions,
-    kube::{KubeCluster, Kubectl},
+    kube::{KubeCluster, Kubectl, audit_events},
     rest::{JSON, assert_status, call},
 };
 use serde_json::{Value, json};
-
-const POLICY: &str = r#"
-apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-  resources: [{group: "", resources: ["pods"]}]
-"#;
-
-/// A cluster auditing pods to `log`.
-async fn cluster(dir: &Path, log: &Path) -> KubeCluster {
-    let policy = dir.join("policy.yaml");
-    std::fs::write(&policy, POLICY).expect("write policy");
-    KubeCluster::start_with(ClusterOptions {
-        registry: Some(registry_svc::Config {
-            audit: registry_svc::audit::Flags {
-                policy_file: Some(policy),
-                log_path: Some(log.to_path_buf()),
-                ..Default::default()
-            },
-            ..Default::default()
-        }),
-        ..Default::default()
-    })
-    .await
-}
 
 /// Creates namespace `name` with `labels`.
 async fn namespace(c: &KubeCluster, name: &str, labels: Value) {
@@ -99,19 +71,11 @@ async fn enforced(c: &KubeCluster, ns: &str) {
     .await;
 }
 
-fn audit_events(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn enforce_refuses_in_upstreams_words_on_every_transport() {
     let dir = tempfile::tempdir().expect("dir");
     let log = dir.path().join("audit.log");
-    let c = cluster(dir.path(), &log).await;
+    let c = KubeCluster::audited(dir.path(), &log, &["pods"]).await;
     namespace(
         &c,
         "strict",
@@ -205,7 +169,7 @@ async fn enforce_refuses_in_upstreams_words_on_every_transport() {
 async fn warn_and_audit_let_the_pod_through_and_say_why() {
     let dir = tempfile::tempdir().expect("dir");
     let log = dir.path().join("audit.log");
-    let c = cluster(dir.path(), &log).await;
+    let c = KubeCluster::audited(dir.path(), &log, &["pods"]).await;
     namespace(
         &c,
         "watched",
@@ -299,7 +263,7 @@ async fn warn_and_audit_let_the_pod_through_and_say_why() {
 async fn updates_are_checked_only_when_they_change_what_the_checks_see() {
     let dir = tempfile::tempdir().expect("dir");
     let log = dir.path().join("audit.log");
-    let c = cluster(dir.path(), &log).await;
+    let c = KubeCluster::audited(dir.path(), &log, &["pods"]).await;
     // A privileged Pod made before the namespace was labelled.
     namespace(&c, "later", json!({})).await;
     create(&c, "later", &privileged_pod("old"), false)
@@ -365,8 +329,6 @@ async fn updates_are_checked_only_when_they_change_what_the_checks_see() {
 async fn the_admission_configuration_sets_defaults_and_exemptions() {
     let dir = tempfile::tempdir().expect("dir");
     let log = dir.path().join("audit.log");
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(&policy, POLICY).expect("write policy");
     let admission = dir.path().join("admission.yaml");
     std::fs::write(
         &admission,
@@ -383,21 +345,18 @@ plugins:
 "#,
     )
     .expect("write admission configuration");
-    let c = KubeCluster::start_with(ClusterOptions {
-        registry: Some(registry_svc::Config {
-            audit: registry_svc::audit::Flags {
-                policy_file: Some(policy),
-                log_path: Some(log.clone()),
-                ..Default::default()
-            },
+    let c = KubeCluster::audited_with(
+        dir.path(),
+        &log,
+        &["pods"],
+        registry_svc::Config {
             admission: registry_svc::admission::config::Flags {
                 config_file: Some(admission),
                 ..Default::default()
             },
             ..Default::default()
-        }),
-        ..Default::default()
-    })
+        },
+    )
     .await;
     // The default: baseline enforced where no label says otherwise.
     let r = create(&c, "default", &privileged_pod("p"), false).await;

@@ -205,6 +205,39 @@ impl KubeCluster {
         Self::start_with(ClusterOptions::default()).await
     }
 
+    /// A cluster whose registry writes an audit event to `log` for every request on the core
+    /// group's `resources`, at Metadata level (upstream's documentation's policy; the policy
+    /// file goes in `dir`).
+    pub async fn audited(dir: &std::path::Path, log: &std::path::Path, resources: &[&str]) -> Self {
+        Self::audited_with(dir, log, resources, registry_svc::Config::default()).await
+    }
+
+    /// [`Self::audited`], with the rest of registry-svc's configuration from `registry`.
+    pub async fn audited_with(
+        dir: &std::path::Path,
+        log: &std::path::Path,
+        resources: &[&str],
+        registry: registry_svc::Config,
+    ) -> Self {
+        let policy = dir.join("audit-policy.yaml");
+        let text = format!(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [\"RequestReceived\"]\nrules:\n- level: Metadata\n  resources: [{{group: \"\", resources: {resources:?}}}]\n"
+        );
+        std::fs::write(&policy, text).expect("write the audit policy");
+        Self::start_with(ClusterOptions {
+            registry: Some(registry_svc::Config {
+                audit: registry_svc::audit::Flags {
+                    policy_file: Some(policy),
+                    log_path: Some(log.to_path_buf()),
+                    ..Default::default()
+                },
+                ..registry
+            }),
+            ..Default::default()
+        })
+        .await
+    }
+
     /// A cluster with `options` (the REST API is always on).
     pub async fn start_with(options: ClusterOptions) -> Self {
         let cluster = Cluster::start(ClusterOptions {
@@ -419,4 +452,13 @@ impl KubeCluster {
         p.wait_leading(Duration::from_secs(30)).await;
         p
     }
+}
+
+/// The audit events written to `log` so far, one JSON object per line.
+pub fn audit_events(log: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
