@@ -263,14 +263,19 @@ async fn mutating_and_validating_webhooks_over_https_in_upstreams_words() {
         ],
     );
     post(&c, VALIDATING, &v).await.is(201);
+    // Each configuration kind is followed by a watch of its own: wait for both.
     wait_until(
         Duration::from_secs(10),
         "the webhooks take effect",
         || async {
-            create_cm(&c, &config_map("probe", json!({"forbidden": "x"})), true)
+            let denied = create_cm(&c, &config_map("probe", json!({"forbidden": "x"})), true)
                 .await
                 .code
-                == 403
+                == 403;
+            let mutated = create_cm(&c, &config_map("probe", json!({})), true).await;
+            denied
+                && mutated.code == 201
+                && mutated.json()["metadata"]["labels"]["mutated"] == "yes"
         },
     )
     .await;

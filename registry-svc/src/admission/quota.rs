@@ -22,7 +22,7 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex, OnceLock},
+    sync::{Arc, Mutex, OnceLock, RwLock},
 };
 
 use kubestore_apimachinery::quota::{self, Usage};
@@ -67,7 +67,8 @@ const ATTEMPTS: usize = 20;
 /// The quotas of every namespace, and how to charge them.
 #[derive(Default)]
 pub struct Quotas {
-    by_namespace: Mutex<HashMap<String, BTreeMap<String, Quota>>>,
+    /// Read on every create (a shared lock), written as the watch delivers changes.
+    by_namespace: RwLock<HashMap<String, BTreeMap<String, Quota>>>,
     charger: OnceLock<Arc<dyn Charger>>,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -102,8 +103,12 @@ impl Quotas {
         let _ = self.charger.set(charger);
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, BTreeMap<String, Quota>>> {
-        self.by_namespace.lock().unwrap_or_else(|p| p.into_inner())
+    fn map(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, BTreeMap<String, Quota>>> {
+        self.by_namespace.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, BTreeMap<String, Quota>>> {
+        self.by_namespace.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Records a quota (created or changed).
@@ -121,6 +126,14 @@ impl Quotas {
             m.remove(&q.name);
             if m.is_empty() {
                 map.remove(&q.namespace);
+                // Its charge lock goes too, unless a charge holds it now.
+                let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+                if locks
+                    .get(&q.namespace)
+                    .is_some_and(|l| Arc::strong_count(l) == 1)
+                {
+                    locks.remove(&q.namespace);
+                }
             }
         }
     }
@@ -141,7 +154,7 @@ impl Quotas {
         request.operation == Operation::Create
             && request.subresource.is_empty()
             && !request.namespace.is_empty()
-            && self.map().contains_key(request.namespace)
+            && self.read().contains_key(request.namespace)
     }
 
     fn lock(&self, namespace: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -162,7 +175,7 @@ impl Quotas {
         }
         let is_pod = request.group.is_empty() && request.resource == "pods";
         let limiting: Vec<Quota> = self
-            .map()
+            .read()
             .get(request.namespace)
             .map(|m| {
                 m.values()
