@@ -81,6 +81,51 @@ pub struct Request<'a> {
     pub user: &'a UserInfo,
 }
 
+impl Request<'_> {
+    /// Upstream's `admission.k8s.io/v1` AdmissionRequest of this write, without its objects:
+    /// what a webhook's review carries and what a policy's `request` variable is. Empty
+    /// `subResource`, `name` and `namespace` are left out, as upstream's `omitempty` does.
+    pub fn to_json(&self, uid: &str) -> Value {
+        let kind =
+            serde_json::json!({"group": self.group, "version": self.version, "kind": self.kind});
+        let resource = serde_json::json!({"group": self.group, "version": self.version, "resource": self.resource});
+        let options = match self.operation {
+            Operation::Create => "CreateOptions",
+            Operation::Update => "UpdateOptions",
+            Operation::Delete => "DeleteOptions",
+        };
+        let mut user = serde_json::json!({"username": self.user.name, "groups": self.user.groups});
+        if !self.user.uid.is_empty() {
+            user["uid"] = serde_json::json!(self.user.uid);
+        }
+        if !self.user.extra.is_empty() {
+            user["extra"] = serde_json::json!(self.user.extra);
+        }
+        let mut req = serde_json::json!({
+            "uid": uid,
+            "kind": kind,
+            "resource": resource,
+            "requestKind": kind,
+            "requestResource": resource,
+            "operation": self.operation.as_str(),
+            "userInfo": user,
+            "dryRun": self.dry_run,
+            "options": {"kind": options, "apiVersion": "meta.k8s.io/v1"},
+        });
+        for (k, v) in [
+            ("subResource", self.subresource),
+            ("requestSubResource", self.subresource),
+            ("name", self.name),
+            ("namespace", self.namespace),
+        ] {
+            if !v.is_empty() {
+                req[k] = serde_json::json!(v);
+            }
+        }
+        req
+    }
+}
+
 /// The objects of a write, as Kubernetes JSON, made when a plugin first asks for them (a
 /// plugin that decides from the request's attributes and the namespace alone costs no
 /// encoding).

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Policies, compiled, matching, params::labels_of};
 use crate::{
-    admission::{Objects, Operation, Outcome, Request},
+    admission::{Objects, Outcome, Request},
     custom::rules::{
         Budget,
         expression::{self, Expression, Outcome as Evaluated},
@@ -85,20 +85,7 @@ pub(super) fn dispatch(
             continue;
         };
         // Rules first, without the objects: most requests stop here.
-        let quick = |m: &kubestore_proto::admissionregistration::v1::MatchResources| {
-            let empty = BTreeMap::new();
-            let target = matching::Target {
-                request,
-                namespaced,
-                namespace_labels: &empty,
-                object_labels: None,
-                old_object_labels: None,
-            };
-            m.resource_rules
-                .iter()
-                .any(|r| matching::rule_matches(r, &target))
-        };
-        if !quick(&policy.match_constraints) {
+        if !matching::any_rule_matches(&policy.match_constraints.resource_rules, request) {
             continue;
         }
         if common.is_none() {
@@ -261,40 +248,9 @@ impl Common {
             old_labels: old_object.as_ref().map(labels_of),
             object: object.unwrap_or(Value::Null),
             old_object: old_object.unwrap_or(Value::Null),
-            request: request_variable(request),
+            request: request.to_json(&uuid::Uuid::new_v4().to_string()),
         })
     }
-}
-
-/// The `request` variable (upstream's `CreateAdmissionRequest`).
-fn request_variable(r: &Request<'_>) -> Value {
-    let kind = json!({"group": r.group, "version": r.version, "kind": r.kind});
-    let resource = json!({"group": r.group, "version": r.version, "resource": r.resource});
-    let options = match r.operation {
-        Operation::Create => "CreateOptions",
-        Operation::Update => "UpdateOptions",
-        Operation::Delete => "DeleteOptions",
-    };
-    json!({
-        "uid": uuid::Uuid::new_v4().to_string(),
-        "kind": kind,
-        "resource": resource,
-        "subResource": r.subresource,
-        "requestKind": kind,
-        "requestResource": resource,
-        "requestSubResource": r.subresource,
-        "name": r.name,
-        "namespace": r.namespace,
-        "operation": r.operation.as_str(),
-        "userInfo": {
-            "username": r.user.name,
-            "uid": r.user.uid,
-            "groups": r.user.groups,
-            "extra": r.user.extra,
-        },
-        "dryRun": r.dry_run,
-        "options": {"kind": options, "apiVersion": "meta.k8s.io/v1"},
-    })
 }
 
 /// Upstream's words for an expression that failed to evaluate.

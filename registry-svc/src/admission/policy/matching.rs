@@ -72,6 +72,21 @@ pub fn matches(constraints: &MatchResources, target: &Target<'_>) -> bool {
                 .any(|r| rule_matches(r, target)))
 }
 
+/// Whether one of `rules` matches `request` on its attributes alone (before any object is in
+/// JSON, so selectors are not asked): what decides whether a policy or webhook may want a
+/// write at all.
+pub fn any_rule_matches(rules: &[NamedRuleWithOperations], request: &Request<'_>) -> bool {
+    let empty = BTreeMap::new();
+    let target = Target {
+        request,
+        namespaced: !request.namespace.is_empty(),
+        namespace_labels: &empty,
+        object_labels: None,
+        old_object_labels: None,
+    };
+    rules.iter().any(|r| rule_matches(r, &target))
+}
+
 /// One rule against the request (upstream's `rules.Matcher.Matches`, then the rule's
 /// resourceNames as `matchesResourceRules` reads them): an empty list of operations, groups,
 /// versions or resources matches nothing, `*` anything; `pods/*` is pods and its subresources,

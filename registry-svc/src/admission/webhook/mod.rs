@@ -548,20 +548,9 @@ fn status_code(e: &client::CallError) -> u16 {
 
 /// Whether any of `hooks`' rules match `request` (no objects needed).
 fn rules_match<'a>(hooks: impl Iterator<Item = &'a Arc<Hook>>, request: &Request<'_>) -> bool {
-    let empty = BTreeMap::new();
-    let target = matching::Target {
-        request,
-        namespaced: !request.namespace.is_empty(),
-        namespace_labels: &empty,
-        object_labels: None,
-        old_object_labels: None,
-    };
-    hooks.into_iter().any(|h| {
-        h.matches
-            .resource_rules
-            .iter()
-            .any(|r| matching::rule_matches(r, &target))
-    })
+    hooks
+        .into_iter()
+        .any(|h| matching::any_rule_matches(&h.matches.resource_rules, request))
 }
 
 /// A failure of webhook `h` (`why`): the request's error under `failurePolicy: Fail`

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::admission::{Operation, Request};
+use crate::admission::Request;
 
 /// The review sent for `request` (`uid` is the request's, the same for every webhook).
 pub fn request(
@@ -16,43 +16,9 @@ pub fn request(
     object: Option<&Value>,
     old_object: Option<&Value>,
 ) -> Value {
-    let kind = json!({"group": r.group, "version": r.version, "kind": r.kind});
-    let resource = json!({"group": r.group, "version": r.version, "resource": r.resource});
-    let options = match r.operation {
-        Operation::Create => "CreateOptions",
-        Operation::Update => "UpdateOptions",
-        Operation::Delete => "DeleteOptions",
-    };
-    let mut user = json!({"username": r.user.name, "groups": r.user.groups});
-    if !r.user.uid.is_empty() {
-        user["uid"] = json!(r.user.uid);
-    }
-    if !r.user.extra.is_empty() {
-        user["extra"] = json!(r.user.extra);
-    }
-    let mut req = json!({
-        "uid": uid,
-        "kind": kind,
-        "resource": resource,
-        "requestKind": kind,
-        "requestResource": resource,
-        "operation": r.operation.as_str(),
-        "userInfo": user,
-        "object": object.cloned().unwrap_or(Value::Null),
-        "oldObject": old_object.cloned().unwrap_or(Value::Null),
-        "dryRun": r.dry_run,
-        "options": {"kind": options, "apiVersion": "meta.k8s.io/v1"},
-    });
-    for (k, v) in [
-        ("subResource", r.subresource),
-        ("requestSubResource", r.subresource),
-        ("name", r.name),
-        ("namespace", r.namespace),
-    ] {
-        if !v.is_empty() {
-            req[k] = json!(v);
-        }
-    }
+    let mut req = r.to_json(uid);
+    req["object"] = object.cloned().unwrap_or(Value::Null);
+    req["oldObject"] = old_object.cloned().unwrap_or(Value::Null);
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req})
 }
 
