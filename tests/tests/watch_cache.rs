@@ -190,14 +190,20 @@ async fn a_thousand_watches_share_one_etcd_watch() {
             rv
         );
     }
-    // etcd's own count of watchers: nothing more per client.
+    // etcd's own count of watchers: nothing more per client. The count is bounded, not
+    // compared with `before`: the cache of one of the kinds registry-svc follows may open its
+    // etcd watch only after `before` was read (CI once saw 13 become 14), and that watch is
+    // the server's own, not a client's.
     let text = reqwest_metrics(&cluster.etcd.endpoint()).await;
     let watchers = sample(&text, "etcd_debugging_mvcc_watcher_total").expect("etcd metric");
-    assert_eq!(watchers, before, "no etcd watch for 1000 client watches");
     let followed = 8.0;
     assert!(
         before <= 2.0 * followed,
         "{before} etcd watchers before the client watches"
+    );
+    assert!(
+        watchers <= 2.0 * followed,
+        "{watchers} etcd watchers for 1000 client watches ({before} before them)"
     );
 }
 
