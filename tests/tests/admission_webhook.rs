@@ -9,7 +9,10 @@
 
 use std::{
     net::SocketAddr,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::Duration,
 };
 
@@ -41,6 +44,8 @@ type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 struct Server {
     addr: SocketAddr,
     seen: Seen,
+    /// TLS connections accepted so far.
+    connections: Arc<AtomicUsize>,
     ca: String,
     _task: tokio::task::JoinHandle<()>,
 }
@@ -127,6 +132,8 @@ impl Server {
         let addr = listener.local_addr().expect("addr");
         let seen: Seen = Arc::default();
         let recorded = seen.clone();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let accepted = connections.clone();
         let task = tokio::spawn(async move {
             let _pki = pki;
             loop {
@@ -135,10 +142,12 @@ impl Server {
                 };
                 let _ = tcp.set_nodelay(true);
                 let (acceptor, recorded) = (acceptor.clone(), recorded.clone());
+                let accepted = accepted.clone();
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };
+                    accepted.fetch_add(1, Ordering::SeqCst);
                     let service = service_fn(move |req: Request<Incoming>| {
                         let recorded = recorded.clone();
                         async move {
@@ -170,6 +179,7 @@ impl Server {
         Self {
             addr,
             seen,
+            connections,
             ca,
             _task: task,
         }
@@ -295,6 +305,18 @@ async fn mutating_and_validating_webhooks_over_https_in_upstreams_words() {
         "{}",
         r.head
     );
+
+    // Connections are kept between calls (as client-go's transport keeps them): ten more
+    // creates, five webhook calls each (count twice, label, deny and warn, the last two at
+    // once), need at most the two connections the concurrent pair may open beyond those kept.
+    let opened = server.connections.load(Ordering::SeqCst);
+    for i in 0..10 {
+        create_cm(&c, &config_map(&format!("kept-{i}"), json!({})), false)
+            .await
+            .is(201);
+    }
+    let more = server.connections.load(Ordering::SeqCst) - opened;
+    assert!(more <= 2, "{more} new connections for 50 webhook calls");
 
     // A refusal: the webhook's code and reason, upstream's message.
     let why = "admission webhook \"deny.example.com\" denied the request: no thanks";

@@ -10,9 +10,12 @@
 //! Every failure is a [`CallError`], whose text reads as upstream's after `failed calling
 //! webhook "NAME": `, so that the webhook's failurePolicy decides it as upstream would.
 //!
-//! One HTTP/1.1 connection per call: its driver task is aborted when the call returns or times
-//! out, so nothing outlives the call (but a DNS name's resolution, which runs on tokio's
-//! blocking pool and ends by the system resolver's own timeout). The TLS configuration of each
+//! HTTP/1.1 connections are kept for the next call when an answer was read whole and good
+//! (`pool`, bounded as client-go's transport); any other ends with its call: its driver task is
+//! aborted when the call returns or times out (a DNS name's resolution, which runs on tokio's
+//! blocking pool, ends by the system resolver's own timeout). A kept connection the webhook
+//! closed meanwhile is replaced by a new one once, as Go's transport retries a request its
+//! reused connection could not carry. The TLS configuration of each
 //! distinct caBundle is kept (at most [`MAX_CONFIGS`], by the bundle's SHA-256); its lock is
 //! never held across an await. An empty caBundle trusts the system's roots, read once from
 //! [`SYSTEM_ROOTS`] (none when that file is missing or unreadable), as client-go trusts the
@@ -38,6 +41,8 @@ use hyper::body::{Body as _, Incoming};
 use hyper_util::rt::TokioIo;
 use rustls_pki_types::{CertificateDer, ServerName, pem::PemObject};
 use tokio::net::TcpStream;
+
+use super::pool::{AbortOnDrop, Connection, Key, Pool};
 use tokio_rustls::{
     TlsConnector,
     rustls::{ClientConfig, RootCertStore},
@@ -138,10 +143,11 @@ fn status_body_message(body: &str) -> Option<String> {
 /// The kept TLS configurations, by the SHA-256 of their caBundle, oldest first.
 type Configs = VecDeque<([u8; 32], Arc<ClientConfig>)>;
 
-/// Calls webhooks; cheap to clone (clones share the TLS configurations).
+/// Calls webhooks; cheap to clone (clones share the TLS configurations and idle connections).
 #[derive(Clone, Default)]
 pub struct Client {
     configs: Arc<Mutex<Configs>>,
+    pool: Arc<Pool>,
 }
 
 impl fmt::Debug for Client {
@@ -168,23 +174,63 @@ impl Client {
         max_response_bytes: usize,
     ) -> Result<Vec<u8>, CallError> {
         let target = Target::parse(url, timeout)?;
-        let config = self.config(ca_bundle)?;
-        let called =
-            tokio::time::timeout(timeout, call(&target, config, body, max_response_bytes)).await;
+        let (bundle, config) = self.config(ca_bundle)?;
+        let key = (
+            target.address.clone(),
+            format!("{:?}", target.server_name),
+            bundle,
+        );
+        let called = tokio::time::timeout(
+            timeout,
+            self.call(&target, key, config, body, max_response_bytes),
+        )
+        .await;
         match called {
             Ok(result) => result,
             Err(_) => Err(CallError::Timeout { url: target.shown }),
         }
     }
 
-    /// The TLS configuration trusting `ca_bundle`, kept or made (and kept).
-    fn config(&self, ca_bundle: &[u8]) -> Result<Arc<ClientConfig>, CallError> {
+    /// One call on a kept connection to its target, or a new one; unbounded in time (the
+    /// caller bounds it). The connection is kept again when its answer was read whole and good.
+    async fn call(
+        &self,
+        target: &Target,
+        key: Key,
+        config: Arc<ClientConfig>,
+        body: Vec<u8>,
+        max_response_bytes: usize,
+    ) -> Result<Vec<u8>, CallError> {
+        let body = Bytes::from(body);
+        let mut kept = self.pool.take(&key);
+        loop {
+            let reused = kept.is_some();
+            let mut conn = match kept.take() {
+                Some(c) => c,
+                None => connect(target, config.clone()).await?,
+            };
+            match exchange(target, &mut conn, body.clone(), max_response_bytes).await {
+                // The webhook closed the kept connection before it took the request: once more
+                // on a new one (a new one's failure is final).
+                Err(Exchange::Unsent(_)) if reused => continue,
+                Err(Exchange::Unsent(e) | Exchange::Failed(e)) => return Err(e),
+                Ok(answer) => {
+                    self.pool.put(key, conn);
+                    return Ok(answer);
+                }
+            }
+        }
+    }
+
+    /// The TLS configuration trusting `ca_bundle`, kept or made (and kept), with the SHA-256
+    /// of the bundle.
+    fn config(&self, ca_bundle: &[u8]) -> Result<([u8; 32], Arc<ClientConfig>), CallError> {
         let key: [u8; 32] = ::ring::digest::digest(&::ring::digest::SHA256, ca_bundle)
             .as_ref()
             .try_into()
             .map_err(|_| CallError::Tls("could not get REST client: SHA-256".to_string()))?;
         if let Some((_, config)) = self.lock().iter().find(|(k, _)| *k == key) {
-            return Ok(config.clone());
+            return Ok((key, config.clone()));
         }
         let config = tls_config(ca_bundle)
             .map_err(|e| CallError::Tls(format!("could not get REST client: {e}")))?;
@@ -195,7 +241,7 @@ impl Client {
             }
             configs.push_back((key, config.clone()));
         }
-        Ok(config)
+        Ok((key, config))
     }
 
     fn lock(&self) -> MutexGuard<'_, Configs> {
@@ -362,22 +408,17 @@ impl Target {
     }
 }
 
-/// Aborts the connection's driver task when the call ends, however it ends.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+/// How an exchange on a connection failed.
+enum Exchange {
+    /// Before the request was taken: the connection was closed (a kept one may have been, by
+    /// the webhook, while idle).
+    Unsent(CallError),
+    /// Anything else.
+    Failed(CallError),
 }
 
-/// One call, unbounded in time (the caller bounds it).
-async fn call(
-    target: &Target,
-    config: Arc<ClientConfig>,
-    body: Vec<u8>,
-    max_response_bytes: usize,
-) -> Result<Vec<u8>, CallError> {
+/// A new connection to `target`, its TLS handshake done.
+async fn connect(target: &Target, config: Arc<ClientConfig>) -> Result<Connection, CallError> {
     let tcp = TcpStream::connect((target.host.as_str(), target.port))
         .await
         .map_err(|e| {
@@ -389,15 +430,33 @@ async fn call(
         .connect(target.server_name.clone(), tcp)
         .await
         .map_err(|e| CallError::Tls(target.failed(format_args!("tls: {}", chain(&e)))))?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .map_err(|e| CallError::Connect(target.failed(chain(&e))))?;
-    let _driver = AbortOnDrop(tokio::spawn(async move {
+    let driver = AbortOnDrop(tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!(error = %chain(&e), "admission webhook connection");
         }
     }));
+    Ok(Connection {
+        sender,
+        _driver: driver,
+    })
+}
 
+/// One request and its answer on `conn`.
+async fn exchange(
+    target: &Target,
+    conn: &mut Connection,
+    body: Bytes,
+    max_response_bytes: usize,
+) -> Result<Vec<u8>, Exchange> {
+    let failed = Exchange::Failed;
+    let sender = &mut conn.sender;
+    sender
+        .ready()
+        .await
+        .map_err(|e| Exchange::Unsent(CallError::Connect(target.failed(chain(&e)))))?;
     let length = body.len();
     let request = http::Request::builder()
         .method(Method::POST)
@@ -406,26 +465,31 @@ async fn call(
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json")
         .header(CONTENT_LENGTH, length)
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| CallError::BadUrl(target.failed(e)))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| CallError::Connect(target.failed(chain(&e))))?;
+        .body(Full::new(body))
+        .map_err(|e| failed(CallError::BadUrl(target.failed(e))))?;
+    let response = sender.send_request(request).await.map_err(|e| {
+        let error = CallError::Connect(target.failed(chain(&e)));
+        // hyper cancels a request the connection closed under before writing it.
+        if e.is_canceled() {
+            Exchange::Unsent(error)
+        } else {
+            Exchange::Failed(error)
+        }
+    })?;
 
     let code = response.status().as_u16();
     if !(200..=206).contains(&code) {
         let body = error_body(response.into_body()).await;
-        return Err(CallError::Status { code, body });
+        return Err(failed(CallError::Status { code, body }));
     }
     let body = response.into_body();
     if body.size_hint().lower() > u64::try_from(max_response_bytes).unwrap_or(u64::MAX) {
-        return Err(CallError::TooLarge);
+        return Err(failed(CallError::TooLarge));
     }
     match Limited::new(body, max_response_bytes).collect().await {
         Ok(collected) => Ok(Vec::from(collected.to_bytes())),
-        Err(e) if e.is::<LengthLimitError>() => Err(CallError::TooLarge),
-        Err(e) => Err(CallError::Body(target.failed(chain(&*e)))),
+        Err(e) if e.is::<LengthLimitError>() => Err(failed(CallError::TooLarge)),
+        Err(e) => Err(failed(CallError::Body(target.failed(chain(&*e))))),
     }
 }
 

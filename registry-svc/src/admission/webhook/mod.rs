@@ -28,6 +28,7 @@
 
 pub mod client;
 pub mod hook;
+pub mod pool;
 pub mod review;
 
 use std::{
