@@ -30,6 +30,7 @@ pub mod compiled;
 pub mod evaluate;
 pub mod matching;
 pub mod params;
+pub mod typecheck;
 
 use std::{
     collections::{BTreeMap, HashMap},

@@ -33,6 +33,12 @@ impl Expression {
         })
     }
 
+    /// The parsed program: its tree and where each node was written, what policies' type
+    /// checking (`admission::policy::typecheck`) walks.
+    pub(crate) fn program(&self) -> &cel::Program {
+        &self.compiled.program
+    }
+
     /// Whether the expression reads the variable `name`.
     pub fn reads(&self, name: &str) -> bool {
         self.compiled.program.references().has_variable(name)
