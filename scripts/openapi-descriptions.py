@@ -3,9 +3,9 @@
 schema of kubestore's OpenAPI v3 documents that upstream also has (by name), upstream's
 description of the schema ("") and of each property both have.
 
-Regenerate registry-svc/src/rest/descriptions.json after a built-in kind gains fields:
+Regenerate registry-svc/src/catalog/descriptions.json after a built-in kind gains fields:
 
-  scripts/openapi-descriptions.py http://127.0.0.1:6443 UPSTREAM.json... > registry-svc/src/rest/descriptions.json
+  scripts/openapi-descriptions.py http://127.0.0.1:6443 UPSTREAM.json... > registry-svc/src/catalog/descriptions.json
 
 with a registry-svc serving its REST API there (scripts/run-local.sh), and upstream's
 documentation, the first source naming a schema winning: kubernetes/api's

@@ -545,6 +545,12 @@ pub async fn run_with_listeners(
         policy_bindings.clone(),
         stop.clone(),
     ));
+    tokio::spawn(kinds::admission_policy_status::run(
+        policies.clone(),
+        policies.storage.admission.policies.clone(),
+        catalog.clone(),
+        stop.clone(),
+    ));
     let generic = grpc::generic::GenericService::new(catalog.clone(), stop.clone());
     // Who a request is and what it may do (RBAC follows its four kinds when asked for).
     let stores = rbac::Stores {

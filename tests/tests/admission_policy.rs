@@ -523,3 +523,115 @@ async fn match_conditions_exclusions_and_deletes_with_the_old_object() {
         "{status}"
     );
 }
+
+/// The status of policy `name` once its type checking is written for `generation`.
+async fn checked(c: &KubeCluster, name: &str, generation: i64) -> Value {
+    let path = format!("{VAP}/{name}");
+    wait_until(
+        Duration::from_secs(10),
+        "the policy's status is written",
+        || async {
+            call(c.api, "GET", &path, &[], b"").await.json()["status"]["observedGeneration"]
+                == generation
+        },
+    )
+    .await;
+    call(c.api, "GET", &path, &[], b"").await.json()["status"].clone()
+}
+
+/// Upstream's status controller: each expression's undefined fields, against the schemas of
+/// the kinds the rules name and of the paramKind, in cel-go's words and display (upstream's
+/// documented `object.replicas` example, on a ConfigMap); a spec change is checked again; a
+/// rule naming `*` is not checked.
+#[tokio::test(flavor = "multi_thread")]
+async fn type_checking_warnings_are_written_to_the_policy_status() {
+    let c = KubeCluster::start().await;
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "replicalimits.rules.example.com"},
+        "spec": {"group": "rules.example.com", "scope": "Namespaced",
+                 "names": {"plural": "replicalimits", "singular": "replicalimit", "kind": "ReplicaLimit"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object",
+                         "properties": {"maxReplicas": {"type": "integer"}}}}}]}});
+    post(
+        &c,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    )
+    .await
+    .is(201);
+    wait_until(Duration::from_secs(10), "the kind is served", || async {
+        call(
+            c.api,
+            "GET",
+            "/apis/rules.example.com/v1/replicalimits",
+            &[],
+            b"",
+        )
+        .await
+        .code
+            == 200
+    })
+    .await;
+    let policy = |validations: Value| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "typed"},
+            "spec": {"paramKind": {"apiVersion": "rules.example.com/v1", "kind": "ReplicaLimit"},
+                     "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                         "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                     "validations": validations}})
+    };
+    post(
+        &c,
+        VAP,
+        &policy(json!([
+            {"expression": "object.replicas > 1"},
+            {"expression": "!has(object.data) || size(object.data) <= params.maxReplicas"},
+            {"expression": "object.data.all(k, k.size() < 10) && params.maxReplicass > 0"},
+        ])),
+    )
+    .await
+    .is(201);
+    let status = checked(&c, "typed", 1).await;
+    assert_eq!(
+        status["typeChecking"]["expressionWarnings"],
+        json!([
+            {"fieldRef": "spec.validations[0].expression",
+             "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^\n"},
+            {"fieldRef": "spec.validations[2].expression",
+             "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:44: undefined field 'maxReplicass'\n | object.data.all(k, k.size() < 10) && params.maxReplicass > 0\n | ...........................................^\n"},
+        ]),
+        "{status}"
+    );
+
+    // The spec fixed: checked again, no warnings.
+    let mut fixed = policy(json!([{"expression": "size(object.data) <= params.maxReplicas"}]));
+    let path = format!("{VAP}/typed");
+    let current = call(c.api, "GET", &path, &[], b"").await.json();
+    fixed["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+    call(c.api, "PUT", &path, &[JSON], fixed.to_string().as_bytes())
+        .await
+        .is(200);
+    let status = checked(&c, "typed", 2).await;
+    assert!(
+        status["typeChecking"]["expressionWarnings"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "{status}"
+    );
+
+    // A rule naming every resource is not checked (upstream checks named kinds only).
+    let wide = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "wide"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
+                     "operations": ["CREATE"], "resources": ["*"]}]},
+                 "validations": [{"expression": "object.nothing > 1"}]}});
+    post(&c, VAP, &wide).await.is(201);
+    let status = checked(&c, "wide", 1).await;
+    assert!(
+        status["typeChecking"]["expressionWarnings"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "{status}"
+    );
+}

@@ -26,6 +26,7 @@ pub mod create_only;
 pub mod custom;
 pub mod endpoint;
 pub mod params;
+pub mod schemas;
 
 use std::{
     collections::BTreeMap,

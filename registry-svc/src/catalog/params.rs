@@ -11,7 +11,10 @@ use tokio_stream::StreamExt;
 
 use super::{Catalog, Endpoint, Output, Page};
 use crate::{
-    admission::policy::params::{Events, Source},
+    admission::policy::{
+        params::{Events, Source},
+        typecheck::Schema,
+    },
     error::ApiError,
     store::Ctx,
 };
@@ -28,6 +31,19 @@ impl Catalog {
     }
 }
 
+/// The type checker's view of `e`'s kind's schema (`catalog::schemas`, as `/openapi/v3`
+/// serves it).
+fn schema(e: &Arc<dyn Endpoint>) -> Option<Schema> {
+    let mut components = serde_json::Map::new();
+    super::schemas::kind_schemas(
+        crate::resource::codec().descriptors(),
+        std::slice::from_ref(e),
+        &mut components,
+    );
+    let root = components.get(&super::schemas::kind_schema_name(e.info()))?;
+    Some(Schema::from_openapi(root, &components))
+}
+
 fn parse(bytes: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| ApiError::Internal(format!("params: {e}")))
 }
@@ -36,6 +52,23 @@ fn parse(bytes: &[u8]) -> Result<Value, ApiError> {
 impl Source for Catalog {
     fn scope(&self, api_version: &str, kind: &str) -> Option<bool> {
         self.of_kind(api_version, kind).map(|e| e.info().namespaced)
+    }
+
+    fn resource_schema(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<(String, Option<Schema>)> {
+        let e = self.all().into_iter().find(|e| {
+            let i = e.info();
+            i.group == group && i.version == version && i.plural == resource
+        })?;
+        Some((e.info().kind.clone(), schema(&e)))
+    }
+
+    fn kind_schema(&self, api_version: &str, kind: &str) -> Option<Schema> {
+        schema(&self.of_kind(api_version, kind)?)
     }
 
     async fn list(&self, api_version: &str, kind: &str) -> Result<(String, Vec<Value>), ApiError> {

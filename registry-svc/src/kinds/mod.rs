@@ -7,6 +7,7 @@
 //! writes made in that version, and one `Builtin::version` line in `lib.rs`.
 
 pub mod admission_policy;
+pub mod admission_policy_status;
 pub mod admission_policy_validation;
 pub mod configmap;
 pub mod event;

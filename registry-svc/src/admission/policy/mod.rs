@@ -59,6 +59,47 @@ struct Snapshot {
     bindings: BTreeMap<String, Arc<ValidatingAdmissionPolicyBinding>>,
 }
 
+/// The names of policies whose status is behind their spec (`status.observedGeneration` below
+/// `metadata.generation`), for the status controller (`kinds::admission_policy_status`): a set,
+/// so a policy changed many times before the controller looks is checked once, and bounded by
+/// the number of policies.
+#[derive(Debug, Default)]
+pub struct Pending {
+    names: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    notify: tokio::sync::Notify,
+}
+
+impl Pending {
+    /// Marks `p` when its status is behind its spec.
+    fn offer(&self, p: &ValidatingAdmissionPolicy) {
+        let Some(m) = &p.metadata else { return };
+        let observed = p.status.as_ref().map_or(0, |s| s.observed_generation);
+        if m.generation > observed {
+            self.add(m.name.clone());
+        }
+    }
+
+    /// Marks `name` (again, after a failed write).
+    pub fn add(&self, name: String) {
+        self.names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name);
+        self.notify.notify_one();
+    }
+
+    /// The marked names, taken; waits until there is one.
+    pub async fn take(&self) -> Vec<String> {
+        loop {
+            let names = std::mem::take(&mut *self.names.lock().unwrap_or_else(|p| p.into_inner()));
+            if !names.is_empty() {
+                return names.into_iter().collect();
+            }
+            self.notify.notified().await;
+        }
+    }
+}
+
 /// The policies and bindings in effect, and the parameters they read: the
 /// `ValidatingAdmissionPolicy` admission plugin.
 #[derive(Debug, Default)]
@@ -66,6 +107,8 @@ pub struct Policies {
     snapshot: RwLock<Arc<Snapshot>>,
     /// The parameter objects, per paramKind.
     pub params: params::Params,
+    /// Policies whose type checking is to be written.
+    pub pending: Pending,
     namespaces: Arc<Namespaces>,
     metrics: Arc<crate::admission::metrics::AdmissionMetrics>,
 }
@@ -106,6 +149,7 @@ impl Policies {
         if let Some((v, k)) = &compiled.param_kind {
             self.params.follow(v, k);
         }
+        self.pending.offer(p);
         self.change(|s| {
             s.policies.insert(compiled.name.clone(), compiled);
         });
@@ -128,6 +172,9 @@ impl Policies {
             if let Some((v, k)) = &c.param_kind {
                 self.params.follow(v, k);
             }
+        }
+        for p in all {
+            self.pending.offer(p);
         }
         self.change(|s| {
             s.policies = compiled.into_iter().map(|c| (c.name.clone(), c)).collect();

@@ -35,6 +35,18 @@ pub trait Source: Send + Sync + 'static {
     /// Every object of the kind, and the list's resourceVersion.
     async fn list(&self, api_version: &str, kind: &str) -> Result<(String, Vec<Value>), ApiError>;
 
+    /// The kind served as `group`/`version`/`resource`, and its schema when it has one:
+    /// `None` when nothing is served there (type checking, `super::typecheck`).
+    fn resource_schema(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<(String, Option<super::typecheck::Schema>)>;
+
+    /// The schema of `api_version`/`kind` (a paramKind), when it is served.
+    fn kind_schema(&self, api_version: &str, kind: &str) -> Option<super::typecheck::Schema>;
+
     /// The kind's changes after `resource_version`.
     async fn watch(
         &self,
