@@ -106,6 +106,11 @@ impl Quantity {
         Ok(Self(if negative { -v } else { v }))
     }
 
+    /// The value in nano-units (what arithmetic on quantities, as CEL's, works on).
+    pub fn nanos(self) -> i128 {
+        self.0
+    }
+
     /// Whether it is a whole number.
     pub fn is_integer(&self) -> bool {
         self.0 % NANO == 0

@@ -31,6 +31,7 @@
 mod cost;
 mod eval;
 pub mod expression;
+pub mod library;
 pub(crate) mod shape;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -63,8 +64,9 @@ pub const MAX_DEPTH: usize = 250;
 /// `MaxEvaluatedMessageExpressionSizeBytes`).
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
-/// The environment every rule runs in: the standard library, built once.
-static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| Arc::new(cel::Env::stdlib()));
+/// The environment every rule and policy expression runs in: the standard library and
+/// Kubernetes' libraries ([`library`]), built once.
+static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| Arc::new(library::environment()));
 
 /// A compiled expression: its parsed form (what costs are estimated on) and the form it is
 /// evaluated in (`matches()` rewritten to compiled patterns).

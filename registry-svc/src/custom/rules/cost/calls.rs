@@ -3,23 +3,38 @@
 
 use std::sync::Arc;
 
-use cel::common::ast::{CallExpr, IdedExpr, operators};
+use cel::common::ast::{CallExpr, Expr, IdedExpr, operators};
 
 use super::{
     super::shape::{Bound, factor, kind, union},
     Estimator, Shape, add, hundredth, lit_str, mul, tenth,
 };
 
+/// The namespaces of the environment's functions (`sets.contains`, ...).
+const NAMESPACES: [&str; 3] = ["sets", "ip", "strings"];
+
 impl<'v> Estimator<'v> {
     pub(super) fn call(&mut self, call: &CallExpr) -> (u64, Shape<'v>) {
-        let name = call.func_name.as_str();
+        // `sets.contains(a, b)`, `ip.isCanonical(s)` and `strings.quote(s)` parse as calls on
+        // an identifier; unless a variable has that name, they are the namespace's functions.
+        let qualified = match call.target.as_deref().map(|t| &t.expr) {
+            Some(Expr::Ident(ns))
+                if NAMESPACES.contains(&ns.as_str()) && self.var(ns).is_none() =>
+            {
+                Some(format!("{ns}.{}", call.func_name))
+            }
+            _ => None,
+        };
+        let name = qualified.as_deref().unwrap_or(call.func_name.as_str());
         // The operands: the target of a receiver call first.
         let operands: Vec<&IdedExpr> = call
             .target
             .iter()
+            .filter(|_| qualified.is_none())
             .map(|t| t.as_ref())
             .chain(call.args.iter())
             .collect();
+        let receiver = call.target.is_some() && qualified.is_none();
         match (name, operands.as_slice()) {
             (operators::LOGICAL_AND | operators::LOGICAL_OR, [a, b]) => {
                 let (ca, _) = self.estimate(a);
@@ -42,7 +57,7 @@ impl<'v> Estimator<'v> {
             args_cost = add(args_cost, c);
             shapes.push(s);
         }
-        let (mut own, shape) = self.call_cost(name, call.target.is_some(), &operands, &shapes);
+        let (mut own, shape) = self.call_cost(name, receiver, &operands, &shapes);
         if self.runtime() {
             own = add(own, self.error_copies(name, &shapes));
         }
@@ -226,6 +241,215 @@ impl<'v> Estimator<'v> {
                 Some(f) => (1, self.field(operand, f)),
                 None => (1, Self::scalar()),
             },
+            // Kubernetes' lists library: one traversal of the list (upstream's
+            // `traversalCost`).
+            ("isSorted" | "sum" | "min" | "max" | "includes", [list, ..]) if receiver => {
+                self.list_call(name, list, shapes.get(1))
+            }
+            ("indexOf" | "lastIndexOf", [target, needle, ..]) if receiver => {
+                // A list's (Kubernetes' lists library) or a string's (the strings extension).
+                let k = self.kinds(target);
+                let mut cost = 0;
+                if k & kind::LIST != 0 {
+                    cost = self.list_call(name, target, Some(needle)).0;
+                }
+                if k & kind::STRING != 0 {
+                    cost = cost.max(self.string_search(target, needle));
+                }
+                (cost, Self::scalar())
+            }
+            // The strings extension.
+            ("charAt", [s, _]) if receiver => {
+                let cost = if runtime {
+                    add(1, tenth(self.size(s)))
+                } else {
+                    1
+                };
+                (cost, Self::string_of(1, 4))
+            }
+            ("lowerAscii" | "upperAscii" | "trim" | "substring" | "reverse", [s, ..])
+                if receiver =>
+            {
+                // A traversal, and a result no longer than the string.
+                let (n, b) = (self.size(s), self.byte_len(s));
+                let cost = if name == "reverse" && !runtime {
+                    1
+                } else {
+                    tenth(n)
+                };
+                (cost, Self::string_of(n, b))
+            }
+            ("replace", [s, from, to, ..]) if receiver => self.replace(operands, s, from, to),
+            ("split", [s, _, ..]) if receiver => {
+                let (n, b) = (self.size(s), self.byte_len(s));
+                // At most a part per character and one more (an empty separator splits
+                // between characters), or the literal limit.
+                let mut parts = add(n, 1);
+                if let Some(limit) = operands.get(2).and_then(|l| lit_int(l))
+                    && let Ok(limit) = u64::try_from(limit)
+                {
+                    parts = parts.min(limit);
+                }
+                let mut cost = factor(n, 2, 10);
+                if runtime {
+                    // Each part is copied into a string of its own.
+                    cost = add(cost, add(parts, tenth(b)));
+                }
+                (
+                    cost,
+                    Shape::Bound(Bound::list(parts, Some(Bound::string(n, b, true)))),
+                )
+            }
+            ("join", [list, sep @ ..]) if receiver => self.join(list, sep.first()),
+            ("strings.quote", [s]) if !receiver => {
+                let (n, b) = (self.size(s), self.byte_len(s));
+                let cost = if runtime { add(1, tenth(b)) } else { 1 };
+                (cost, Self::string_of(add(mul(n, 2), 2), add(mul(b, 2), 2)))
+            }
+            ("format", [f, list]) if receiver => {
+                // Each argument is printed once at most: a value in at most ~420 characters
+                // (a double with 100 digits of precision), a string's byte in two (`%x`), so
+                // in at most 11 times its weight (50 per value, 1 per byte).
+                let printed = add(self.byte_len(f), mul(self.weight(list), 11));
+                let cost = if runtime {
+                    add(tenth(printed), hundredth(self.weight(list)))
+                } else {
+                    1
+                };
+                (cost, Self::string_of(printed, printed))
+            }
+            // Kubernetes' regex library: as `matches`.
+            ("find" | "findAll", [s, p, ..]) if receiver => {
+                let (n, b) = (self.size(s), self.byte_len(s));
+                let text = factor(add(n, 1), 1, 10);
+                let pattern = factor(self.size(p), 1, 4);
+                let mut cost = mul(text, pattern);
+                if runtime {
+                    // The pattern may be compiled for the call (the thread keeps a few).
+                    cost = add(cost, self.size(p));
+                }
+                if name == "find" {
+                    return (cost, Self::string_of(n, b));
+                }
+                // A match per character and one more (empty matches), or the literal limit.
+                let mut found = add(n, 1);
+                if let Some(limit) = operands.get(2).and_then(|l| lit_int(l))
+                    && let Ok(limit) = u64::try_from(limit)
+                {
+                    found = found.min(limit);
+                }
+                if runtime {
+                    cost = add(cost, add(found, tenth(b)));
+                }
+                (
+                    cost,
+                    Shape::Bound(Bound::list(found, Some(Bound::string(n, b, true)))),
+                )
+            }
+            // Kubernetes' URL library: parsing is a traversal; a URL is sized as its string,
+            // which bounds what its accessors return.
+            ("url", [s]) if !receiver => {
+                let (n, b) = (self.size(s), self.byte_len(s));
+                (tenth(n), Self::string_of(n, b))
+            }
+            ("getScheme" | "getHost" | "getHostname" | "getPort", [u]) if receiver => {
+                let (n, b) = (self.size(u), self.byte_len(u));
+                let cost = if runtime { add(1, tenth(b)) } else { 1 };
+                (cost, Self::string_of(n, b))
+            }
+            ("getEscapedPath", [u]) if receiver => {
+                // Escaping writes a byte as three characters at most.
+                let (n, b) = (mul(self.size(u), 3), mul(self.byte_len(u), 3));
+                let cost = if runtime { add(1, tenth(b)) } else { 1 };
+                (cost, Self::string_of(n, b))
+            }
+            ("getQuery", [u]) if receiver => {
+                let (n, b) = (self.size(u), self.byte_len(u));
+                let cost = if runtime {
+                    add(add(1, n), factor(b, 2, 10))
+                } else {
+                    1
+                };
+                let text = Bound::string(n, b, true);
+                let values = Bound::list(add(n, 1), Some(text.clone()));
+                (
+                    cost,
+                    Shape::Bound(Bound::map(
+                        add(n, 1),
+                        Some(text),
+                        Some(values),
+                        Default::default(),
+                        false,
+                    )),
+                )
+            }
+            // Parsing a string (URLs, quantities, IPs, CIDRs) is a traversal.
+            ("isURL" | "quantity" | "isQuantity" | "cidr" | "isIP" | "isCIDR", [s])
+                if !receiver =>
+            {
+                (tenth(self.size(s)), Self::scalar())
+            }
+            ("ip", [s]) if !receiver => (tenth(self.size(s)), Self::scalar()),
+            // Parsing, and comparing the address written again with the string.
+            ("ip.isCanonical", [s]) if !receiver => (factor(self.size(s), 2, 10), Self::scalar()),
+            // Comparing two addresses of at most 16 bytes, after parsing a string.
+            ("containsIP" | "containsCIDR", [_, other]) if receiver => {
+                let mut cost = if name == "containsIP" { 4 } else { 7 };
+                if self.kinds(other) & kind::STRING != 0 {
+                    cost = add(cost, tenth(self.size(other)));
+                }
+                (cost, Self::scalar())
+            }
+            // Accessors, quantity arithmetic and the authorizer's builders: nominal.
+            (
+                "ip"
+                | "masked"
+                | "prefixLength"
+                | "family"
+                | "isUnspecified"
+                | "isLoopback"
+                | "isLinkLocalMulticast"
+                | "isLinkLocalUnicast"
+                | "isGlobalUnicast"
+                | "sign"
+                | "asInteger"
+                | "isInteger"
+                | "asApproximateFloat"
+                | "isGreaterThan"
+                | "isLessThan"
+                | "compareTo"
+                | "add"
+                | "sub"
+                | "serviceAccount"
+                | "path"
+                | "group"
+                | "resource"
+                | "subresource"
+                | "namespace"
+                | "name"
+                | "allowed"
+                | "errored"
+                | "error",
+                _,
+            ) => (1, Self::scalar()),
+            // What an authorizer gives as its reason: short, whichever authorizer.
+            ("reason", _) if receiver => (1, Self::string_of(1024, 4096)),
+            // An authorization check: upstream allows two per expression.
+            ("check", _) if receiver => (350_000, Self::scalar()),
+            // The sets extension: every item of one list looked for in the other.
+            ("sets.contains" | "sets.intersects" | "sets.equivalent", [a, b]) if !receiver => {
+                let (na, nb) = (self.size(a), self.size(b));
+                let mut cost = mul(na, nb);
+                if runtime {
+                    // Each comparison reads both items.
+                    let reads = add(mul(na, self.weight(b)), mul(nb, self.weight(a)));
+                    cost = add(cost, hundredth(reads));
+                }
+                if name == "sets.equivalent" {
+                    cost = mul(cost, 2);
+                }
+                (cost, Self::scalar())
+            }
             _ => {
                 // Anything else returns one of its operands at most (optional.of, value, or,
                 // orValue), or fails: each may be copied into the result.
@@ -243,6 +467,114 @@ impl<'v> Estimator<'v> {
                 (cost, out.unwrap_or_else(Self::scalar))
             }
         }
+    }
+
+    /// A string of at most `chars` characters and `bytes` bytes, owned.
+    fn string_of(chars: u64, bytes: u64) -> Shape<'v> {
+        Shape::Bound(Bound::string(chars, bytes, true))
+    }
+
+    /// Kubernetes' list functions on `list` (and `needle`, for `indexOf`, `lastIndexOf`,
+    /// `includes`): upstream's estimate, a step per item and a tenth per character of string
+    /// items; on the values, also what comparing the items reads, and the copy `min` and
+    /// `max` return.
+    fn list_call(
+        &mut self,
+        name: &str,
+        list: &Shape<'v>,
+        needle: Option<&Shape<'v>>,
+    ) -> (u64, Shape<'v>) {
+        let n = self.size(list);
+        let item = self.bound(list).item();
+        let mut each = 1;
+        if item.kinds & (kind::STRING | kind::BYTES) != 0 {
+            each = add(each, tenth(item.size));
+        }
+        let mut cost = mul(n, each);
+        if self.runtime() {
+            cost = add(cost, hundredth(self.weight(list)));
+            if let Some(x) = needle {
+                // `includes` on anything else than a list compares it with the needle.
+                cost = add(cost, hundredth(self.weight(x)));
+            }
+            if matches!(name, "min" | "max") {
+                cost = add(cost, item.copy);
+            }
+        }
+        let shape = if matches!(name, "min" | "max") {
+            Shape::Bound(item)
+        } else {
+            Self::scalar()
+        };
+        (cost, shape)
+    }
+
+    /// `s.indexOf(sub)` and `s.lastIndexOf(sub)` of the strings extension: upstream's
+    /// traversal; on the values, the crate also collects both strings' characters and
+    /// compares the substring at every position.
+    fn string_search(&mut self, s: &Shape<'v>, sub: &Shape<'v>) -> u64 {
+        let (n, m) = (self.size(s), self.size(sub));
+        if !self.runtime() {
+            return tenth(n);
+        }
+        add(factor(add(n, m), 4, 10), mul(tenth(n), tenth(m).max(1)))
+    }
+
+    /// `s.replace(from, to[, n])`: upstream's cost (two traversals) and result size (as many
+    /// replacements as `from`'s shortest length allows, each as long as `to`); on the values,
+    /// also building the result.
+    fn replace(
+        &mut self,
+        operands: &[&IdedExpr],
+        s: &Shape<'v>,
+        from: &Shape<'v>,
+        to: &Shape<'v>,
+    ) -> (u64, Shape<'v>) {
+        let (n, b) = (self.size(s), self.byte_len(s));
+        // The shortest `from` may be: known for a literal or a string of the object, else 0.
+        let shortest = match (operands.get(1).and_then(|o| lit_str(o)), from) {
+            (Some(l), _) => l.chars().count() as u64,
+            (None, Shape::Json(serde_json::Value::String(x))) => x.chars().count() as u64,
+            _ => 0,
+        };
+        let mut count = if shortest == 0 {
+            // An empty `from` is replaced around every character.
+            add(n, 1)
+        } else {
+            n.div_ceil(shortest)
+        };
+        if let Some(limit) = operands.get(3).and_then(|l| lit_int(l))
+            && let Ok(limit) = u64::try_from(limit)
+        {
+            count = count.min(limit);
+        }
+        let chars = add(n, mul(count, self.size(to)));
+        let bytes = add(b, mul(count, self.byte_len(to)));
+        let mut cost = factor(n, 2, 10);
+        if self.runtime() {
+            cost = add(cost, tenth(bytes));
+        }
+        (cost, Self::string_of(chars, bytes))
+    }
+
+    /// `list.join([sep])`: upstream's cost and size (the items, and a separator between
+    /// each); on the values, reading and copying them.
+    fn join(&mut self, list: &Shape<'v>, sep: Option<&Shape<'v>>) -> (u64, Shape<'v>) {
+        let n = self.size(list);
+        let item = self.bound(list).item();
+        let mut chars = mul(n, item.size);
+        let mut bytes = mul(n, item.bytes);
+        if let Some(sep) = sep {
+            let between = n.saturating_sub(1);
+            chars = add(chars, mul(between, self.size(sep)));
+            bytes = add(bytes, mul(between, self.byte_len(sep)));
+        }
+        let cost = if self.runtime() {
+            add(n, factor(bytes, 2, 10))
+        } else {
+            tenth(chars)
+        };
+        (cost, Self::string_of(chars, bytes))
     }
 
     /// `a + b`: numbers, strings, bytes or lists, as far as the shapes tell.
@@ -327,5 +659,13 @@ impl<'v> Estimator<'v> {
             });
         }
         (cost, out.unwrap_or_else(Self::scalar))
+    }
+}
+
+/// The value of an int literal.
+fn lit_int(e: &IdedExpr) -> Option<i64> {
+    match &e.expr {
+        Expr::Literal(cel::common::ast::LiteralValue::Int(i)) => Some(*i.inner()),
+        _ => None,
     }
 }
