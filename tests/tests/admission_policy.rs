@@ -635,3 +635,170 @@ async fn type_checking_warnings_are_written_to_the_policy_status() {
         "{status}"
     );
 }
+
+/// The `authorizer` variable asks the server's authorizers (RBAC here) about the request's
+/// user: a policy lets alice create a ConfigMap only where she may also list Secrets (an
+/// upstream documentation pattern), its message says RBAC's reason (empty when
+/// no rule matches, as upstream's RBAC authorizer gives none); once a Role lets her, she
+/// may. `authorizer.requestResource` is the request's own resource.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_authorizer_variable_asks_rbac_about_the_requests_user() {
+    use kubestore_tests::fixtures_rbac::{self, CMS, admin, alice, until_alice};
+    let c = fixtures_rbac::cluster().await;
+    let role = |name: &str, resource: &str, verbs: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": name},
+               "rules": [{"apiGroups": [""], "resources": [resource], "verbs": verbs}]})
+    };
+    let binding = |name: &str, role: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role}})
+    };
+    let roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
+    let bindings = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings";
+    admin(
+        &c,
+        "POST",
+        roles,
+        role("cm-writer", "configmaps", json!(["create", "list"])),
+    )
+    .await
+    .is(201);
+    admin(&c, "POST", bindings, binding("alice-writes", "cm-writer"))
+        .await
+        .is(201);
+    until_alice(&c, "GET", CMS, "", 200).await;
+
+    let check = "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('list')";
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "secret-listers-only"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                     "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                 "validations": [
+                     {"expression": "authorizer.requestResource.check('create').allowed()",
+                      "message": "the request's own resource is allowed"},
+                     {"expression": format!("{check}.allowed()"),
+                      "messageExpression": format!("'may not list secrets: ' + {check}.reason()"),
+                      "reason": "Forbidden"}]}});
+    admin(&c, "POST", VAP, policy).await.is(201);
+    let bound = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "secret-listers-only"},
+        "spec": {"policyName": "secret-listers-only", "validationActions": ["Deny"]}});
+    admin(&c, "POST", BINDINGS, bound).await.is(201);
+    let cm = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}).to_string()
+    };
+    wait_until(
+        Duration::from_secs(10),
+        "the policy takes effect",
+        || async {
+            alice(&c, "POST", &format!("{CMS}?dryRun=All"), &cm("probe"))
+                .await
+                .code
+                == 403
+        },
+    )
+    .await;
+    let r = alice(&c, "POST", CMS, &cm("denied")).await.is(403);
+    let message = r.json()["message"].as_str().unwrap_or_default().to_string();
+    assert!(
+        message.starts_with(
+            "configmaps \"denied\" is forbidden: ValidatingAdmissionPolicy 'secret-listers-only' \
+             with binding 'secret-listers-only' denied request: may not list secrets:"
+        ),
+        "{message}"
+    );
+    // The administrator (system:masters) may list anything.
+    admin(
+        &c,
+        "POST",
+        CMS,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "by-admin"}}),
+    )
+    .await
+    .is(201);
+
+    // Allowed to list Secrets, alice may create.
+    admin(
+        &c,
+        "POST",
+        roles,
+        role("secret-lister", "secrets", json!(["list"])),
+    )
+    .await
+    .is(201);
+    admin(
+        &c,
+        "POST",
+        bindings,
+        binding("alice-lists", "secret-lister"),
+    )
+    .await
+    .is(201);
+    until_alice(&c, "GET", "/api/v1/namespaces/default/secrets", "", 200).await;
+    alice(&c, "POST", CMS, &cm("allowed")).await.is(201);
+}
+
+/// Kubernetes' CEL libraries in policy expressions (quantity, URLs, IP/CIDR, lists, regex,
+/// strings), on a ConfigMap's data: a conforming ConfigMap passes, and each validation
+/// refuses its own bad value with its message.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubernetes_cel_libraries_decide_policies() {
+    let c = KubeCluster::start().await;
+    namespace(&c, "libs", json!({})).await;
+    let validations = json!([
+        {"expression": "!has(object.data.memory) || (isQuantity(object.data.memory) && quantity(object.data.memory).isLessThan(quantity('1Gi')))",
+         "message": "memory must be a quantity under 1Gi"},
+        {"expression": "!has(object.data.endpoint) || (isURL(object.data.endpoint) && url(object.data.endpoint).getScheme() == 'https')",
+         "message": "endpoint must be an https URL"},
+        {"expression": "!has(object.data.peer) || (isIP(object.data.peer) && cidr('10.0.0.0/8').containsIP(object.data.peer))",
+         "message": "peer must be in 10.0.0.0/8"},
+        {"expression": "!has(object.data.ports) || object.data.ports.split(',').map(p, int(p)).isSorted()",
+         "message": "ports must be sorted"},
+        {"expression": "!has(object.data.owner) || object.data.owner.lowerAscii().find('[a-z]+@example\\\\.com') != ''",
+         "message": "owner must be an example.com address"},
+    ]);
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "libraries"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                     "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                 "validations": validations}});
+    post(&c, VAP, &policy).await.is(201);
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "libraries"},
+        "spec": {"policyName": "libraries", "validationActions": ["Deny"],
+                 "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "libs"}}}}});
+    post(&c, BINDINGS, &binding).await.is(201);
+    let cm = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": data});
+    answered(&c, "libs", &cm(json!({"memory": "2Gi"})), 422).await;
+    let good = json!({"memory": "512Mi", "endpoint": "https://example.com:8443/x?y=1",
+                      "peer": "10.1.2.3", "ports": "80,443,8080", "owner": "Ops@Example.com"});
+    create_cm(&c, "libs", &cm(good.clone()), true).await.is(201);
+    for (key, bad, message) in [
+        ("memory", "2Gi", "memory must be a quantity under 1Gi"),
+        ("memory", "lots", "memory must be a quantity under 1Gi"),
+        (
+            "endpoint",
+            "http://example.com",
+            "endpoint must be an https URL",
+        ),
+        ("peer", "192.168.0.1", "peer must be in 10.0.0.0/8"),
+        ("ports", "443,80", "ports must be sorted"),
+        (
+            "owner",
+            "someone@elsewhere.org",
+            "owner must be an example.com address",
+        ),
+    ] {
+        let mut data = good.clone();
+        data[key] = json!(bad);
+        let r = create_cm(&c, "libs", &cm(data), true).await.is(422);
+        let got = r.json()["message"].as_str().unwrap_or_default().to_string();
+        assert!(
+            got.ends_with(&format!("denied request: {message}")),
+            "{key}={bad}: {got}"
+        );
+    }
+}

@@ -79,6 +79,9 @@ pub struct Request<'a> {
     pub dry_run: bool,
     /// Who writes.
     pub user: &'a UserInfo,
+    /// The request's authorizers (what a policy's `authorizer` variable asks); `None` where
+    /// nothing may be asked (unit tests).
+    pub gate: Option<&'a Arc<crate::authz::Gate>>,
 }
 
 impl Request<'_> {

@@ -40,6 +40,7 @@ impl<R: Resource> Store<R> {
             name,
             dry_run,
             user: &caller.user,
+            gate: Some(caller.gate()),
         };
         if !admission.interested(&request) {
             return Ok(());
@@ -78,6 +79,7 @@ impl<R: Resource> Store<R> {
             name,
             dry_run,
             user: &caller.user,
+            gate: Some(caller.gate()),
         }
     }
 

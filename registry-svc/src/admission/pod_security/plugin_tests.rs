@@ -98,6 +98,7 @@ fn request<'a>(op: Operation, resource: &'a str, name: &'a str, user: &'a UserIn
         name,
         dry_run: false,
         user,
+        gate: None,
     }
 }
 

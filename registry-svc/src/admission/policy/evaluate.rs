@@ -16,9 +16,11 @@ use serde_json::{Map, Value, json};
 use super::{Policies, compiled, matching, params::labels_of};
 use crate::{
     admission::{Objects, Outcome, Request},
+    authz::{Attributes, Decision as AuthzDecision, ResourceAttributes},
     custom::rules::{
         Budget,
-        expression::{self, Expression, Outcome as Evaluated},
+        expression::{self, Authorizing, Expression, Outcome as Evaluated},
+        library::authz::Check,
     },
     error::ApiError,
 };
@@ -237,6 +239,15 @@ struct Common {
     request: Value,
     labels: Option<BTreeMap<String, String>>,
     old_labels: Option<BTreeMap<String, String>>,
+    /// The `authorizer` variable: the request's gate and user.
+    authorizing: Option<Authorizing>,
+}
+
+/// The `authorizer` variable asks the request's gate (upstream's authorizer of the request).
+impl Check for crate::authz::Gate {
+    fn check(&self, user: &crate::authn::UserInfo, attrs: &Attributes) -> (AuthzDecision, String) {
+        self.decide(user, attrs)
+    }
 }
 
 impl Common {
@@ -249,6 +260,19 @@ impl Common {
             object: object.unwrap_or(Value::Null),
             old_object: old_object.unwrap_or(Value::Null),
             request: request.to_json(&uuid::Uuid::new_v4().to_string()),
+            authorizing: request.gate.map(|gate| Authorizing {
+                checker: gate.clone(),
+                user: request.user.clone(),
+                request_resource: Some(ResourceAttributes {
+                    verb: String::new(),
+                    group: request.group.to_string(),
+                    version: request.version.to_string(),
+                    resource: request.resource.to_string(),
+                    subresource: request.subresource.to_string(),
+                    namespace: request.namespace.to_string(),
+                    name: request.name.to_string(),
+                }),
+            }),
         })
     }
 }
@@ -302,7 +326,7 @@ fn evaluate(
             ("namespaceObject", &namespace_object),
             ("variables", &vars_value),
         ];
-        expression::evaluate(e, &vars, budget)
+        expression::evaluate_as(e, &vars, c.authorizing.as_ref(), budget)
     };
     // matchConditions: any false means the policy does not apply; an error counts only when
     // none is false (upstream's `matchconditions.Matcher`).

@@ -223,6 +223,7 @@ mod tests {
             name: "name",
             dry_run: false,
             user: &USER,
+            gate: None,
         }
     }
 

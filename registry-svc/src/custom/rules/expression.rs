@@ -9,7 +9,13 @@
 use cel::common::types::{CelBool, CelNull, CelString};
 use serde_json::Value;
 
-use super::{Budget, Compiled, PER_CALL_LIMIT, compile_one, cost, eval};
+use std::sync::Arc;
+
+use super::{
+    Budget, Compiled, PER_CALL_LIMIT, compile_one, cost, eval,
+    library::authz::{Check, authorizer},
+};
+use crate::{authn::UserInfo, authz::ResourceAttributes};
 
 /// A compiled expression.
 pub struct Expression {
@@ -58,11 +64,42 @@ pub enum Outcome {
     Other(Option<Value>, String),
 }
 
+/// What the `authorizer` variable asks (the server's authorizers) and about whom (the
+/// request's user); `requestResource` is the request's resource, when it is one.
+#[derive(Clone)]
+pub struct Authorizing {
+    /// The server's authorizers.
+    pub checker: Arc<dyn Check>,
+    /// The request's user.
+    pub user: UserInfo,
+    /// The request's resource.
+    pub request_resource: Option<ResourceAttributes>,
+}
+
+impl std::fmt::Debug for Authorizing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authorizing")
+            .field("user", &self.user.name)
+            .finish()
+    }
+}
+
 /// Evaluates `expr` with `vars` bound, charging `budget` its bound first; an error in
 /// upstream's words when it may not run or fails.
 pub fn evaluate(
     expr: &Expression,
     vars: &[(&str, &Value)],
+    budget: &mut Budget,
+) -> Result<Outcome, String> {
+    evaluate_as(expr, vars, None, budget)
+}
+
+/// [`evaluate`], with the `authorizer` variable bound to `authorizing` when the expression
+/// reads it (an expression that reads it without one fails: no such variable).
+pub fn evaluate_as(
+    expr: &Expression,
+    vars: &[(&str, &Value)],
+    authorizing: Option<&Authorizing>,
     budget: &mut Budget,
 ) -> Result<Outcome, String> {
     if budget.stopped() {
@@ -83,6 +120,16 @@ pub fn evaluate(
     let mut ctx = cel::Context::with_env(super::ENV.clone());
     for (name, value) in vars {
         ctx.add_variable_as_val(*name, eval::to_val(value));
+    }
+    if let Some(a) = authorizing.filter(|_| expr.reads("authorizer")) {
+        ctx.add_variable_as_val(
+            "authorizer",
+            authorizer(
+                a.checker.clone(),
+                a.user.clone(),
+                a.request_resource.clone(),
+            ),
+        );
     }
     eval::register(&mut ctx, &expr.compiled.patterns);
     let ctx = &ctx;
