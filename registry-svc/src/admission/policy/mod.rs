@@ -9,22 +9,26 @@
 //! - **Matching** ([`matching`]): rules, exclusions, namespace and object selectors, then the
 //!   policy's `matchConditions` in CEL.
 //! - **Evaluation** ([`evaluate`]): upstream's CEL variables (`object`, `oldObject`,
-//!   `params`, `request`, `namespaceObject`, `variables`) with the cost limits of custom
-//!   kinds' rules (`custom::rules::expression`); each failed check is a decision that the
-//!   binding's `validationActions` send: **Deny** refuses the request (`... is forbidden:
-//!   ValidatingAdmissionPolicy 'P' with binding 'B' denied request: MESSAGE`, with the
-//!   validation's `reason`, `Invalid` by default, so 422), **Warn** adds the warning
-//!   `Validation failed for ValidatingAdmissionPolicy 'P' with binding 'B': MESSAGE`, **Audit**
-//!   adds the `validation.policy.admission.k8s.io/validation_failure` audit annotation. An
-//!   expression that cannot be evaluated, parameters that cannot be found, a policy that does
-//!   not compile: the policy's `failurePolicy` decides (`Fail`, the default, denies).
+//!   `params`, `request`, `namespaceObject`, `variables`, and `authorizer`, which asks the
+//!   request's gate about its user) and Kubernetes' CEL libraries (`custom::rules::library`),
+//!   with the cost limits of custom kinds' rules (`custom::rules::expression`); each failed
+//!   check is a decision that the binding's `validationActions` send: **Deny** refuses the
+//!   request (`... is forbidden: ValidatingAdmissionPolicy 'P' with binding 'B' denied request:
+//!   MESSAGE`, with the validation's `reason`, `Invalid` by default, so 422), **Warn** adds the
+//!   warning `Validation failed for ValidatingAdmissionPolicy 'P' with binding 'B': MESSAGE`,
+//!   **Audit** adds the `validation.policy.admission.k8s.io/validation_failure` audit
+//!   annotation. An expression that cannot be evaluated, parameters that cannot be found, a
+//!   policy that does not compile: the policy's `failurePolicy` decides (`Fail`, the default,
+//!   denies).
+//! - **Type checking** ([`typecheck`]): the status controller
+//!   (`kinds::admission_policy_status`) writes `status.typeChecking` for each new generation
+//!   of a policy ([`Pending`] names those behind).
 //!
-//! Differences from upstream (README deviations): the `authorizer` variable and Kubernetes'
-//! CEL libraries beyond the standard one and `matches()` (lists, quantity, URL, IP) are not
-//! there yet (an expression using them fails, and its failurePolicy decides); no type checking
-//! (`status.typeChecking` stays empty); `namespaceObject` carries the namespace's name and
-//! labels only; `matchPolicy: Equivalent` matches only the exact version (kubestore serves
-//! one version of each resource, but Event).
+//! Differences from upstream (README deviations): type checking finds undefined fields and
+//! selections on what has no fields, not overload mismatches (the `cel` crate has no checker;
+//! `typecheck` walks the tree against the schemas); `namespaceObject` carries the namespace's
+//! name and labels only; `matchPolicy: Equivalent` matches only the exact version (kubestore
+//! serves one version of each resource, but Event).
 
 pub mod compiled;
 pub mod evaluate;
