@@ -7,7 +7,8 @@
 //! - [`gc`]: the garbage collector (background, foreground and orphan propagation);
 //! - [`namespace`]: the namespace controller (a deleted namespace's content, then the namespace),
 //!   and [`namespace_status`], the conditions that say why a namespace is still Terminating;
-//! - [`quota`]: the ResourceQuota controller (each quota's `status.hard` and `status.used`);
+//! - [`quota`]: the ResourceQuota controller (each quota's `status.hard` and `status.used`),
+//!   recomputing a namespace's quotas when an object they count goes (`quota_replenish`);
 //! - [`leader`]: leader election on a `coordination.v1` Lease;
 //! - [`manager`]: `kubestore controller-manager` (leader election, then the controllers);
 //! - [`events`], [`metrics`]: what they report; [`backoff`]: how refused calls are retried.
@@ -23,6 +24,7 @@ pub mod metrics;
 pub mod namespace;
 pub mod namespace_status;
 pub mod quota;
+mod quota_replenish;
 pub mod ratelimit;
 pub mod serviceaccounts;
 

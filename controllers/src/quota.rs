@@ -11,7 +11,9 @@
 //!   quota's keys is listed in the quota's namespace (every page) and totalled; keys nothing
 //!   charges are "0".
 //! - Quotas are followed by an informer: one added, or whose spec changed, or whose status lacks
-//!   its keys, is recomputed at once; every quota is recomputed every [`QuotaConfig::resync`].
+//!   its keys, is recomputed at once; so are a namespace's quotas when an object they count is
+//!   deleted or a pod they count turns terminal (replenishment, `quota_replenish`); every quota
+//!   is recomputed every [`QuotaConfig::resync`].
 //!   One pass runs at a time, one discovery each, and each resource is listed once per namespace
 //!   per pass.
 //! - The status is written through the `status` subresource only when it differs semantically
@@ -19,14 +21,13 @@
 //!   meanwhile) has the quota read again live on the next pass. A namespace whose content fails
 //!   to list keeps its quotas' status as is until a later pass succeeds.
 //!
-//! Deliberate differences from upstream: no replenishment on delete events (upstream watches
-//! every quota'd resource to recompute when an object goes); kubestore recomputes on the resync
-//! instead, so a charge is released up to one resync after its object is deleted. Scopes
+//! Deliberate differences from upstream: only the resources some quota counts are watched for
+//! replenishment (upstream watches every quota-able one). Scopes
 //! (`spec.scopes`) select pods only, as upstream's scoped quotas match pods only: under a scoped
 //! quota no other resource counts anything. `spec.scopeSelector`, and with it the PriorityClass
 //! scope, is not applied, nor is CrossNamespacePodAffinity (admission ignores them alike).
 //! Upstream's default `--resource-quota-sync-period` is 5 minutes; ours, [`DEFAULT_RESYNC`], is
-//! short because it is also how releases happen.
+//! short because it is also how a release dropped by a full replenishment queue happens.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap, hash_map::Entry},
@@ -56,6 +57,7 @@ use crate::{
     client::{Kind, MAX_RESPONSE_BYTES, discover},
     informer::{self, Delta, Events, Source},
     namespace::{Objects, request},
+    quota_replenish::{QUEUED, Replenisher},
 };
 
 /// How often every quota is recomputed by default.
@@ -319,6 +321,8 @@ struct Controller {
     quotas: BTreeMap<Key, Value>,
     /// Quotas whose write conflicted: read live on the next pass.
     stale: BTreeSet<Key>,
+    /// The watches of the resources quotas count.
+    replenisher: Replenisher,
 }
 
 impl Controller {
@@ -369,6 +373,17 @@ impl Controller {
                 return;
             }
         };
+        // What the quotas count is watched for deletes from now on.
+        for key in &keys {
+            if let Some(q) = self.quotas.get(key) {
+                let (hard, scopes) = (hard(q), scopes(q));
+                for kind in &kinds {
+                    if counted(kind.group(), &kind.resource, &scopes, &hard) {
+                        self.replenisher.watch(kind);
+                    }
+                }
+            }
+        }
         let mut namespace = None;
         let mut lists = HashMap::new();
         let mut skipped = false;
@@ -504,7 +519,9 @@ pub async fn run(ch: Ch, config: QuotaConfig, mut stop: watch::Receiver<bool>) {
         tx,
         stop.clone(),
     ));
+    let (released, mut replenish) = mpsc::channel(QUEUED);
     let mut controller = Controller {
+        replenisher: Replenisher::new(ch.clone(), released, stop.clone()),
         ch,
         quotas: BTreeMap::new(),
         stale: BTreeSet::new(),
@@ -522,6 +539,19 @@ pub async fn run(ch: Ch, config: QuotaConfig, mut stop: watch::Receiver<bool>) {
                 while let Ok(d) = rx.try_recv() {
                     controller.observe(d, &mut pending);
                 }
+            }
+            ns = replenish.recv() => {
+                let mut namespaces: BTreeSet<String> = ns.into_iter().collect();
+                while let Ok(ns) = replenish.try_recv() {
+                    namespaces.insert(ns);
+                }
+                pending.extend(
+                    controller
+                        .quotas
+                        .keys()
+                        .filter(|(ns, _)| namespaces.contains(ns))
+                        .cloned(),
+                );
             }
             _ = resync.tick() => pending.extend(controller.quotas.keys().cloned()),
         }

@@ -37,6 +37,17 @@ pub struct Manager {
 impl Manager {
     /// Starts one for the registry at `url`.
     pub async fn start(url: &str, identity: &str, lease: Duration, workers: usize) -> Self {
+        Self::start_with(url, identity, lease, workers, |_| {}).await
+    }
+
+    /// [`Self::start`], with `configure` changing its configuration last.
+    pub async fn start_with(
+        url: &str,
+        identity: &str,
+        lease: Duration,
+        workers: usize,
+        configure: impl FnOnce(&mut ManagerConfig),
+    ) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -48,6 +59,7 @@ impl Manager {
         config.leader.retry_period = lease / 5;
         config.gc.workers = workers;
         config.metrics_addr = Some("127.0.0.1:0".parse().expect("addr"));
+        configure(&mut config);
         let (stop, stop_rx) = watch::channel(false);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let url = url.to_string();

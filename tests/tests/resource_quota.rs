@@ -2,7 +2,8 @@
 //! as the namespace holds); admission charges every create before it is stored, so 50
 //! concurrent creates against `count/configmaps: 10` leave exactly 10, and the others are
 //! refused in upstream's words (403 `exceeded quota: ...`, kubectl's `Error from server
-//! (Forbidden)`); a delete is released at the controller's next pass; pods' compute
+//! (Forbidden)`); a delete is released at once (the controller watches what quotas count, its
+//! resync an hour away in that test); pods' compute
 //! (`requests.cpu`, `limits.memory`) is charged too; a dry run is checked, not charged.
 
 use std::time::Duration;
@@ -220,4 +221,61 @@ async fn concurrent_creates_never_overshoot_and_deletes_are_released() {
         status["details"]["causes"][0]["field"], "spec.hard[count/configmaps]",
         "{status}"
     );
+}
+
+/// Replenishment: with the controller's resync an hour away, a deleted ConfigMap's charge and a
+/// pod's that turned Succeeded are released within moments (the controller watches what its
+/// quotas count), and the freed room can be used again.
+#[tokio::test(flavor = "multi_thread")]
+async fn deletes_and_finished_pods_are_released_without_waiting_for_the_resync() {
+    let c = KubeCluster::start().await;
+    let _manager = Manager::start_with(
+        &c.registry_url(),
+        "quota-replenish",
+        Duration::from_secs(2),
+        2,
+        |config| config.quota.resync = Duration::from_secs(3600),
+    )
+    .await;
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}});
+    post(&c, "/api/v1/namespaces", &ns).await.is(201);
+    let quota = json!({"apiVersion": "v1", "kind": "ResourceQuota",
+                       "metadata": {"name": "small"},
+                       "spec": {"hard": {"count/configmaps": "2", "pods": "1"}}});
+    post(&c, "/api/v1/namespaces/team/resourcequotas", &quota)
+        .await
+        .is(201);
+    used(&c, "team", "small", "count/configmaps", "0").await;
+    let cms = "/api/v1/namespaces/team/configmaps";
+    for name in ["a", "b"] {
+        post(&c, cms, &config_map(name)).await.is(201);
+    }
+    post(&c, cms, &config_map("c")).await.is(403);
+    call(c.api, "DELETE", &format!("{cms}/a"), &[], b"")
+        .await
+        .is(200);
+    used(&c, "team", "small", "count/configmaps", "1").await;
+    post(&c, cms, &config_map("c")).await.is(201);
+
+    // A pod that finished no longer counts.
+    let pods = "/api/v1/namespaces/team/pods";
+    let pod = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+               "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}})
+    };
+    post(&c, pods, &pod("job")).await.is(201);
+    post(&c, pods, &pod("next")).await.is(403);
+    let mut done = get(&c, &format!("{pods}/job")).await;
+    done["status"] = json!({"phase": "Succeeded"});
+    call(
+        c.api,
+        "PUT",
+        &format!("{pods}/job/status"),
+        &[JSON],
+        done.to_string().as_bytes(),
+    )
+    .await
+    .is(200);
+    used(&c, "team", "small", "pods", "0").await;
+    post(&c, pods, &pod("next")).await.is(201);
 }
