@@ -3,7 +3,9 @@
 use kubestore_proto::admissionregistration::v1::{
     MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicySpec, Validation, Variable,
 };
-use serde_json::json;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
 
 use super::*;
 
