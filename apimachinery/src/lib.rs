@@ -8,6 +8,7 @@
 //! - [`jsonpath`]: kubectl's JSONPath (`-o jsonpath=`, `custom-columns`, a definition's
 //!   `additionalPrinterColumns`);
 //! - [`patch`]: JSON merge, JSON and strategic merge patches;
+//! - [`smd`]: structured-merge-diff (field sets, managed fields, server-side apply's merge);
 //! - [`quantity`]: resource quantities, exactly; [`quota`]: what objects use as ResourceQuota
 //!   counts it (registry-svc's admission charges it, the controller-manager sums it);
 //! - [`table`]: `meta.k8s.io/v1` Tables (server-side printing);
@@ -21,6 +22,7 @@ pub mod patch;
 pub mod quantity;
 pub mod quota;
 pub mod rules;
+pub mod smd;
 pub mod table;
 pub mod time;
 pub mod yaml;
