@@ -34,7 +34,12 @@ pub struct Conflict {
 impl fmt::Display for Conflict {
     /// `conflict with "<manager>": <path>`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "conflict with {}: {}", go_quote(&self.manager), self.path)
+        write!(
+            f,
+            "conflict with {}: {}",
+            go_quote(&self.manager),
+            self.path
+        )
     }
 }
 

@@ -438,7 +438,12 @@ fn smd_atom(v: &Value, errors: &mut Vec<String>) -> Atom {
     }
     if let Some(m) = v.get("map") {
         let mut fields = BTreeMap::new();
-        for f in m.get("fields").and_then(Value::as_array).into_iter().flatten() {
+        for f in m
+            .get("fields")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let Some(name) = f.get("name").and_then(Value::as_str) else {
                 errors.push(format!("field without a name: {f}"));
                 continue;
@@ -535,7 +540,10 @@ impl OpenApi {
     fn type_ref(&mut self, spec: &Value, preserve: bool, at: &str) -> TypeRef {
         let mut reference = spec.get("$ref").and_then(Value::as_str);
         if reference.is_none()
-            && let Some([one]) = spec.get("allOf").and_then(Value::as_array).map(Vec::as_slice)
+            && let Some([one]) = spec
+                .get("allOf")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
         {
             reference = one.get("$ref").and_then(Value::as_str);
         }

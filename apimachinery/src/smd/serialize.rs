@@ -203,10 +203,16 @@ fn read_level(v: &Value, at: &str) -> Result<(Option<Set>, bool), FieldsV1Error>
     let m = match v {
         Value::Object(m) => m,
         Value::Null => &*EMPTY,
-        _ => return Err(FieldsV1Error::NotAnObject {
-            at: if at.is_empty() { "root".into() } else { at.into() },
-            got: v.to_string(),
-        }),
+        _ => {
+            return Err(FieldsV1Error::NotAnObject {
+                at: if at.is_empty() {
+                    "root".into()
+                } else {
+                    at.into()
+                },
+                got: v.to_string(),
+            });
+        }
     };
     let mut children: Option<Set> = None;
     let mut is_member = false;

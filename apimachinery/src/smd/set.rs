@@ -100,11 +100,7 @@ impl Set {
 
     /// Paths in both sets (children left empty are dropped).
     pub fn intersection(&self, other: &Set) -> Set {
-        let members = self
-            .members
-            .intersection(&other.members)
-            .cloned()
-            .collect();
+        let members = self.members.intersection(&other.members).cloned().collect();
         let mut children = BTreeMap::new();
         for (pe, child) in &self.children {
             if let Some(theirs) = other.children.get(pe) {
@@ -223,15 +219,13 @@ impl Set {
         for (pe, child) in &self.children {
             let mut child_tr: Option<&TypeRef> = None;
             match (pe, map, list) {
-                (PathElement::Field(name), Some(m), _) => {
-                    match m.fields.get(name) {
-                        Some(f) => {
-                            members.insert(pe.clone());
-                            child_tr = Some(&f.type_ref);
-                        }
-                        None => child_tr = m.element_type.as_ref(),
+                (PathElement::Field(name), Some(m), _) => match m.fields.get(name) {
+                    Some(f) => {
+                        members.insert(pe.clone());
+                        child_tr = Some(&f.type_ref);
                     }
-                }
+                    None => child_tr = m.element_type.as_ref(),
+                },
                 (PathElement::Key(_), _, Some(l)) => child_tr = Some(&l.element_type),
                 _ => {}
             }

@@ -253,9 +253,10 @@ impl ParseableType {
     fn resolve(&self, tr: Option<&TypeRef>) -> Result<Arc<Atom>, String> {
         match tr {
             None => Ok(Arc::new(Atom::default())),
-            Some(tr) => self.schema.resolve(tr).ok_or_else(|| {
-                format!("schema error: no type found matching: {}", tr.describe())
-            }),
+            Some(tr) => self
+                .schema
+                .resolve(tr)
+                .ok_or_else(|| format!("schema error: no type found matching: {}", tr.describe())),
         }
     }
 
@@ -440,10 +441,8 @@ impl ParseableType {
                     return set.insert(path);
                 }
                 let Value::Array(items) = v else { return };
-                let pes: Vec<Option<PathElement>> = items
-                    .iter()
-                    .map(|c| self.list_item_pe(t, c).ok())
-                    .collect();
+                let pes: Vec<Option<PathElement>> =
+                    items.iter().map(|c| self.list_item_pe(t, c).ok()).collect();
                 // An item named twice is owned as a whole: its path is a member, nothing
                 // under it.
                 let mut seen = BTreeSet::new();
@@ -671,8 +670,7 @@ impl ParseableType {
                     );
                 }
                 (a, b) if a >= 2 && b >= 2 => {
-                    let same =
-                        a == b && ll.iter().zip(rl.iter()).all(|(x, y)| value::equals(x, y));
+                    let same = a == b && ll.iter().zip(rl.iter()).all(|(x, y)| value::equals(x, y));
                     if !same {
                         c.modified.insert(path);
                     }

@@ -36,11 +36,6 @@ pub(super) fn val(v: Value) -> PathElement {
     PathElement::value(v)
 }
 
-/// An index element.
-pub(super) fn idx(i: i64) -> PathElement {
-    PathElement::index(i)
-}
-
 /// Managers as upstream's tests write them: (manager, version, paths).
 pub(super) fn managed(entries: Vec<(&str, &str, Vec<Vec<PathElement>>)>) -> ManagedFields {
     let mut m = ManagedFields::new();

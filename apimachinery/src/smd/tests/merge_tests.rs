@@ -4,9 +4,7 @@
 use serde_json::json;
 
 use super::{
-    fixture::{
-        TestCase, apply, apply_conflicts, fld, force_apply, key, managed, run, update, val,
-    },
+    fixture::{TestCase, apply, apply_conflicts, fld, force_apply, key, managed, run, update, val},
     parsers::*,
 };
 use crate::smd::typed::ParseableType;
@@ -22,11 +20,27 @@ mod update_associative_lists {
             &associative_list(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"list": [{"name": "a", "value": 1}]})),
-                    apply("default", "v1", json!({"list": [{"name": "b", "value": 2}]})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"list": [{"name": "a", "value": 1}]}),
+                    ),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"list": [{"name": "b", "value": 2}]}),
+                    ),
                 ],
                 object: Some(json!({"list": [{"name": "b", "value": 2}]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")], vec![fld("list"), key(&[("name", json!("b"))]), fld("value")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("list"), key(&[("name", json!("b"))])],
+                        vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                        vec![fld("list"), key(&[("name", json!("b"))]), fld("value")],
+                    ],
+                )])),
             },
         );
     }
@@ -47,7 +61,16 @@ mod update_set {
                     apply("default", "v1", json!({"list": ["a", "b", "c", "d"]})),
                 ],
                 object: Some(json!({"list": ["a", "b", "c", "d"]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("list"), val(json!("a"))], vec![fld("list"), val(json!("b"))], vec![fld("list"), val(json!("c"))], vec![fld("list"), val(json!("d"))]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("list"), val(json!("a"))],
+                        vec![fld("list"), val(json!("b"))],
+                        vec![fld("list"), val(json!("c"))],
+                        vec![fld("list"), val(json!("d"))],
+                    ],
+                )])),
             },
         );
     }
@@ -61,10 +84,33 @@ mod update_set {
                 ops: vec![
                     apply("default", "v1", json!({"list": ["a", "c"]})),
                     update("controller", "v1", json!({"list": ["a", "b", "c", "d"]})),
-                    apply("default", "v1", json!({"list": ["a", "aprime", "c", "cprime"]})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"list": ["a", "aprime", "c", "cprime"]}),
+                    ),
                 ],
                 object: Some(json!({"list": ["a", "b", "aprime", "c", "d", "cprime"]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("list"), val(json!("a"))], vec![fld("list"), val(json!("aprime"))], vec![fld("list"), val(json!("c"))], vec![fld("list"), val(json!("cprime"))]]), ("controller", "v1", vec![vec![fld("list"), val(json!("b"))], vec![fld("list"), val(json!("d"))]])])),
+                managed: Some(managed(vec![
+                    (
+                        "default",
+                        "v1",
+                        vec![
+                            vec![fld("list"), val(json!("a"))],
+                            vec![fld("list"), val(json!("aprime"))],
+                            vec![fld("list"), val(json!("c"))],
+                            vec![fld("list"), val(json!("cprime"))],
+                        ],
+                    ),
+                    (
+                        "controller",
+                        "v1",
+                        vec![
+                            vec![fld("list"), val(json!("b"))],
+                            vec![fld("list"), val(json!("d"))],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -78,10 +124,33 @@ mod update_set {
                 ops: vec![
                     apply("default", "v1", json!({"list": ["a", "c"]})),
                     update("controller", "v2", json!({"list": ["a", "b", "c", "d"]})),
-                    apply("default", "v1", json!({"list": ["a", "aprime", "c", "cprime"]})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"list": ["a", "aprime", "c", "cprime"]}),
+                    ),
                 ],
                 object: Some(json!({"list": ["a", "b", "aprime", "c", "d", "cprime"]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("list"), val(json!("a"))], vec![fld("list"), val(json!("aprime"))], vec![fld("list"), val(json!("c"))], vec![fld("list"), val(json!("cprime"))]]), ("controller", "v2", vec![vec![fld("list"), val(json!("b"))], vec![fld("list"), val(json!("d"))]])])),
+                managed: Some(managed(vec![
+                    (
+                        "default",
+                        "v1",
+                        vec![
+                            vec![fld("list"), val(json!("a"))],
+                            vec![fld("list"), val(json!("aprime"))],
+                            vec![fld("list"), val(json!("c"))],
+                            vec![fld("list"), val(json!("cprime"))],
+                        ],
+                    ),
+                    (
+                        "controller",
+                        "v2",
+                        vec![
+                            vec![fld("list"), val(json!("b"))],
+                            vec![fld("list"), val(json!("d"))],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -98,7 +167,25 @@ mod update_set {
                     apply("default", "v1", json!({"list": ["a", "b", "c"]})),
                 ],
                 object: Some(json!({"list": ["a", "b", "c", "d"]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("list"), val(json!("a"))], vec![fld("list"), val(json!("b"))], vec![fld("list"), val(json!("c"))]]), ("controller", "v1", vec![vec![fld("list"), val(json!("b"))], vec![fld("list"), val(json!("d"))]])])),
+                managed: Some(managed(vec![
+                    (
+                        "default",
+                        "v1",
+                        vec![
+                            vec![fld("list"), val(json!("a"))],
+                            vec![fld("list"), val(json!("b"))],
+                            vec![fld("list"), val(json!("c"))],
+                        ],
+                    ),
+                    (
+                        "controller",
+                        "v1",
+                        vec![
+                            vec![fld("list"), val(json!("b"))],
+                            vec![fld("list"), val(json!("d"))],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -115,7 +202,25 @@ mod update_set {
                     apply("default", "v1", json!({"list": ["a", "b", "c"]})),
                 ],
                 object: Some(json!({"list": ["a", "b", "c", "d"]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("list"), val(json!("a"))], vec![fld("list"), val(json!("b"))], vec![fld("list"), val(json!("c"))]]), ("controller", "v2", vec![vec![fld("list"), val(json!("b"))], vec![fld("list"), val(json!("d"))]])])),
+                managed: Some(managed(vec![
+                    (
+                        "default",
+                        "v1",
+                        vec![
+                            vec![fld("list"), val(json!("a"))],
+                            vec![fld("list"), val(json!("b"))],
+                            vec![fld("list"), val(json!("c"))],
+                        ],
+                    ),
+                    (
+                        "controller",
+                        "v2",
+                        vec![
+                            vec![fld("list"), val(json!("b"))],
+                            vec![fld("list"), val(json!("d"))],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -131,7 +236,16 @@ mod update_set {
                     apply("default", "v1", json!({"list": ["a", "d", "c", "b"]})),
                 ],
                 object: Some(json!({"list": ["a", "d", "c", "b"]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("list"), val(json!("a"))], vec![fld("list"), val(json!("b"))], vec![fld("list"), val(json!("c"))], vec![fld("list"), val(json!("d"))]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("list"), val(json!("a"))],
+                        vec![fld("list"), val(json!("b"))],
+                        vec![fld("list"), val(json!("c"))],
+                        vec![fld("list"), val(json!("d"))],
+                    ],
+                )])),
             },
         );
     }
@@ -148,7 +262,16 @@ mod update_set {
                     apply("default", "v1", json!({"list": ["a", "b", "c", "d"]})),
                 ],
                 object: Some(json!({"list": ["a", "b", "c", "d"]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("list"), val(json!("a"))], vec![fld("list"), val(json!("b"))], vec![fld("list"), val(json!("c"))], vec![fld("list"), val(json!("d"))]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("list"), val(json!("a"))],
+                        vec![fld("list"), val(json!("b"))],
+                        vec![fld("list"), val(json!("c"))],
+                        vec![fld("list"), val(json!("d"))],
+                    ],
+                )])),
             },
         );
     }
@@ -165,7 +288,16 @@ mod update_set {
                     apply("default", "v2", json!({"list": ["a", "b", "c", "d"]})),
                 ],
                 object: Some(json!({"list": ["a", "b", "c", "d"]})),
-                managed: Some(managed(vec![("default", "v2", vec![vec![fld("list"), val(json!("a"))], vec![fld("list"), val(json!("b"))], vec![fld("list"), val(json!("c"))], vec![fld("list"), val(json!("d"))]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v2",
+                    vec![
+                        vec![fld("list"), val(json!("a"))],
+                        vec![fld("list"), val(json!("b"))],
+                        vec![fld("list"), val(json!("c"))],
+                        vec![fld("list"), val(json!("d"))],
+                    ],
+                )])),
             },
         );
     }
@@ -181,7 +313,14 @@ mod update_set {
                     apply("default", "v1", json!({"list": ["a", "c"]})),
                 ],
                 object: Some(json!({"list": ["a", "c"]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("list"), val(json!("a"))], vec![fld("list"), val(json!("c"))]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("list"), val(json!("a"))],
+                        vec![fld("list"), val(json!("c"))],
+                    ],
+                )])),
             },
         );
     }
@@ -197,7 +336,15 @@ mod update_set {
                     apply("default", "v2", json!({"list": ["a", "c", "e"]})),
                 ],
                 object: Some(json!({"list": ["a", "c", "e"]})),
-                managed: Some(managed(vec![("default", "v2", vec![vec![fld("list"), val(json!("a"))], vec![fld("list"), val(json!("c"))], vec![fld("list"), val(json!("e"))]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v2",
+                    vec![
+                        vec![fld("list"), val(json!("a"))],
+                        vec![fld("list"), val(json!("c"))],
+                        vec![fld("list"), val(json!("e"))],
+                    ],
+                )])),
             },
         );
     }
@@ -215,10 +362,18 @@ mod update_leaf {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"numeric": 1, "string": "string"})),
-                    apply("default", "v1", json!({"numeric": 2, "string": "string", "bool": false})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"numeric": 2, "string": "string", "bool": false}),
+                    ),
                 ],
                 object: Some(json!({"numeric": 2, "string": "string", "bool": false})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("numeric")], vec![fld("string")], vec![fld("bool")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![vec![fld("numeric")], vec![fld("string")], vec![fld("bool")]],
+                )])),
             },
         );
     }
@@ -231,10 +386,18 @@ mod update_leaf {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"numeric": 1, "string": "string"})),
-                    apply("default", "v2", json!({"numeric": 2, "string": "string", "bool": false})),
+                    apply(
+                        "default",
+                        "v2",
+                        json!({"numeric": 2, "string": "string", "bool": false}),
+                    ),
                 ],
                 object: Some(json!({"numeric": 2, "string": "string", "bool": false})),
-                managed: Some(managed(vec![("default", "v2", vec![vec![fld("numeric")], vec![fld("string")], vec![fld("bool")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v2",
+                    vec![vec![fld("numeric")], vec![fld("string")], vec![fld("bool")]],
+                )])),
             },
         );
     }
@@ -247,11 +410,22 @@ mod update_leaf {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"numeric": 1, "string": "string"})),
-                    update("controller", "v1", json!({"numeric": 1, "string": "string", "bool": true})),
+                    update(
+                        "controller",
+                        "v1",
+                        json!({"numeric": 1, "string": "string", "bool": true}),
+                    ),
                     apply("default", "v1", json!({"numeric": 2, "string": "string"})),
                 ],
                 object: Some(json!({"numeric": 2, "string": "string", "bool": true})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("numeric")], vec![fld("string")]]), ("controller", "v1", vec![vec![fld("bool")]])])),
+                managed: Some(managed(vec![
+                    (
+                        "default",
+                        "v1",
+                        vec![vec![fld("numeric")], vec![fld("string")]],
+                    ),
+                    ("controller", "v1", vec![vec![fld("bool")]]),
+                ])),
             },
         );
     }
@@ -264,11 +438,22 @@ mod update_leaf {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"numeric": 1, "string": "string"})),
-                    update("controller", "v2", json!({"numeric": 1, "string": "string", "bool": true})),
+                    update(
+                        "controller",
+                        "v2",
+                        json!({"numeric": 1, "string": "string", "bool": true}),
+                    ),
                     apply("default", "v1", json!({"numeric": 2, "string": "string"})),
                 ],
                 object: Some(json!({"numeric": 2, "string": "string", "bool": true})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("numeric")], vec![fld("string")]]), ("controller", "v2", vec![vec![fld("bool")]])])),
+                managed: Some(managed(vec![
+                    (
+                        "default",
+                        "v1",
+                        vec![vec![fld("numeric")], vec![fld("string")]],
+                    ),
+                    ("controller", "v2", vec![vec![fld("bool")]]),
+                ])),
             },
         );
     }
@@ -281,12 +466,32 @@ mod update_leaf {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"numeric": 1, "string": "string"})),
-                    update("controller", "v1", json!({"numeric": 1, "string": "controller string", "bool": true})),
-                    apply_conflicts("default", "v1", json!({"numeric": 2, "string": "user string"}), vec![("controller", vec![fld("string")])]),
-                    force_apply("default", "v1", json!({"numeric": 2, "string": "user string"})),
+                    update(
+                        "controller",
+                        "v1",
+                        json!({"numeric": 1, "string": "controller string", "bool": true}),
+                    ),
+                    apply_conflicts(
+                        "default",
+                        "v1",
+                        json!({"numeric": 2, "string": "user string"}),
+                        vec![("controller", vec![fld("string")])],
+                    ),
+                    force_apply(
+                        "default",
+                        "v1",
+                        json!({"numeric": 2, "string": "user string"}),
+                    ),
                 ],
                 object: Some(json!({"numeric": 2, "string": "user string", "bool": true})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("numeric")], vec![fld("string")]]), ("controller", "v1", vec![vec![fld("bool")]])])),
+                managed: Some(managed(vec![
+                    (
+                        "default",
+                        "v1",
+                        vec![vec![fld("numeric")], vec![fld("string")]],
+                    ),
+                    ("controller", "v1", vec![vec![fld("bool")]]),
+                ])),
             },
         );
     }
@@ -299,12 +504,32 @@ mod update_leaf {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"numeric": 1, "string": "string"})),
-                    update("controller", "v2", json!({"numeric": 1, "string": "controller string", "bool": true})),
-                    apply_conflicts("default", "v1", json!({"numeric": 2, "string": "user string"}), vec![("controller", vec![fld("string")])]),
-                    force_apply("default", "v1", json!({"numeric": 2, "string": "user string"})),
+                    update(
+                        "controller",
+                        "v2",
+                        json!({"numeric": 1, "string": "controller string", "bool": true}),
+                    ),
+                    apply_conflicts(
+                        "default",
+                        "v1",
+                        json!({"numeric": 2, "string": "user string"}),
+                        vec![("controller", vec![fld("string")])],
+                    ),
+                    force_apply(
+                        "default",
+                        "v1",
+                        json!({"numeric": 2, "string": "user string"}),
+                    ),
                 ],
                 object: Some(json!({"numeric": 2, "string": "user string", "bool": true})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("numeric")], vec![fld("string")]]), ("controller", "v2", vec![vec![fld("bool")]])])),
+                managed: Some(managed(vec![
+                    (
+                        "default",
+                        "v1",
+                        vec![vec![fld("numeric")], vec![fld("string")]],
+                    ),
+                    ("controller", "v2", vec![vec![fld("bool")]]),
+                ])),
             },
         );
     }
@@ -316,7 +541,11 @@ mod update_leaf {
             &leaf_fields(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"numeric": 1, "string": "string", "bool": false})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"numeric": 1, "string": "string", "bool": false}),
+                    ),
                     apply("default", "v1", json!({"string": "new string"})),
                 ],
                 object: Some(json!({"string": "new string"})),
@@ -337,7 +566,11 @@ mod update_leaf {
                     apply("default", "v1", json!(null)),
                 ],
                 object: Some(json!({"numeric": 1})),
-                managed: Some(managed(vec![("controller", "v1", vec![vec![fld("numeric")]])])),
+                managed: Some(managed(vec![(
+                    "controller",
+                    "v1",
+                    vec![vec![fld("numeric")]],
+                )])),
             },
         );
     }
@@ -349,7 +582,11 @@ mod update_leaf {
             &leaf_fields(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"numeric": 1, "string": "string", "bool": false})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"numeric": 1, "string": "string", "bool": false}),
+                    ),
                     apply("default", "v2", json!({"string": "new string"})),
                 ],
                 object: Some(json!({"string": "new string"})),
@@ -369,7 +606,11 @@ mod update_leaf {
                     update("controller", "v1", json!({"string": "new string"})),
                 ],
                 object: Some(json!({"string": "new string"})),
-                managed: Some(managed(vec![("controller", "v1", vec![vec![fld("string")]])])),
+                managed: Some(managed(vec![(
+                    "controller",
+                    "v1",
+                    vec![vec![fld("string")]],
+                )])),
             },
         );
     }
@@ -402,11 +643,42 @@ mod update_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"listOfLists": [{"name": "a", "value": ["b", "c"]}]})),
-                    apply("default", "v1", json!({"listOfLists": [{"name": "a", "value": ["a", "c"]}]})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"listOfLists": [{"name": "a", "value": ["b", "c"]}]}),
+                    ),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"listOfLists": [{"name": "a", "value": ["a", "c"]}]}),
+                    ),
                 ],
                 object: Some(json!({"listOfLists": [{"name": "a", "value": ["a", "c"]}]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("listOfLists"), key(&[("name", json!("a"))])], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("name")], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("value"), val(json!("a"))], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("value"), val(json!("c"))]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("listOfLists"), key(&[("name", json!("a"))])],
+                        vec![
+                            fld("listOfLists"),
+                            key(&[("name", json!("a"))]),
+                            fld("name"),
+                        ],
+                        vec![
+                            fld("listOfLists"),
+                            key(&[("name", json!("a"))]),
+                            fld("value"),
+                            val(json!("a")),
+                        ],
+                        vec![
+                            fld("listOfLists"),
+                            key(&[("name", json!("a"))]),
+                            fld("value"),
+                            val(json!("c")),
+                        ],
+                    ],
+                )])),
             },
         );
     }
@@ -418,11 +690,42 @@ mod update_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"listOfLists": [{"name": "a", "value": ["b", "c"]}]})),
-                    apply("default", "v1", json!({"listOfLists": [{"name": "b", "value": ["a", "c"]}]})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"listOfLists": [{"name": "a", "value": ["b", "c"]}]}),
+                    ),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"listOfLists": [{"name": "b", "value": ["a", "c"]}]}),
+                    ),
                 ],
                 object: Some(json!({"listOfLists": [{"name": "b", "value": ["a", "c"]}]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("listOfLists"), key(&[("name", json!("b"))])], vec![fld("listOfLists"), key(&[("name", json!("b"))]), fld("name")], vec![fld("listOfLists"), key(&[("name", json!("b"))]), fld("value"), val(json!("a"))], vec![fld("listOfLists"), key(&[("name", json!("b"))]), fld("value"), val(json!("c"))]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("listOfLists"), key(&[("name", json!("b"))])],
+                        vec![
+                            fld("listOfLists"),
+                            key(&[("name", json!("b"))]),
+                            fld("name"),
+                        ],
+                        vec![
+                            fld("listOfLists"),
+                            key(&[("name", json!("b"))]),
+                            fld("value"),
+                            val(json!("a")),
+                        ],
+                        vec![
+                            fld("listOfLists"),
+                            key(&[("name", json!("b"))]),
+                            fld("value"),
+                            val(json!("c")),
+                        ],
+                    ],
+                )])),
             },
         );
     }
@@ -434,11 +737,38 @@ mod update_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"listOfMaps": [{"name": "a", "value": {"b": "x", "c": "y"}}]})),
-                    apply("default", "v1", json!({"listOfMaps": [{"name": "a", "value": {"a": "x", "c": "z"}}]})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"listOfMaps": [{"name": "a", "value": {"b": "x", "c": "y"}}]}),
+                    ),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"listOfMaps": [{"name": "a", "value": {"a": "x", "c": "z"}}]}),
+                    ),
                 ],
                 object: Some(json!({"listOfMaps": [{"name": "a", "value": {"a": "x", "c": "z"}}]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("listOfMaps"), key(&[("name", json!("a"))])], vec![fld("listOfMaps"), key(&[("name", json!("a"))]), fld("name")], vec![fld("listOfMaps"), key(&[("name", json!("a"))]), fld("value"), fld("a")], vec![fld("listOfMaps"), key(&[("name", json!("a"))]), fld("value"), fld("c")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("listOfMaps"), key(&[("name", json!("a"))])],
+                        vec![fld("listOfMaps"), key(&[("name", json!("a"))]), fld("name")],
+                        vec![
+                            fld("listOfMaps"),
+                            key(&[("name", json!("a"))]),
+                            fld("value"),
+                            fld("a"),
+                        ],
+                        vec![
+                            fld("listOfMaps"),
+                            key(&[("name", json!("a"))]),
+                            fld("value"),
+                            fld("c"),
+                        ],
+                    ],
+                )])),
             },
         );
     }
@@ -450,11 +780,38 @@ mod update_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"listOfMaps": [{"name": "a", "value": {"b": "x", "c": "y"}}]})),
-                    apply("default", "v1", json!({"listOfMaps": [{"name": "b", "value": {"a": "x", "c": "z"}}]})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"listOfMaps": [{"name": "a", "value": {"b": "x", "c": "y"}}]}),
+                    ),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"listOfMaps": [{"name": "b", "value": {"a": "x", "c": "z"}}]}),
+                    ),
                 ],
                 object: Some(json!({"listOfMaps": [{"name": "b", "value": {"a": "x", "c": "z"}}]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("listOfMaps"), key(&[("name", json!("b"))])], vec![fld("listOfMaps"), key(&[("name", json!("b"))]), fld("name")], vec![fld("listOfMaps"), key(&[("name", json!("b"))]), fld("value"), fld("a")], vec![fld("listOfMaps"), key(&[("name", json!("b"))]), fld("value"), fld("c")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("listOfMaps"), key(&[("name", json!("b"))])],
+                        vec![fld("listOfMaps"), key(&[("name", json!("b"))]), fld("name")],
+                        vec![
+                            fld("listOfMaps"),
+                            key(&[("name", json!("b"))]),
+                            fld("value"),
+                            fld("a"),
+                        ],
+                        vec![
+                            fld("listOfMaps"),
+                            key(&[("name", json!("b"))]),
+                            fld("value"),
+                            fld("c"),
+                        ],
+                    ],
+                )])),
             },
         );
     }
@@ -470,7 +827,15 @@ mod update_nested_type {
                     apply("default", "v1", json!({"mapOfLists": {"a": ["a", "c"]}})),
                 ],
                 object: Some(json!({"mapOfLists": {"a": ["a", "c"]}})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("mapOfLists"), fld("a")], vec![fld("mapOfLists"), fld("a"), val(json!("a"))], vec![fld("mapOfLists"), fld("a"), val(json!("c"))]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("mapOfLists"), fld("a")],
+                        vec![fld("mapOfLists"), fld("a"), val(json!("a"))],
+                        vec![fld("mapOfLists"), fld("a"), val(json!("c"))],
+                    ],
+                )])),
             },
         );
     }
@@ -486,7 +851,15 @@ mod update_nested_type {
                     apply("default", "v1", json!({"mapOfLists": {"b": ["a", "c"]}})),
                 ],
                 object: Some(json!({"mapOfLists": {"b": ["a", "c"]}})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("mapOfLists"), fld("b")], vec![fld("mapOfLists"), fld("b"), val(json!("a"))], vec![fld("mapOfLists"), fld("b"), val(json!("c"))]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("mapOfLists"), fld("b")],
+                        vec![fld("mapOfLists"), fld("b"), val(json!("a"))],
+                        vec![fld("mapOfLists"), fld("b"), val(json!("c"))],
+                    ],
+                )])),
             },
         );
     }
@@ -498,11 +871,27 @@ mod update_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"mapOfMaps": {"a": {"b": "x", "c": "y"}}})),
-                    apply("default", "v1", json!({"mapOfMaps": {"a": {"a": "x", "c": "z"}}})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"mapOfMaps": {"a": {"b": "x", "c": "y"}}}),
+                    ),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"mapOfMaps": {"a": {"a": "x", "c": "z"}}}),
+                    ),
                 ],
                 object: Some(json!({"mapOfMaps": {"a": {"a": "x", "c": "z"}}})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("mapOfMaps"), fld("a")], vec![fld("mapOfMaps"), fld("a"), fld("a")], vec![fld("mapOfMaps"), fld("a"), fld("c")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("mapOfMaps"), fld("a")],
+                        vec![fld("mapOfMaps"), fld("a"), fld("a")],
+                        vec![fld("mapOfMaps"), fld("a"), fld("c")],
+                    ],
+                )])),
             },
         );
     }
@@ -514,11 +903,27 @@ mod update_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"mapOfMaps": {"a": {"b": "x", "c": "y"}}})),
-                    apply("default", "v1", json!({"mapOfMaps": {"b": {"a": "x", "c": "z"}}})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"mapOfMaps": {"a": {"b": "x", "c": "y"}}}),
+                    ),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"mapOfMaps": {"b": {"a": "x", "c": "z"}}}),
+                    ),
                 ],
                 object: Some(json!({"mapOfMaps": {"b": {"a": "x", "c": "z"}}})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("mapOfMaps"), fld("b")], vec![fld("mapOfMaps"), fld("b"), fld("a")], vec![fld("mapOfMaps"), fld("b"), fld("c")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("mapOfMaps"), fld("b")],
+                        vec![fld("mapOfMaps"), fld("b"), fld("a")],
+                        vec![fld("mapOfMaps"), fld("b"), fld("c")],
+                    ],
+                )])),
             },
         );
     }
@@ -530,11 +935,27 @@ mod update_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"mapOfMapsRecursive": {"a": {"b": {"c": null}}}})),
-                    apply("default", "v1", json!({"mapOfMapsRecursive": {"a": {"d": {"c": null}}}})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"mapOfMapsRecursive": {"a": {"b": {"c": null}}}}),
+                    ),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"mapOfMapsRecursive": {"a": {"d": {"c": null}}}}),
+                    ),
                 ],
                 object: Some(json!({"mapOfMapsRecursive": {"a": {"d": {"c": null}}}})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("mapOfMapsRecursive"), fld("a")], vec![fld("mapOfMapsRecursive"), fld("a"), fld("d")], vec![fld("mapOfMapsRecursive"), fld("a"), fld("d"), fld("c")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("mapOfMapsRecursive"), fld("a")],
+                        vec![fld("mapOfMapsRecursive"), fld("a"), fld("d")],
+                        vec![fld("mapOfMapsRecursive"), fld("a"), fld("d"), fld("c")],
+                    ],
+                )])),
             },
         );
     }
@@ -546,7 +967,11 @@ mod update_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"struct": {"name": "a", "value": 1}})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"struct": {"name": "a", "value": 1}}),
+                    ),
                     apply("default", "v1", json!(null)),
                 ],
                 object: None,
@@ -579,7 +1004,11 @@ mod update_nested_type {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"struct": {"name": "a"}})),
-                    update("controller", "v1", json!({"struct": {"name": "a", "value": 1}})),
+                    update(
+                        "controller",
+                        "v1",
+                        json!({"struct": {"name": "a", "value": 1}}),
+                    ),
                     apply("default", "v1", json!(null)),
                 ],
                 object: Some(json!({"struct": {"value": 1}})),
@@ -596,7 +1025,11 @@ mod update_nested_type {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"struct": {"name": "a"}})),
-                    update("controller", "v1", json!({"struct": {"name": "a", "value": 1}})),
+                    update(
+                        "controller",
+                        "v1",
+                        json!({"struct": {"name": "a", "value": 1}}),
+                    ),
                     apply("default", "v1", json!({"struct": {}})),
                 ],
                 object: Some(json!({"struct": {"value": 1}})),
@@ -613,7 +1046,11 @@ mod update_nested_type {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"struct": {"name": "a"}})),
-                    update("controller", "v1", json!({"struct": {"name": "a", "value": 1}})),
+                    update(
+                        "controller",
+                        "v1",
+                        json!({"struct": {"name": "a", "value": 1}}),
+                    ),
                     apply("default", "v1", json!({"struct": null})),
                 ],
                 object: Some(json!({"struct": {"value": 1}})),
@@ -630,7 +1067,11 @@ mod update_nested_type {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"struct": {"name": "a"}})),
-                    update("controller", "v1", json!({"struct": {"name": "b", "value": 1}})),
+                    update(
+                        "controller",
+                        "v1",
+                        json!({"struct": {"name": "b", "value": 1}}),
+                    ),
                     apply("default", "v1", json!({"struct": null})),
                 ],
                 object: Some(json!({"struct": {"name": "b", "value": 1}})),
@@ -650,11 +1091,18 @@ mod duplicates {
         run(
             &duplicates(),
             TestCase {
-                ops: vec![
-                    update("updater-one", "v1", json!({"set": [1, 1, 3, 4]})),
-                ],
+                ops: vec![update("updater-one", "v1", json!({"set": [1, 1, 3, 4]}))],
                 object: None,
-                managed: Some(managed(vec![("updater-one", "v1", vec![vec![fld("set")], vec![fld("set"), val(json!(1))], vec![fld("set"), val(json!(3))], vec![fld("set"), val(json!(4))]])])),
+                managed: Some(managed(vec![(
+                    "updater-one",
+                    "v1",
+                    vec![
+                        vec![fld("set")],
+                        vec![fld("set"), val(json!(1))],
+                        vec![fld("set"), val(json!(3))],
+                        vec![fld("set"), val(json!(4))],
+                    ],
+                )])),
             },
         );
     }
@@ -670,7 +1118,18 @@ mod duplicates {
                     update("updater-two", "v1", json!({"set": [1, 1, 3, 4]})),
                 ],
                 object: None,
-                managed: Some(managed(vec![("updater-one", "v1", vec![vec![fld("set")], vec![fld("set"), val(json!(3))], vec![fld("set"), val(json!(4))]]), ("updater-two", "v1", vec![vec![fld("set"), val(json!(1))]])])),
+                managed: Some(managed(vec![
+                    (
+                        "updater-one",
+                        "v1",
+                        vec![
+                            vec![fld("set")],
+                            vec![fld("set"), val(json!(3))],
+                            vec![fld("set"), val(json!(4))],
+                        ],
+                    ),
+                    ("updater-two", "v1", vec![vec![fld("set"), val(json!(1))]]),
+                ])),
             },
         );
     }
@@ -686,7 +1145,18 @@ mod duplicates {
                     update("updater-two", "v1", json!({"set": [1, 3, 4]})),
                 ],
                 object: None,
-                managed: Some(managed(vec![("updater-one", "v1", vec![vec![fld("set")], vec![fld("set"), val(json!(3))], vec![fld("set"), val(json!(4))]]), ("updater-two", "v1", vec![vec![fld("set"), val(json!(1))]])])),
+                managed: Some(managed(vec![
+                    (
+                        "updater-one",
+                        "v1",
+                        vec![
+                            vec![fld("set")],
+                            vec![fld("set"), val(json!(3))],
+                            vec![fld("set"), val(json!(4))],
+                        ],
+                    ),
+                    ("updater-two", "v1", vec![vec![fld("set"), val(json!(1))]]),
+                ])),
             },
         );
     }
@@ -699,11 +1169,27 @@ mod duplicates {
             TestCase {
                 ops: vec![
                     update("updater", "v1", json!({"set": [1, 1, 3, 4]})),
-                    apply_conflicts("applier", "v1", json!({"set": [1]}), vec![("updater", vec![fld("set"), val(json!(1))])]),
+                    apply_conflicts(
+                        "applier",
+                        "v1",
+                        json!({"set": [1]}),
+                        vec![("updater", vec![fld("set"), val(json!(1))])],
+                    ),
                     force_apply("applier", "v1", json!({"set": [1]})),
                 ],
                 object: Some(json!({"set": [1, 3, 4]})),
-                managed: Some(managed(vec![("updater", "v1", vec![vec![fld("set")], vec![fld("set"), val(json!(3))], vec![fld("set"), val(json!(4))]]), ("applier", "v1", vec![vec![fld("set"), val(json!(1))]])])),
+                managed: Some(managed(vec![
+                    (
+                        "updater",
+                        "v1",
+                        vec![
+                            vec![fld("set")],
+                            vec![fld("set"), val(json!(3))],
+                            vec![fld("set"), val(json!(4))],
+                        ],
+                    ),
+                    ("applier", "v1", vec![vec![fld("set"), val(json!(1))]]),
+                ])),
             },
         );
     }
@@ -719,7 +1205,19 @@ mod duplicates {
                     apply("applier", "v1", json!({"set": [5]})),
                 ],
                 object: Some(json!({"set": [1, 1, 3, 4, 5]})),
-                managed: Some(managed(vec![("updater", "v1", vec![vec![fld("set")], vec![fld("set"), val(json!(1))], vec![fld("set"), val(json!(3))], vec![fld("set"), val(json!(4))]]), ("applier", "v1", vec![vec![fld("set"), val(json!(5))]])])),
+                managed: Some(managed(vec![
+                    (
+                        "updater",
+                        "v1",
+                        vec![
+                            vec![fld("set")],
+                            vec![fld("set"), val(json!(1))],
+                            vec![fld("set"), val(json!(3))],
+                            vec![fld("set"), val(json!(4))],
+                        ],
+                    ),
+                    ("applier", "v1", vec![vec![fld("set"), val(json!(5))]]),
+                ])),
             },
         );
     }
@@ -730,11 +1228,23 @@ mod duplicates {
         run(
             &duplicates(),
             TestCase {
-                ops: vec![
-                    update("updater", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]})),
-                ],
+                ops: vec![update(
+                    "updater",
+                    "v1",
+                    json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]}),
+                )],
                 object: None,
-                managed: Some(managed(vec![("updater", "v1", vec![vec![fld("list")], vec![fld("list"), key(&[("name", json!("a"))])], vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")], vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")]])])),
+                managed: Some(managed(vec![(
+                    "updater",
+                    "v1",
+                    vec![
+                        vec![fld("list")],
+                        vec![fld("list"), key(&[("name", json!("a"))])],
+                        vec![fld("list"), key(&[("name", json!("b"))])],
+                        vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                        vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")],
+                    ],
+                )])),
             },
         );
     }
@@ -746,11 +1256,35 @@ mod duplicates {
             &duplicates(),
             TestCase {
                 ops: vec![
-                    update("updater-one", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]})),
-                    update("updater-two", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 3}, {"name": "b", "value1": 3}]})),
+                    update(
+                        "updater-one",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]}),
+                    ),
+                    update(
+                        "updater-two",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 3}, {"name": "b", "value1": 3}]}),
+                    ),
                 ],
                 object: None,
-                managed: Some(managed(vec![("updater-one", "v1", vec![vec![fld("list")], vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")], vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")]]), ("updater-two", "v1", vec![vec![fld("list"), key(&[("name", json!("a"))])]])])),
+                managed: Some(managed(vec![
+                    (
+                        "updater-one",
+                        "v1",
+                        vec![
+                            vec![fld("list")],
+                            vec![fld("list"), key(&[("name", json!("b"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")],
+                        ],
+                    ),
+                    (
+                        "updater-two",
+                        "v1",
+                        vec![vec![fld("list"), key(&[("name", json!("a"))])]],
+                    ),
+                ])),
             },
         );
     }
@@ -762,11 +1296,35 @@ mod duplicates {
             &duplicates(),
             TestCase {
                 ops: vec![
-                    update("updater-one", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]})),
-                    update("updater-two", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2, "value2": 3}, {"name": "b", "value1": 3}]})),
+                    update(
+                        "updater-one",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]}),
+                    ),
+                    update(
+                        "updater-two",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2, "value2": 3}, {"name": "b", "value1": 3}]}),
+                    ),
                 ],
                 object: None,
-                managed: Some(managed(vec![("updater-one", "v1", vec![vec![fld("list")], vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")], vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")]]), ("updater-two", "v1", vec![vec![fld("list"), key(&[("name", json!("a"))])]])])),
+                managed: Some(managed(vec![
+                    (
+                        "updater-one",
+                        "v1",
+                        vec![
+                            vec![fld("list")],
+                            vec![fld("list"), key(&[("name", json!("b"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")],
+                        ],
+                    ),
+                    (
+                        "updater-two",
+                        "v1",
+                        vec![vec![fld("list"), key(&[("name", json!("a"))])]],
+                    ),
+                ])),
             },
         );
     }
@@ -778,11 +1336,35 @@ mod duplicates {
             &duplicates(),
             TestCase {
                 ops: vec![
-                    update("updater-one", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "b", "value1": 3}]})),
-                    update("updater-two", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value2": 3}, {"name": "b", "value1": 3}]})),
+                    update(
+                        "updater-one",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "b", "value1": 3}]}),
+                    ),
+                    update(
+                        "updater-two",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value2": 3}, {"name": "b", "value1": 3}]}),
+                    ),
                 ],
                 object: None,
-                managed: Some(managed(vec![("updater-one", "v1", vec![vec![fld("list")], vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")], vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")]]), ("updater-two", "v1", vec![vec![fld("list"), key(&[("name", json!("a"))])]])])),
+                managed: Some(managed(vec![
+                    (
+                        "updater-one",
+                        "v1",
+                        vec![
+                            vec![fld("list")],
+                            vec![fld("list"), key(&[("name", json!("b"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")],
+                        ],
+                    ),
+                    (
+                        "updater-two",
+                        "v1",
+                        vec![vec![fld("list"), key(&[("name", json!("a"))])]],
+                    ),
+                ])),
             },
         );
     }
@@ -794,11 +1376,37 @@ mod duplicates {
             &duplicates(),
             TestCase {
                 ops: vec![
-                    update("updater-one", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}]})),
-                    update("updater-two", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]})),
+                    update(
+                        "updater-one",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}]}),
+                    ),
+                    update(
+                        "updater-two",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]}),
+                    ),
                 ],
                 object: None,
-                managed: Some(managed(vec![("updater-one", "v1", vec![vec![fld("list")], vec![fld("list"), key(&[("name", json!("a"))])]]), ("updater-two", "v1", vec![vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")], vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")]])])),
+                managed: Some(managed(vec![
+                    (
+                        "updater-one",
+                        "v1",
+                        vec![
+                            vec![fld("list")],
+                            vec![fld("list"), key(&[("name", json!("a"))])],
+                        ],
+                    ),
+                    (
+                        "updater-two",
+                        "v1",
+                        vec![
+                            vec![fld("list"), key(&[("name", json!("b"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -810,11 +1418,30 @@ mod duplicates {
             &duplicates(),
             TestCase {
                 ops: vec![
-                    update("updater", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]})),
+                    update(
+                        "updater",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]}),
+                    ),
                     force_apply("applier", "v1", json!({"unrelated": 5})),
                 ],
-                object: Some(json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}], "unrelated": 5})),
-                managed: Some(managed(vec![("updater", "v1", vec![vec![fld("list")], vec![fld("list"), key(&[("name", json!("a"))])], vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")], vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")]]), ("applier", "v1", vec![vec![fld("unrelated")]])])),
+                object: Some(
+                    json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}], "unrelated": 5}),
+                ),
+                managed: Some(managed(vec![
+                    (
+                        "updater",
+                        "v1",
+                        vec![
+                            vec![fld("list")],
+                            vec![fld("list"), key(&[("name", json!("a"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")],
+                        ],
+                    ),
+                    ("applier", "v1", vec![vec![fld("unrelated")]]),
+                ])),
             },
         );
     }
@@ -826,12 +1453,47 @@ mod duplicates {
             &duplicates(),
             TestCase {
                 ops: vec![
-                    update("updater", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]})),
-                    apply_conflicts("applier", "v1", json!({"list": [{"name": "a", "value1": 3}]}), vec![("updater", vec![fld("list"), key(&[("name", json!("a"))])])]),
-                    force_apply("applier", "v1", json!({"list": [{"name": "a", "value1": 3}]})),
+                    update(
+                        "updater",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]}),
+                    ),
+                    apply_conflicts(
+                        "applier",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 3}]}),
+                        vec![("updater", vec![fld("list"), key(&[("name", json!("a"))])])],
+                    ),
+                    force_apply(
+                        "applier",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 3}]}),
+                    ),
                 ],
-                object: Some(json!({"list": [{"name": "a", "value1": 3}, {"name": "b", "value1": 3}]})),
-                managed: Some(managed(vec![("updater", "v1", vec![vec![fld("list")], vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")], vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")]]), ("applier", "v1", vec![vec![fld("list"), key(&[("name", json!("a"))])], vec![fld("list"), key(&[("name", json!("a"))]), fld("name")], vec![fld("list"), key(&[("name", json!("a"))]), fld("value1")]])])),
+                object: Some(
+                    json!({"list": [{"name": "a", "value1": 3}, {"name": "b", "value1": 3}]}),
+                ),
+                managed: Some(managed(vec![
+                    (
+                        "updater",
+                        "v1",
+                        vec![
+                            vec![fld("list")],
+                            vec![fld("list"), key(&[("name", json!("b"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")],
+                        ],
+                    ),
+                    (
+                        "applier",
+                        "v1",
+                        vec![
+                            vec![fld("list"), key(&[("name", json!("a"))])],
+                            vec![fld("list"), key(&[("name", json!("a"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("a"))]), fld("value1")],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -843,12 +1505,47 @@ mod duplicates {
             &duplicates(),
             TestCase {
                 ops: vec![
-                    update("updater", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]})),
-                    apply_conflicts("applier", "v1", json!({"list": [{"name": "a", "value1": 2}]}), vec![("updater", vec![fld("list"), key(&[("name", json!("a"))])])]),
-                    force_apply("applier", "v1", json!({"list": [{"name": "a", "value1": 3}]})),
+                    update(
+                        "updater",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]}),
+                    ),
+                    apply_conflicts(
+                        "applier",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 2}]}),
+                        vec![("updater", vec![fld("list"), key(&[("name", json!("a"))])])],
+                    ),
+                    force_apply(
+                        "applier",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 3}]}),
+                    ),
                 ],
-                object: Some(json!({"list": [{"name": "a", "value1": 3}, {"name": "b", "value1": 3}]})),
-                managed: Some(managed(vec![("updater", "v1", vec![vec![fld("list")], vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")], vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")]]), ("applier", "v1", vec![vec![fld("list"), key(&[("name", json!("a"))])], vec![fld("list"), key(&[("name", json!("a"))]), fld("name")], vec![fld("list"), key(&[("name", json!("a"))]), fld("value1")]])])),
+                object: Some(
+                    json!({"list": [{"name": "a", "value1": 3}, {"name": "b", "value1": 3}]}),
+                ),
+                managed: Some(managed(vec![
+                    (
+                        "updater",
+                        "v1",
+                        vec![
+                            vec![fld("list")],
+                            vec![fld("list"), key(&[("name", json!("b"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")],
+                        ],
+                    ),
+                    (
+                        "applier",
+                        "v1",
+                        vec![
+                            vec![fld("list"), key(&[("name", json!("a"))])],
+                            vec![fld("list"), key(&[("name", json!("a"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("a"))]), fld("value1")],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -860,11 +1557,41 @@ mod duplicates {
             &duplicates(),
             TestCase {
                 ops: vec![
-                    update("updater", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]})),
-                    force_apply("applier", "v1", json!({"list": [{"name": "b", "value1": 4}]})),
+                    update(
+                        "updater",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]}),
+                    ),
+                    force_apply(
+                        "applier",
+                        "v1",
+                        json!({"list": [{"name": "b", "value1": 4}]}),
+                    ),
                 ],
-                object: Some(json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 4}]})),
-                managed: Some(managed(vec![("updater", "v1", vec![vec![fld("list")], vec![fld("list"), key(&[("name", json!("a"))])], vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")]]), ("applier", "v1", vec![vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")], vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")]])])),
+                object: Some(
+                    json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 4}]}),
+                ),
+                managed: Some(managed(vec![
+                    (
+                        "updater",
+                        "v1",
+                        vec![
+                            vec![fld("list")],
+                            vec![fld("list"), key(&[("name", json!("a"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                        ],
+                    ),
+                    (
+                        "applier",
+                        "v1",
+                        vec![
+                            vec![fld("list"), key(&[("name", json!("b"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -876,12 +1603,41 @@ mod duplicates {
             &duplicates(),
             TestCase {
                 ops: vec![
-                    apply("applier", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "b", "value1": 3}]})),
-                    update("updater", "v1", json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]})),
-                    apply("applier", "v1", json!({"list": [{"name": "b", "value1": 3}]})),
+                    apply(
+                        "applier",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "b", "value1": 3}]}),
+                    ),
+                    update(
+                        "updater",
+                        "v1",
+                        json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]}),
+                    ),
+                    apply(
+                        "applier",
+                        "v1",
+                        json!({"list": [{"name": "b", "value1": 3}]}),
+                    ),
                 ],
-                object: Some(json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]})),
-                managed: Some(managed(vec![("applier", "v1", vec![vec![fld("list"), key(&[("name", json!("b"))])], vec![fld("list"), key(&[("name", json!("b"))]), fld("name")], vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")]]), ("updater", "v1", vec![vec![fld("list"), key(&[("name", json!("a"))])]])])),
+                object: Some(
+                    json!({"list": [{"name": "a", "value1": 1}, {"name": "a", "value1": 2}, {"name": "b", "value1": 3}]}),
+                ),
+                managed: Some(managed(vec![
+                    (
+                        "applier",
+                        "v1",
+                        vec![
+                            vec![fld("list"), key(&[("name", json!("b"))])],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("b"))]), fld("value1")],
+                        ],
+                    ),
+                    (
+                        "updater",
+                        "v1",
+                        vec![vec![fld("list"), key(&[("name", json!("a"))])]],
+                    ),
+                ])),
             },
         );
     }
@@ -897,11 +1653,27 @@ mod default_keys_flat {
         run(
             &port_list(),
             TestCase {
-                ops: vec![
-                    apply("default", "v1", json!({"containerPorts": [{"port": 80}]})),
-                ],
+                ops: vec![apply(
+                    "default",
+                    "v1",
+                    json!({"containerPorts": [{"port": 80}]}),
+                )],
                 object: Some(json!({"containerPorts": [{"port": 80}]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("TCP"))])], vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("TCP"))]), fld("port")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("port", json!(80)), ("protocol", json!("TCP"))]),
+                        ],
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("port", json!(80)), ("protocol", json!("TCP"))]),
+                            fld("port"),
+                        ],
+                    ],
+                )])),
             },
         );
     }
@@ -912,11 +1684,43 @@ mod default_keys_flat {
         run(
             &port_list(),
             TestCase {
-                ops: vec![
-                    apply("default", "v1", json!({"containerPorts": [{"port": 80}, {"port": 80, "protocol": "UDP"}]})),
-                ],
-                object: Some(json!({"containerPorts": [{"port": 80}, {"port": 80, "protocol": "UDP"}]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("TCP"))])], vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("TCP"))]), fld("port")], vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("UDP"))])], vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("UDP"))]), fld("port")], vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("UDP"))]), fld("protocol")]])])),
+                ops: vec![apply(
+                    "default",
+                    "v1",
+                    json!({"containerPorts": [{"port": 80}, {"port": 80, "protocol": "UDP"}]}),
+                )],
+                object: Some(
+                    json!({"containerPorts": [{"port": 80}, {"port": 80, "protocol": "UDP"}]}),
+                ),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("port", json!(80)), ("protocol", json!("TCP"))]),
+                        ],
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("port", json!(80)), ("protocol", json!("TCP"))]),
+                            fld("port"),
+                        ],
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("port", json!(80)), ("protocol", json!("UDP"))]),
+                        ],
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("port", json!(80)), ("protocol", json!("UDP"))]),
+                            fld("port"),
+                        ],
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("port", json!(80)), ("protocol", json!("UDP"))]),
+                            fld("protocol"),
+                        ],
+                    ],
+                )])),
             },
         );
     }
@@ -928,11 +1732,53 @@ mod default_keys_flat {
             &port_list(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"containerPorts": [{"port": 80, "protocol": "TCP", "name": "foo"}]})),
-                    apply_conflicts("apply-two", "v1", json!({"containerPorts": [{"port": 80, "name": "bar"}]}), vec![("apply-one", vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("TCP"))]), fld("name")])]),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"containerPorts": [{"port": 80, "protocol": "TCP", "name": "foo"}]}),
+                    ),
+                    apply_conflicts(
+                        "apply-two",
+                        "v1",
+                        json!({"containerPorts": [{"port": 80, "name": "bar"}]}),
+                        vec![(
+                            "apply-one",
+                            vec![
+                                fld("containerPorts"),
+                                key(&[("port", json!(80)), ("protocol", json!("TCP"))]),
+                                fld("name"),
+                            ],
+                        )],
+                    ),
                 ],
-                object: Some(json!({"containerPorts": [{"port": 80, "protocol": "TCP", "name": "foo"}]})),
-                managed: Some(managed(vec![("apply-one", "v1", vec![vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("TCP"))])], vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("TCP"))]), fld("port")], vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("TCP"))]), fld("protocol")], vec![fld("containerPorts"), key(&[("port", json!(80)), ("protocol", json!("TCP"))]), fld("name")]])])),
+                object: Some(
+                    json!({"containerPorts": [{"port": 80, "protocol": "TCP", "name": "foo"}]}),
+                ),
+                managed: Some(managed(vec![(
+                    "apply-one",
+                    "v1",
+                    vec![
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("port", json!(80)), ("protocol", json!("TCP"))]),
+                        ],
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("port", json!(80)), ("protocol", json!("TCP"))]),
+                            fld("port"),
+                        ],
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("port", json!(80)), ("protocol", json!("TCP"))]),
+                            fld("protocol"),
+                        ],
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("port", json!(80)), ("protocol", json!("TCP"))]),
+                            fld("name"),
+                        ],
+                    ],
+                )])),
             },
         );
     }
@@ -943,11 +1789,29 @@ mod default_keys_flat {
         run(
             &port_list(),
             TestCase {
-                ops: vec![
-                    apply("default", "v1", json!({"containerPorts": [{"protocol": "TCP", "name": "A"}]})),
-                ],
+                ops: vec![apply(
+                    "default",
+                    "v1",
+                    json!({"containerPorts": [{"protocol": "TCP", "name": "A"}]}),
+                )],
                 object: Some(json!({"containerPorts": [{"protocol": "TCP", "name": "A"}]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("containerPorts"), key(&[("protocol", json!("TCP"))])], vec![fld("containerPorts"), key(&[("protocol", json!("TCP"))]), fld("name")], vec![fld("containerPorts"), key(&[("protocol", json!("TCP"))]), fld("protocol")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![fld("containerPorts"), key(&[("protocol", json!("TCP"))])],
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("protocol", json!("TCP"))]),
+                            fld("name"),
+                        ],
+                        vec![
+                            fld("containerPorts"),
+                            key(&[("protocol", json!("TCP"))]),
+                            fld("protocol"),
+                        ],
+                    ],
+                )])),
             },
         );
     }
@@ -963,11 +1827,35 @@ mod default_keys_nested {
         run(
             &book(),
             TestCase {
-                ops: vec![
-                    apply("default", "v1", json!({"book": [{"sentences": [{"text": "blah"}]}]})),
-                ],
+                ops: vec![apply(
+                    "default",
+                    "v1",
+                    json!({"book": [{"sentences": [{"text": "blah"}]}]}),
+                )],
                 object: Some(json!({"book": [{"sentences": [{"text": "blah"}]}]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("book"), key(&[("chapter", json!(1)), ("section", json!("A"))])], vec![fld("book"), key(&[("chapter", json!(1)), ("section", json!("A"))]), fld("sentences"), key(&[("page", json!(2)), ("line", json!(3))])], vec![fld("book"), key(&[("chapter", json!(1)), ("section", json!("A"))]), fld("sentences"), key(&[("page", json!(2)), ("line", json!(3))]), fld("text")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![
+                            fld("book"),
+                            key(&[("chapter", json!(1)), ("section", json!("A"))]),
+                        ],
+                        vec![
+                            fld("book"),
+                            key(&[("chapter", json!(1)), ("section", json!("A"))]),
+                            fld("sentences"),
+                            key(&[("page", json!(2)), ("line", json!(3))]),
+                        ],
+                        vec![
+                            fld("book"),
+                            key(&[("chapter", json!(1)), ("section", json!("A"))]),
+                            fld("sentences"),
+                            key(&[("page", json!(2)), ("line", json!(3))]),
+                            fld("text"),
+                        ],
+                    ],
+                )])),
             },
         );
     }
@@ -979,11 +1867,48 @@ mod default_keys_nested {
             &book(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"book": [{"sentences": [{"text": "blah"}]}]})),
-                    apply("default", "v1", json!({"book": [{"sentences": [{"text": "blah", "page": 2}]}]})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"book": [{"sentences": [{"text": "blah"}]}]}),
+                    ),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"book": [{"sentences": [{"text": "blah", "page": 2}]}]}),
+                    ),
                 ],
                 object: Some(json!({"book": [{"sentences": [{"text": "blah", "page": 2}]}]})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("book"), key(&[("chapter", json!(1)), ("section", json!("A"))])], vec![fld("book"), key(&[("chapter", json!(1)), ("section", json!("A"))]), fld("sentences"), key(&[("page", json!(2)), ("line", json!(3))])], vec![fld("book"), key(&[("chapter", json!(1)), ("section", json!("A"))]), fld("sentences"), key(&[("page", json!(2)), ("line", json!(3))]), fld("text")], vec![fld("book"), key(&[("chapter", json!(1)), ("section", json!("A"))]), fld("sentences"), key(&[("page", json!(2)), ("line", json!(3))]), fld("page")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![
+                        vec![
+                            fld("book"),
+                            key(&[("chapter", json!(1)), ("section", json!("A"))]),
+                        ],
+                        vec![
+                            fld("book"),
+                            key(&[("chapter", json!(1)), ("section", json!("A"))]),
+                            fld("sentences"),
+                            key(&[("page", json!(2)), ("line", json!(3))]),
+                        ],
+                        vec![
+                            fld("book"),
+                            key(&[("chapter", json!(1)), ("section", json!("A"))]),
+                            fld("sentences"),
+                            key(&[("page", json!(2)), ("line", json!(3))]),
+                            fld("text"),
+                        ],
+                        vec![
+                            fld("book"),
+                            key(&[("chapter", json!(1)), ("section", json!("A"))]),
+                            fld("sentences"),
+                            key(&[("page", json!(2)), ("line", json!(3))]),
+                            fld("page"),
+                        ],
+                    ],
+                )])),
             },
         );
     }
@@ -1001,10 +1926,18 @@ mod deduced {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"numeric": 1, "string": "string"})),
-                    apply("default", "v1", json!({"numeric": 2, "string": "string", "bool": false})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"numeric": 2, "string": "string", "bool": false}),
+                    ),
                 ],
                 object: Some(json!({"numeric": 2, "string": "string", "bool": false})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("numeric")], vec![fld("string")], vec![fld("bool")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![vec![fld("numeric")], vec![fld("string")], vec![fld("bool")]],
+                )])),
             },
         );
     }
@@ -1017,11 +1950,22 @@ mod deduced {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"numeric": 1, "string": "string"})),
-                    update("controller", "v1", json!({"numeric": 1, "string": "string", "bool": true})),
+                    update(
+                        "controller",
+                        "v1",
+                        json!({"numeric": 1, "string": "string", "bool": true}),
+                    ),
                     apply("default", "v1", json!({"numeric": 2, "string": "string"})),
                 ],
                 object: Some(json!({"numeric": 2, "string": "string", "bool": true})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("numeric")], vec![fld("string")]]), ("controller", "v1", vec![vec![fld("bool")]])])),
+                managed: Some(managed(vec![
+                    (
+                        "default",
+                        "v1",
+                        vec![vec![fld("numeric")], vec![fld("string")]],
+                    ),
+                    ("controller", "v1", vec![vec![fld("bool")]]),
+                ])),
             },
         );
     }
@@ -1034,12 +1978,32 @@ mod deduced {
             TestCase {
                 ops: vec![
                     apply("default", "v1", json!({"numeric": 1, "string": "string"})),
-                    update("controller", "v1", json!({"numeric": 1, "string": "controller string", "bool": true})),
-                    apply_conflicts("default", "v1", json!({"numeric": 2, "string": "user string"}), vec![("controller", vec![fld("string")])]),
-                    force_apply("default", "v1", json!({"numeric": 2, "string": "user string"})),
+                    update(
+                        "controller",
+                        "v1",
+                        json!({"numeric": 1, "string": "controller string", "bool": true}),
+                    ),
+                    apply_conflicts(
+                        "default",
+                        "v1",
+                        json!({"numeric": 2, "string": "user string"}),
+                        vec![("controller", vec![fld("string")])],
+                    ),
+                    force_apply(
+                        "default",
+                        "v1",
+                        json!({"numeric": 2, "string": "user string"}),
+                    ),
                 ],
                 object: Some(json!({"numeric": 2, "string": "user string", "bool": true})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("numeric")], vec![fld("string")]]), ("controller", "v1", vec![vec![fld("bool")]])])),
+                managed: Some(managed(vec![
+                    (
+                        "default",
+                        "v1",
+                        vec![vec![fld("numeric")], vec![fld("string")]],
+                    ),
+                    ("controller", "v1", vec![vec![fld("bool")]]),
+                ])),
             },
         );
     }
@@ -1051,7 +2015,11 @@ mod deduced {
             &ParseableType::deduced(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"numeric": 1, "string": "string", "bool": false})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"numeric": 1, "string": "string", "bool": false}),
+                    ),
                     apply("default", "v1", json!({"string": "new string"})),
                 ],
                 object: Some(json!({"string": "new string"})),
@@ -1071,7 +2039,11 @@ mod deduced {
                     update("controller", "v1", json!({"string": "new string"})),
                 ],
                 object: Some(json!({"string": "new string"})),
-                managed: Some(managed(vec![("controller", "v1", vec![vec![fld("string")]])])),
+                managed: Some(managed(vec![(
+                    "controller",
+                    "v1",
+                    vec![vec![fld("string")]],
+                )])),
             },
         );
     }
@@ -1132,12 +2104,35 @@ mod deduced {
             &ParseableType::deduced(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"a": 1, "b": {"c": {"d": 2, "e": [1, 2, 3], "f": [{"name": "n", "value": 1}]}}})),
-                    update("controller", "v1", json!({"a": 1, "b": {"c": {"d": 3, "e": [1, 2, 3, 4], "f": [{"name": "n", "value": 2}]}}, "g": 5})),
-                    apply_conflicts("default", "v1", json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}}), vec![("controller", vec![fld("b"), fld("c"), fld("d")]), ("controller", vec![fld("b"), fld("c"), fld("e")]), ("controller", vec![fld("b"), fld("c"), fld("f")])]),
-                    force_apply("default", "v1", json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"a": 1, "b": {"c": {"d": 2, "e": [1, 2, 3], "f": [{"name": "n", "value": 1}]}}}),
+                    ),
+                    update(
+                        "controller",
+                        "v1",
+                        json!({"a": 1, "b": {"c": {"d": 3, "e": [1, 2, 3, 4], "f": [{"name": "n", "value": 2}]}}, "g": 5}),
+                    ),
+                    apply_conflicts(
+                        "default",
+                        "v1",
+                        json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}}),
+                        vec![
+                            ("controller", vec![fld("b"), fld("c"), fld("d")]),
+                            ("controller", vec![fld("b"), fld("c"), fld("e")]),
+                            ("controller", vec![fld("b"), fld("c"), fld("f")]),
+                        ],
+                    ),
+                    force_apply(
+                        "default",
+                        "v1",
+                        json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}}),
+                    ),
                 ],
-                object: Some(json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}, "g": 5})),
+                object: Some(
+                    json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}, "g": 5}),
+                ),
                 managed: None,
             },
         );
@@ -1150,12 +2145,35 @@ mod deduced {
             &ParseableType::deduced(),
             TestCase {
                 ops: vec![
-                    apply("default", "v1", json!({"a": 1, "b": {"c": {"d": 2, "e": [1, 2, 3], "f": [{"name": "n", "value": 1}]}}})),
-                    update("controller", "v2", json!({"a": 1, "b": {"c": {"d": 3, "e": [1, 2, 3, 4], "f": [{"name": "n", "value": 2}]}}, "g": 5})),
-                    apply_conflicts("default", "v3", json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}}), vec![("controller", vec![fld("b"), fld("c"), fld("d")]), ("controller", vec![fld("b"), fld("c"), fld("e")]), ("controller", vec![fld("b"), fld("c"), fld("f")])]),
-                    force_apply("default", "v3", json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}})),
+                    apply(
+                        "default",
+                        "v1",
+                        json!({"a": 1, "b": {"c": {"d": 2, "e": [1, 2, 3], "f": [{"name": "n", "value": 1}]}}}),
+                    ),
+                    update(
+                        "controller",
+                        "v2",
+                        json!({"a": 1, "b": {"c": {"d": 3, "e": [1, 2, 3, 4], "f": [{"name": "n", "value": 2}]}}, "g": 5}),
+                    ),
+                    apply_conflicts(
+                        "default",
+                        "v3",
+                        json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}}),
+                        vec![
+                            ("controller", vec![fld("b"), fld("c"), fld("d")]),
+                            ("controller", vec![fld("b"), fld("c"), fld("e")]),
+                            ("controller", vec![fld("b"), fld("c"), fld("f")]),
+                        ],
+                    ),
+                    force_apply(
+                        "default",
+                        "v3",
+                        json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}}),
+                    ),
                 ],
-                object: Some(json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}, "g": 5})),
+                object: Some(
+                    json!({"a": 2, "b": {"c": {"d": 2, "e": [3, 2, 1], "f": [{"name": "n", "value": 1}]}}, "g": 5}),
+                ),
                 managed: None,
             },
         );
@@ -1177,7 +2195,11 @@ mod preserve_unknown_fields {
                     apply("default", "v1", json!({"num": 6, "unknown": "new"})),
                 ],
                 object: Some(json!({"num": 6, "unknown": "new"})),
-                managed: Some(managed(vec![("default", "v1", vec![vec![fld("num")], vec![fld("unknown")]])])),
+                managed: Some(managed(vec![(
+                    "default",
+                    "v1",
+                    vec![vec![fld("num")], vec![fld("unknown")]],
+                )])),
             },
         );
     }
@@ -1194,12 +2216,33 @@ mod multiple_appliers_set {
             &associative_list(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"list": [{"name": "a"}, {"name": "b"}]})),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"list": [{"name": "a"}, {"name": "b"}]}),
+                    ),
                     apply("apply-two", "v2", json!({"list": [{"name": "c"}]})),
                     apply("apply-one", "v3", json!({"list": [{"name": "a"}]})),
                 ],
                 object: Some(json!({"list": [{"name": "a"}, {"name": "c"}]})),
-                managed: Some(managed(vec![("apply-one", "v3", vec![vec![fld("list"), key(&[("name", json!("a"))])], vec![fld("list"), key(&[("name", json!("a"))]), fld("name")]]), ("apply-two", "v2", vec![vec![fld("list"), key(&[("name", json!("c"))])], vec![fld("list"), key(&[("name", json!("c"))]), fld("name")]])])),
+                managed: Some(managed(vec![
+                    (
+                        "apply-one",
+                        "v3",
+                        vec![
+                            vec![fld("list"), key(&[("name", json!("a"))])],
+                            vec![fld("list"), key(&[("name", json!("a"))]), fld("name")],
+                        ],
+                    ),
+                    (
+                        "apply-two",
+                        "v2",
+                        vec![
+                            vec![fld("list"), key(&[("name", json!("c"))])],
+                            vec![fld("list"), key(&[("name", json!("c"))]), fld("name")],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -1211,11 +2254,38 @@ mod multiple_appliers_set {
             &associative_list(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"list": [{"name": "a", "value": 0}]})),
-                    apply("apply-two", "v2", json!({"list": [{"name": "a", "value": 0}]})),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"list": [{"name": "a", "value": 0}]}),
+                    ),
+                    apply(
+                        "apply-two",
+                        "v2",
+                        json!({"list": [{"name": "a", "value": 0}]}),
+                    ),
                 ],
                 object: Some(json!({"list": [{"name": "a", "value": 0}]})),
-                managed: Some(managed(vec![("apply-one", "v1", vec![vec![fld("list"), key(&[("name", json!("a"))])], vec![fld("list"), key(&[("name", json!("a"))]), fld("name")], vec![fld("list"), key(&[("name", json!("a"))]), fld("value")]]), ("apply-two", "v2", vec![vec![fld("list"), key(&[("name", json!("a"))])], vec![fld("list"), key(&[("name", json!("a"))]), fld("name")], vec![fld("list"), key(&[("name", json!("a"))]), fld("value")]])])),
+                managed: Some(managed(vec![
+                    (
+                        "apply-one",
+                        "v1",
+                        vec![
+                            vec![fld("list"), key(&[("name", json!("a"))])],
+                            vec![fld("list"), key(&[("name", json!("a"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("a"))]), fld("value")],
+                        ],
+                    ),
+                    (
+                        "apply-two",
+                        "v2",
+                        vec![
+                            vec![fld("list"), key(&[("name", json!("a"))])],
+                            vec![fld("list"), key(&[("name", json!("a"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("a"))]), fld("value")],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -1227,11 +2297,31 @@ mod multiple_appliers_set {
             &associative_list(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"list": [{"name": "a", "value": 0}]})),
-                    apply_conflicts("apply-two", "v2", json!({"list": [{"name": "a", "value": 1}]}), vec![("apply-one", vec![fld("list"), key(&[("name", json!("a"))]), fld("value")])]),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"list": [{"name": "a", "value": 0}]}),
+                    ),
+                    apply_conflicts(
+                        "apply-two",
+                        "v2",
+                        json!({"list": [{"name": "a", "value": 1}]}),
+                        vec![(
+                            "apply-one",
+                            vec![fld("list"), key(&[("name", json!("a"))]), fld("value")],
+                        )],
+                    ),
                 ],
                 object: Some(json!({"list": [{"name": "a", "value": 0}]})),
-                managed: Some(managed(vec![("apply-one", "v1", vec![vec![fld("list"), key(&[("name", json!("a"))])], vec![fld("list"), key(&[("name", json!("a"))]), fld("name")], vec![fld("list"), key(&[("name", json!("a"))]), fld("value")]])])),
+                managed: Some(managed(vec![(
+                    "apply-one",
+                    "v1",
+                    vec![
+                        vec![fld("list"), key(&[("name", json!("a"))])],
+                        vec![fld("list"), key(&[("name", json!("a"))]), fld("name")],
+                        vec![fld("list"), key(&[("name", json!("a"))]), fld("value")],
+                    ],
+                )])),
             },
         );
     }
@@ -1243,12 +2333,39 @@ mod multiple_appliers_set {
             &associative_list(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"list": [{"name": "a"}, {"name": "b"}, {"name": "c"}]})),
-                    apply("apply-two", "v2", json!({"list": [{"name": "c"}, {"name": "d"}]})),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"list": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}),
+                    ),
+                    apply(
+                        "apply-two",
+                        "v2",
+                        json!({"list": [{"name": "c"}, {"name": "d"}]}),
+                    ),
                     apply("apply-one", "v3", json!({"list": [{"name": "a"}]})),
                 ],
                 object: Some(json!({"list": [{"name": "a"}, {"name": "c"}, {"name": "d"}]})),
-                managed: Some(managed(vec![("apply-one", "v3", vec![vec![fld("list"), key(&[("name", json!("a"))])], vec![fld("list"), key(&[("name", json!("a"))]), fld("name")]]), ("apply-two", "v2", vec![vec![fld("list"), key(&[("name", json!("c"))])], vec![fld("list"), key(&[("name", json!("d"))])], vec![fld("list"), key(&[("name", json!("c"))]), fld("name")], vec![fld("list"), key(&[("name", json!("d"))]), fld("name")]])])),
+                managed: Some(managed(vec![
+                    (
+                        "apply-one",
+                        "v3",
+                        vec![
+                            vec![fld("list"), key(&[("name", json!("a"))])],
+                            vec![fld("list"), key(&[("name", json!("a"))]), fld("name")],
+                        ],
+                    ),
+                    (
+                        "apply-two",
+                        "v2",
+                        vec![
+                            vec![fld("list"), key(&[("name", json!("c"))])],
+                            vec![fld("list"), key(&[("name", json!("d"))])],
+                            vec![fld("list"), key(&[("name", json!("c"))]), fld("name")],
+                            vec![fld("list"), key(&[("name", json!("d"))]), fld("name")],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -1265,12 +2382,53 @@ mod multiple_appliers_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c"]}]})),
-                    apply("apply-two", "v2", json!({"listOfLists": [{"name": "b", "value": ["d"]}]})),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c"]}]}),
+                    ),
+                    apply(
+                        "apply-two",
+                        "v2",
+                        json!({"listOfLists": [{"name": "b", "value": ["d"]}]}),
+                    ),
                     apply("apply-one", "v3", json!({"listOfLists": [{"name": "a"}]})),
                 ],
-                object: Some(json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["d"]}]})),
-                managed: Some(managed(vec![("apply-one", "v3", vec![vec![fld("listOfLists"), key(&[("name", json!("a"))])], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("name")]]), ("apply-two", "v2", vec![vec![fld("listOfLists"), key(&[("name", json!("b"))])], vec![fld("listOfLists"), key(&[("name", json!("b"))]), fld("name")], vec![fld("listOfLists"), key(&[("name", json!("b"))]), fld("value"), val(json!("d"))]])])),
+                object: Some(
+                    json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["d"]}]}),
+                ),
+                managed: Some(managed(vec![
+                    (
+                        "apply-one",
+                        "v3",
+                        vec![
+                            vec![fld("listOfLists"), key(&[("name", json!("a"))])],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("a"))]),
+                                fld("name"),
+                            ],
+                        ],
+                    ),
+                    (
+                        "apply-two",
+                        "v2",
+                        vec![
+                            vec![fld("listOfLists"), key(&[("name", json!("b"))])],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("b"))]),
+                                fld("name"),
+                            ],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("b"))]),
+                                fld("value"),
+                                val(json!("d")),
+                            ],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -1282,13 +2440,68 @@ mod multiple_appliers_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c"]}]})),
-                    apply("apply-two", "v2", json!({"listOfLists": [{"name": "b", "value": ["d"]}]})),
-                    update("controller", "v2", json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c", "d", "e"]}]})),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c"]}]}),
+                    ),
+                    apply(
+                        "apply-two",
+                        "v2",
+                        json!({"listOfLists": [{"name": "b", "value": ["d"]}]}),
+                    ),
+                    update(
+                        "controller",
+                        "v2",
+                        json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c", "d", "e"]}]}),
+                    ),
                     apply("apply-one", "v3", json!({"listOfLists": [{"name": "a"}]})),
                 ],
-                object: Some(json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["d", "e"]}]})),
-                managed: Some(managed(vec![("apply-one", "v3", vec![vec![fld("listOfLists"), key(&[("name", json!("a"))])], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("name")]]), ("apply-two", "v2", vec![vec![fld("listOfLists"), key(&[("name", json!("b"))])], vec![fld("listOfLists"), key(&[("name", json!("b"))]), fld("name")], vec![fld("listOfLists"), key(&[("name", json!("b"))]), fld("value"), val(json!("d"))]]), ("controller", "v2", vec![vec![fld("listOfLists"), key(&[("name", json!("b"))]), fld("value"), val(json!("e"))]])])),
+                object: Some(
+                    json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["d", "e"]}]}),
+                ),
+                managed: Some(managed(vec![
+                    (
+                        "apply-one",
+                        "v3",
+                        vec![
+                            vec![fld("listOfLists"), key(&[("name", json!("a"))])],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("a"))]),
+                                fld("name"),
+                            ],
+                        ],
+                    ),
+                    (
+                        "apply-two",
+                        "v2",
+                        vec![
+                            vec![fld("listOfLists"), key(&[("name", json!("b"))])],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("b"))]),
+                                fld("name"),
+                            ],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("b"))]),
+                                fld("value"),
+                                val(json!("d")),
+                            ],
+                        ],
+                    ),
+                    (
+                        "controller",
+                        "v2",
+                        vec![vec![
+                            fld("listOfLists"),
+                            key(&[("name", json!("b"))]),
+                            fld("value"),
+                            val(json!("e")),
+                        ]],
+                    ),
+                ])),
             },
         );
     }
@@ -1300,13 +2513,56 @@ mod multiple_appliers_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c"]}]})),
-                    apply("apply-two", "v2", json!({"listOfLists": [{"name": "a", "value": ["b"]}]})),
-                    update("controller", "v2", json!({"listOfLists": [{"name": "a", "value": ["b"]}, {"name": "b", "value": ["c", "d"]}]})),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c"]}]}),
+                    ),
+                    apply(
+                        "apply-two",
+                        "v2",
+                        json!({"listOfLists": [{"name": "a", "value": ["b"]}]}),
+                    ),
+                    update(
+                        "controller",
+                        "v2",
+                        json!({"listOfLists": [{"name": "a", "value": ["b"]}, {"name": "b", "value": ["c", "d"]}]}),
+                    ),
                     apply("apply-one", "v3", json!({"listOfLists": [{"name": "a"}]})),
                 ],
                 object: Some(json!({"listOfLists": [{"name": "a", "value": ["b"]}]})),
-                managed: Some(managed(vec![("apply-one", "v3", vec![vec![fld("listOfLists"), key(&[("name", json!("a"))])], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("name")]]), ("apply-two", "v2", vec![vec![fld("listOfLists"), key(&[("name", json!("a"))])], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("name")], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("value"), val(json!("b"))]])])),
+                managed: Some(managed(vec![
+                    (
+                        "apply-one",
+                        "v3",
+                        vec![
+                            vec![fld("listOfLists"), key(&[("name", json!("a"))])],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("a"))]),
+                                fld("name"),
+                            ],
+                        ],
+                    ),
+                    (
+                        "apply-two",
+                        "v2",
+                        vec![
+                            vec![fld("listOfLists"), key(&[("name", json!("a"))])],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("a"))]),
+                                fld("name"),
+                            ],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("a"))]),
+                                fld("value"),
+                                val(json!("b")),
+                            ],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -1318,13 +2574,56 @@ mod multiple_appliers_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c"]}]})),
-                    apply("apply-two", "v2", json!({"listOfLists": [{"name": "a", "value": ["b"]}]})),
-                    update("controller", "v2", json!({"listOfLists": [{"name": "a", "value": ["b"]}, {"name": "b", "value": ["c", "d"]}]})),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c"]}]}),
+                    ),
+                    apply(
+                        "apply-two",
+                        "v2",
+                        json!({"listOfLists": [{"name": "a", "value": ["b"]}]}),
+                    ),
+                    update(
+                        "controller",
+                        "v2",
+                        json!({"listOfLists": [{"name": "a", "value": ["b"]}, {"name": "b", "value": ["c", "d"]}]}),
+                    ),
                     apply("apply-one", "v3", json!({"listOfLists": [{"name": "a"}]})),
                 ],
                 object: Some(json!({"listOfLists": [{"name": "a", "value": ["b"]}]})),
-                managed: Some(managed(vec![("apply-one", "v3", vec![vec![fld("listOfLists"), key(&[("name", json!("a"))])], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("name")]]), ("apply-two", "v2", vec![vec![fld("listOfLists"), key(&[("name", json!("a"))])], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("name")], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("value"), val(json!("b"))]])])),
+                managed: Some(managed(vec![
+                    (
+                        "apply-one",
+                        "v3",
+                        vec![
+                            vec![fld("listOfLists"), key(&[("name", json!("a"))])],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("a"))]),
+                                fld("name"),
+                            ],
+                        ],
+                    ),
+                    (
+                        "apply-two",
+                        "v2",
+                        vec![
+                            vec![fld("listOfLists"), key(&[("name", json!("a"))])],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("a"))]),
+                                fld("name"),
+                            ],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("a"))]),
+                                fld("value"),
+                                val(json!("b")),
+                            ],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -1336,12 +2635,53 @@ mod multiple_appliers_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c"]}]})),
-                    apply("apply-two", "v2", json!({"listOfLists": [{"name": "b", "value": ["d"]}]})),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["c"]}]}),
+                    ),
+                    apply(
+                        "apply-two",
+                        "v2",
+                        json!({"listOfLists": [{"name": "b", "value": ["d"]}]}),
+                    ),
                     apply("apply-one", "v3", json!({"listOfLists": [{"name": "a"}]})),
                 ],
-                object: Some(json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["d"]}]})),
-                managed: Some(managed(vec![("apply-one", "v3", vec![vec![fld("listOfLists"), key(&[("name", json!("a"))])], vec![fld("listOfLists"), key(&[("name", json!("a"))]), fld("name")]]), ("apply-two", "v2", vec![vec![fld("listOfLists"), key(&[("name", json!("b"))])], vec![fld("listOfLists"), key(&[("name", json!("b"))]), fld("name")], vec![fld("listOfLists"), key(&[("name", json!("b"))]), fld("value"), val(json!("d"))]])])),
+                object: Some(
+                    json!({"listOfLists": [{"name": "a"}, {"name": "b", "value": ["d"]}]}),
+                ),
+                managed: Some(managed(vec![
+                    (
+                        "apply-one",
+                        "v3",
+                        vec![
+                            vec![fld("listOfLists"), key(&[("name", json!("a"))])],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("a"))]),
+                                fld("name"),
+                            ],
+                        ],
+                    ),
+                    (
+                        "apply-two",
+                        "v2",
+                        vec![
+                            vec![fld("listOfLists"), key(&[("name", json!("b"))])],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("b"))]),
+                                fld("name"),
+                            ],
+                            vec![
+                                fld("listOfLists"),
+                                key(&[("name", json!("b"))]),
+                                fld("value"),
+                                val(json!("d")),
+                            ],
+                        ],
+                    ),
+                ])),
             },
         );
     }
@@ -1353,15 +2693,74 @@ mod multiple_appliers_nested_type {
             &nested_type(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"mapOfMapsRecursive": {"a": {"b": null}, "c": {"d": null}}})),
-                    apply("apply-two", "v2", json!({"mapOfMapsRecursive": {"a": null, "c": {"d": null}}})),
-                    update("controller-one", "v3", json!({"mapOfMapsRecursive": {"a": {"b": {"c": null}}, "c": {"d": {"e": null}}}})),
-                    update("controller-two", "v2", json!({"mapOfMapsRecursive": {"a": {"b": {"c": {"d": null}}}, "c": {"d": {"e": {"f": null}}}}})),
-                    update("controller-one", "v3", json!({"mapOfMapsRecursive": {"a": {"b": {"c": {"d": {"e": null}}}}, "c": {"d": {"e": {"f": {"g": null}}}}}})),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"mapOfMapsRecursive": {"a": {"b": null}, "c": {"d": null}}}),
+                    ),
+                    apply(
+                        "apply-two",
+                        "v2",
+                        json!({"mapOfMapsRecursive": {"a": null, "c": {"d": null}}}),
+                    ),
+                    update(
+                        "controller-one",
+                        "v3",
+                        json!({"mapOfMapsRecursive": {"a": {"b": {"c": null}}, "c": {"d": {"e": null}}}}),
+                    ),
+                    update(
+                        "controller-two",
+                        "v2",
+                        json!({"mapOfMapsRecursive": {"a": {"b": {"c": {"d": null}}}, "c": {"d": {"e": {"f": null}}}}}),
+                    ),
+                    update(
+                        "controller-one",
+                        "v3",
+                        json!({"mapOfMapsRecursive": {"a": {"b": {"c": {"d": {"e": null}}}}, "c": {"d": {"e": {"f": {"g": null}}}}}}),
+                    ),
                     apply("apply-one", "v4", json!({"mapOfMapsRecursive": null})),
                 ],
-                object: Some(json!({"mapOfMapsRecursive": {"a": null, "c": {"d": {"e": {"f": {"g": null}}}}}})),
-                managed: Some(managed(vec![("apply-one", "v4", vec![vec![fld("mapOfMapsRecursive")]]), ("apply-two", "v2", vec![vec![fld("mapOfMapsRecursive"), fld("a")], vec![fld("mapOfMapsRecursive"), fld("c")], vec![fld("mapOfMapsRecursive"), fld("c"), fld("d")]]), ("controller-one", "v3", vec![vec![fld("mapOfMapsRecursive"), fld("c"), fld("d"), fld("e")], vec![fld("mapOfMapsRecursive"), fld("c"), fld("d"), fld("e"), fld("f"), fld("g")]]), ("controller-two", "v2", vec![vec![fld("mapOfMapsRecursive"), fld("c"), fld("d"), fld("e"), fld("f")]])])),
+                object: Some(
+                    json!({"mapOfMapsRecursive": {"a": null, "c": {"d": {"e": {"f": {"g": null}}}}}}),
+                ),
+                managed: Some(managed(vec![
+                    ("apply-one", "v4", vec![vec![fld("mapOfMapsRecursive")]]),
+                    (
+                        "apply-two",
+                        "v2",
+                        vec![
+                            vec![fld("mapOfMapsRecursive"), fld("a")],
+                            vec![fld("mapOfMapsRecursive"), fld("c")],
+                            vec![fld("mapOfMapsRecursive"), fld("c"), fld("d")],
+                        ],
+                    ),
+                    (
+                        "controller-one",
+                        "v3",
+                        vec![
+                            vec![fld("mapOfMapsRecursive"), fld("c"), fld("d"), fld("e")],
+                            vec![
+                                fld("mapOfMapsRecursive"),
+                                fld("c"),
+                                fld("d"),
+                                fld("e"),
+                                fld("f"),
+                                fld("g"),
+                            ],
+                        ],
+                    ),
+                    (
+                        "controller-two",
+                        "v2",
+                        vec![vec![
+                            fld("mapOfMapsRecursive"),
+                            fld("c"),
+                            fld("d"),
+                            fld("e"),
+                            fld("f"),
+                        ]],
+                    ),
+                ])),
             },
         );
     }
@@ -1378,15 +2777,50 @@ mod multiple_appliers_deduced_type {
             &ParseableType::deduced(),
             TestCase {
                 ops: vec![
-                    apply("apply-one", "v1", json!({"a": {"b": null}, "c": {"d": null}})),
+                    apply(
+                        "apply-one",
+                        "v1",
+                        json!({"a": {"b": null}, "c": {"d": null}}),
+                    ),
                     apply("apply-two", "v2", json!({"a": null, "c": {"d": null}})),
-                    update("controller-one", "v3", json!({"a": {"b": {"c": null}}, "c": {"d": {"e": null}}})),
-                    update("controller-two", "v2", json!({"a": {"b": {"c": {"d": null}}}, "c": {"d": {"e": {"f": null}}}})),
-                    update("controller-one", "v3", json!({"a": {"b": {"c": {"d": {"e": null}}}}, "c": {"d": {"e": {"f": {"g": null}}}}})),
+                    update(
+                        "controller-one",
+                        "v3",
+                        json!({"a": {"b": {"c": null}}, "c": {"d": {"e": null}}}),
+                    ),
+                    update(
+                        "controller-two",
+                        "v2",
+                        json!({"a": {"b": {"c": {"d": null}}}, "c": {"d": {"e": {"f": null}}}}),
+                    ),
+                    update(
+                        "controller-one",
+                        "v3",
+                        json!({"a": {"b": {"c": {"d": {"e": null}}}}, "c": {"d": {"e": {"f": {"g": null}}}}}),
+                    ),
                     apply("apply-one", "v4", json!(null)),
                 ],
                 object: Some(json!({"a": null, "c": {"d": {"e": {"f": {"g": null}}}}})),
-                managed: Some(managed(vec![("apply-two", "v2", vec![vec![fld("a")], vec![fld("c")], vec![fld("c"), fld("d")]]), ("controller-one", "v3", vec![vec![fld("c"), fld("d"), fld("e")], vec![fld("c"), fld("d"), fld("e"), fld("f"), fld("g")]]), ("controller-two", "v2", vec![vec![fld("c"), fld("d"), fld("e"), fld("f")]])])),
+                managed: Some(managed(vec![
+                    (
+                        "apply-two",
+                        "v2",
+                        vec![vec![fld("a")], vec![fld("c")], vec![fld("c"), fld("d")]],
+                    ),
+                    (
+                        "controller-one",
+                        "v3",
+                        vec![
+                            vec![fld("c"), fld("d"), fld("e")],
+                            vec![fld("c"), fld("d"), fld("e"), fld("f"), fld("g")],
+                        ],
+                    ),
+                    (
+                        "controller-two",
+                        "v2",
+                        vec![vec![fld("c"), fld("d"), fld("e"), fld("f")]],
+                    ),
+                ])),
             },
         );
     }
@@ -1404,11 +2838,20 @@ mod multiple_applier_atomic_maps {
             TestCase {
                 ops: vec![
                     apply("apply-one", "v1", json!({"atomicMap": {"field1": "a"}})),
-                    apply_conflicts("apply-two", "v1", json!({"atomicMap": {"field2": "b"}}), vec![("apply-one", vec![fld("atomicMap")])]),
+                    apply_conflicts(
+                        "apply-two",
+                        "v1",
+                        json!({"atomicMap": {"field2": "b"}}),
+                        vec![("apply-one", vec![fld("atomicMap")])],
+                    ),
                     force_apply("apply-two", "v1", json!({"atomicMap": {"field2": "b"}})),
                 ],
                 object: Some(json!({"atomicMap": {"field2": "b"}})),
-                managed: Some(managed(vec![("apply-two", "v1", vec![vec![fld("atomicMap")]])])),
+                managed: Some(managed(vec![(
+                    "apply-two",
+                    "v1",
+                    vec![vec![fld("atomicMap")]],
+                )])),
             },
         );
     }

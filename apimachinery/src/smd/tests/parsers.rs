@@ -332,4 +332,3 @@ pub(super) fn set_fields() -> ParseableType {
         "sets",
     )
 }
-

@@ -16,7 +16,8 @@ const GOLDEN: &[&str] = &[
 ];
 
 const NON_NORMALIZED: &[(&str, &str)] = &[
-    (r#"{
+    (
+        r#"{
   "f:aad": {},
   "f:aaa": {},
   "f:aab": {},
@@ -41,8 +42,11 @@ const NON_NORMALIZED: &[(&str, &str)] = &[
   	"i:2": {},
   "i:3": {}  ,
   "i:4":    {}
-}"#, r#"{"f:aaa":{},"f:aab":{},"f:aac":{},"f:aad":{},"f:aae":{},"f:aaf":{},"k:{\"name\":\"first\"}":{},"k:{\"name\":\"second\"}":{},"k:{\"port\":443,\"protocol\":\"tcp\"}":{},"k:{\"port\":443,\"protocol\":\"udp\"}":{},"v:1":{},"v:2":{},"v:3":{},"v:\"aa\"":{},"v:\"ab\"":{},"v:true":{},"i:1":{},"i:2":{},"i:3":{},"i:4":{}}"#),
-    (r#"{
+}"#,
+        r#"{"f:aaa":{},"f:aab":{},"f:aac":{},"f:aad":{},"f:aae":{},"f:aaf":{},"k:{\"name\":\"first\"}":{},"k:{\"name\":\"second\"}":{},"k:{\"port\":443,\"protocol\":\"tcp\"}":{},"k:{\"port\":443,\"protocol\":\"udp\"}":{},"v:1":{},"v:2":{},"v:3":{},"v:\"aa\"":{},"v:\"ab\"":{},"v:true":{},"i:1":{},"i:2":{},"i:3":{},"i:4":{}}"#,
+    ),
+    (
+        r#"{
   "f:aaa": {
     "k:{\"name\":\"second\"}": {
       "v:3": {
@@ -205,7 +209,9 @@ const NON_NORMALIZED: &[(&str, &str)] = &[
       }
     }
   }
-}"#, r#"{"f:aaa":{"k:{\"name\":\"second\"}":{"v:3":{"f:aab":{}}},"v:3":{},"v:true":{}},"f:aab":{"f:aaa":{},"f:aaf":{"k:{\"port\":443,\"protocol\":\"udp\"}":{"k:{\"port\":443,\"protocol\":\"tcp\"}":{}}},"k:{\"name\":\"first\"}":{}},"f:aac":{"f:aaa":{"v:1":{}},"f:aac":{},"v:3":{"k:{\"name\":\"second\"}":{}}},"f:aad":{"f:aac":{"v:1":{}},"f:aaf":{"k:{\"name\":\"first\"}":{"k:{\"name\":\"first\"}":{}}},"i:1":{"i:1":{},"i:3":{"v:true":{}}}},"f:aae":{"f:aae":{},"k:{\"port\":443,\"protocol\":\"tcp\"}":{"k:{\"port\":443,\"protocol\":\"udp\"}":{}},"i:4":{"f:aaf":{}}},"f:aaf":{"i:1":{"f:aac":{}},"i:2":{},"i:3":{}},"k:{\"name\":\"first\"}":{"f:aad":{"f:aaf":{}}},"k:{\"port\":443,\"protocol\":\"tcp\"}":{"f:aaa":{"f:aad":{}}},"k:{\"port\":443,\"protocol\":\"udp\"}":{"f:aac":{},"k:{\"name\":\"first\"}":{"i:3":{}},"k:{\"port\":443,\"protocol\":\"udp\"}":{"i:4":{}}},"v:1":{"f:aac":{"i:4":{}},"f:aaf":{},"k:{\"port\":443,\"protocol\":\"tcp\"}":{}},"v:2":{"f:aad":{"f:aaf":{}},"i:1":{}},"v:3":{"f:aaa":{},"k:{\"name\":\"first\"}":{},"i:2":{}},"v:\"aa\"":{"f:aab":{"f:aaf":{}},"f:aae":{},"k:{\"name\":\"first\"}":{"f:aad":{}},"i:2":{}},"v:\"ab\"":{"f:aaf":{"i:4":{}},"k:{\"port\":443,\"protocol\":\"tcp\"}":{},"k:{\"port\":443,\"protocol\":\"udp\"}":{},"v:1":{"k:{\"port\":443,\"protocol\":\"udp\"}":{}},"i:1":{"f:aae":{"i:4":{}}}},"v:true":{"k:{\"name\":\"second\"}":{"f:aaa":{}},"i:2":{"k:{\"port\":443,\"protocol\":\"tcp\"}":{}}},"i:1":{"i:3":{"f:aaf":{}}},"i:2":{"f:aae":{},"k:{\"port\":443,\"protocol\":\"tcp\"}":{"v:1":{}}},"i:3":{"f:aab":{"v:true":{"v:\"aa\"":{}}},"f:aaf":{},"i:1":{}},"i:4":{"v:\"aa\"":{"f:aab":{"k:{\"name\":\"second\"}":{}}}}}"#),
+}"#,
+        r#"{"f:aaa":{"k:{\"name\":\"second\"}":{"v:3":{"f:aab":{}}},"v:3":{},"v:true":{}},"f:aab":{"f:aaa":{},"f:aaf":{"k:{\"port\":443,\"protocol\":\"udp\"}":{"k:{\"port\":443,\"protocol\":\"tcp\"}":{}}},"k:{\"name\":\"first\"}":{}},"f:aac":{"f:aaa":{"v:1":{}},"f:aac":{},"v:3":{"k:{\"name\":\"second\"}":{}}},"f:aad":{"f:aac":{"v:1":{}},"f:aaf":{"k:{\"name\":\"first\"}":{"k:{\"name\":\"first\"}":{}}},"i:1":{"i:1":{},"i:3":{"v:true":{}}}},"f:aae":{"f:aae":{},"k:{\"port\":443,\"protocol\":\"tcp\"}":{"k:{\"port\":443,\"protocol\":\"udp\"}":{}},"i:4":{"f:aaf":{}}},"f:aaf":{"i:1":{"f:aac":{}},"i:2":{},"i:3":{}},"k:{\"name\":\"first\"}":{"f:aad":{"f:aaf":{}}},"k:{\"port\":443,\"protocol\":\"tcp\"}":{"f:aaa":{"f:aad":{}}},"k:{\"port\":443,\"protocol\":\"udp\"}":{"f:aac":{},"k:{\"name\":\"first\"}":{"i:3":{}},"k:{\"port\":443,\"protocol\":\"udp\"}":{"i:4":{}}},"v:1":{"f:aac":{"i:4":{}},"f:aaf":{},"k:{\"port\":443,\"protocol\":\"tcp\"}":{}},"v:2":{"f:aad":{"f:aaf":{}},"i:1":{}},"v:3":{"f:aaa":{},"k:{\"name\":\"first\"}":{},"i:2":{}},"v:\"aa\"":{"f:aab":{"f:aaf":{}},"f:aae":{},"k:{\"name\":\"first\"}":{"f:aad":{}},"i:2":{}},"v:\"ab\"":{"f:aaf":{"i:4":{}},"k:{\"port\":443,\"protocol\":\"tcp\"}":{},"k:{\"port\":443,\"protocol\":\"udp\"}":{},"v:1":{"k:{\"port\":443,\"protocol\":\"udp\"}":{}},"i:1":{"f:aae":{"i:4":{}}}},"v:true":{"k:{\"name\":\"second\"}":{"f:aaa":{}},"i:2":{"k:{\"port\":443,\"protocol\":\"tcp\"}":{}}},"i:1":{"i:3":{"f:aaf":{}}},"i:2":{"f:aae":{},"k:{\"port\":443,\"protocol\":\"tcp\"}":{"v:1":{}}},"i:3":{"f:aab":{"v:true":{"v:\"aa\"":{}}},"f:aaf":{},"i:1":{}},"i:4":{"v:\"aa\"":{"f:aab":{"k:{\"name\":\"second\"}":{}}}}}"#,
+    ),
 ];
 
 const VALID_DOCUMENTS: &[(&str, &str)] = &[
@@ -301,7 +307,10 @@ fn deserialize_for_valid_non_normalized() {
 #[test]
 fn set_from_json_token_type_errors() {
     for (name, input) in INVALID_DOCUMENTS {
-        assert!(Set::from_fields_v1(input).is_err(), "{name}: {input:?} accepted");
+        assert!(
+            Set::from_fields_v1(input).is_err(),
+            "{name}: {input:?} accepted"
+        );
     }
 }
 
@@ -325,7 +334,10 @@ struct Rng(u64);
 
 impl Rng {
     fn next(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((self.0 >> 33) as usize) % n
     }
 
@@ -369,9 +381,18 @@ fn path_element_round_trip() {
         ("i:1234", PathElement::index(1234)),
         ("f:", PathElement::field("")),
         ("f:spec", PathElement::field("spec")),
-        ("f:more-complicated-string", PathElement::field("more-complicated-string")),
-        ("f: string-with-spaces   ", PathElement::field(" string-with-spaces   ")),
-        (r#"k:{"name":"my-container"}"#, PathElement::key([("name", json!("my-container"))])),
+        (
+            "f:more-complicated-string",
+            PathElement::field("more-complicated-string"),
+        ),
+        (
+            "f: string-with-spaces   ",
+            PathElement::field(" string-with-spaces   "),
+        ),
+        (
+            r#"k:{"name":"my-container"}"#,
+            PathElement::key([("name", json!("my-container"))]),
+        ),
         (
             r#"k:{"name":"   name with spaces   "}"#,
             PathElement::key([("name", json!("   name with spaces   "))]),
@@ -380,18 +401,39 @@ fn path_element_round_trip() {
             r#"k:{"port":"8080","protocol":"TCP"}"#,
             PathElement::key([("port", json!("8080")), ("protocol", json!("TCP"))]),
         ),
-        (r#"k:{"optionalField":null}"#, PathElement::key([("optionalField", json!(null))])),
+        (
+            r#"k:{"optionalField":null}"#,
+            PathElement::key([("optionalField", json!(null))]),
+        ),
         (
             r#"k:{"jsonField":{"A":1,"B":null,"C":"D","E":{"F":"G"}}}"#,
-            PathElement::key([("jsonField", json!({"A": 1, "B": null, "C": "D", "E": {"F": "G"}}))]),
+            PathElement::key([(
+                "jsonField",
+                json!({"A": 1, "B": null, "C": "D", "E": {"F": "G"}}),
+            )]),
         ),
-        (r#"k:{"listField":["1","2","3"]}"#, PathElement::key([("listField", json!(["1", "2", "3"]))])),
+        (
+            r#"k:{"listField":["1","2","3"]}"#,
+            PathElement::key([("listField", json!(["1", "2", "3"]))]),
+        ),
         ("v:null", PathElement::value(json!(null))),
-        (r#"v:"some-string""#, PathElement::value(json!("some-string"))),
+        (
+            r#"v:"some-string""#,
+            PathElement::value(json!("some-string")),
+        ),
         ("v:1234", PathElement::value(json!(1234))),
-        (r#"v:{"some":"json"}"#, PathElement::value(json!({"some": "json"}))),
-        (r#"k:{"name":"app-🚀"}"#, PathElement::key([("name", json!("app-🚀"))])),
-        (r#"k:{"name":"你好世界"}"#, PathElement::key([("name", json!("你好世界"))])),
+        (
+            r#"v:{"some":"json"}"#,
+            PathElement::value(json!({"some": "json"})),
+        ),
+        (
+            r#"k:{"name":"app-🚀"}"#,
+            PathElement::key([("name", json!("app-🚀"))]),
+        ),
+        (
+            r#"k:{"name":"你好世界"}"#,
+            PathElement::key([("name", json!("你好世界"))]),
+        ),
         ("f:spec-🚀", PathElement::field("spec-🚀")),
         (r"f:spec-\n", PathElement::field(r"spec-\n")),
     ];
