@@ -535,6 +535,10 @@ pub async fn run_with_listeners(
         .quotas
         .start(Arc::new(kinds::resource_quota::Charger(quotas.clone())));
     tokio::spawn(kinds::resource_quota::follow(quotas.clone(), stop.clone()));
+    // PodSecurity: a namespace's Pods, read when its enforce label gets stricter.
+    pods.storage
+        .admission
+        .start_pods(Arc::new(kinds::pod::NamespacePods(pods.clone())));
     tokio::spawn(kinds::webhook::follow(
         mutating_webhooks.clone(),
         validating_webhooks.clone(),

@@ -403,3 +403,90 @@ plugins:
         );
     }
 }
+
+/// A namespace's enforce label made stricter: upstream checks the namespace's existing Pods
+/// against the new level and warns about those that violate it (grouped by reason, named after
+/// the first Pod), without refusing the label; kubectl prints the warnings. A relaxed label,
+/// or one set to the same level, checks nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stricter_enforce_label_warns_about_the_namespaces_pods() {
+    let c = KubeCluster::start().await;
+    namespace(&c, "legacy", json!({})).await;
+    for name in ["p2", "p1", "p3"] {
+        create(&c, "legacy", &privileged_pod(name), false)
+            .await
+            .is(201);
+    }
+    create(&c, "legacy", &plain_pod("fine"), false)
+        .await
+        .is(201);
+    let out = c
+        .kubectl(
+            Kubectl::V1_33,
+            &[
+                "label",
+                "namespace",
+                "legacy",
+                "pod-security.kubernetes.io/enforce=baseline",
+            ],
+        )
+        .run()
+        .ok();
+    assert!(out.out().contains("namespace/legacy labeled"), "{out}");
+    assert!(
+        out.err().contains(
+            "Warning: existing pods in namespace \"legacy\" violate the new PodSecurity enforce level \"baseline:latest\"\n\
+             Warning: p1 (and 2 other pods): privileged (container \"c\" must not set securityContext.privileged=true)"
+        ),
+        "{out}"
+    );
+
+    // REST, with kubectl 1.37's merge patch: restricted also finds the plain Pod.
+    let patch =
+        json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
+    let r = call(
+        c.api,
+        "PATCH",
+        "/api/v1/namespaces/legacy",
+        &[("Content-Type", "application/merge-patch+json")],
+        patch.to_string().as_bytes(),
+    )
+    .await
+    .is(200);
+    let warnings = r.headers("warning");
+    assert_eq!(
+        warnings.first().copied(),
+        Some(
+            "299 - \"existing pods in namespace \\\"legacy\\\" violate the new PodSecurity enforce level \\\"restricted:latest\\\"\""
+        ),
+        "{}",
+        r.head
+    );
+    assert_eq!(
+        warnings.len(),
+        3,
+        "the privileged Pods and the plain one: {warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("299 - \"fine: allowPrivilegeEscalation != false")),
+        "{warnings:?}"
+    );
+
+    // Relaxed: nothing is checked.
+    let out = c
+        .kubectl(
+            Kubectl::V1_37,
+            &[
+                "label",
+                "--overwrite",
+                "namespace",
+                "legacy",
+                "pod-security.kubernetes.io/enforce=baseline",
+            ],
+        )
+        .run()
+        .ok();
+    assert!(!out.err().contains("Warning"), "{out}");
+}

@@ -226,6 +226,10 @@ pub struct Admission {
     mutating_webhooks: bool,
     /// `ValidatingAdmissionWebhook` is on.
     validating_webhooks: bool,
+    /// `PodSecurity`, when on: its check of a namespace's Pods waits on their list.
+    pod_security: Option<Arc<pod_security::PodSecurity>>,
+    /// Where that check lists Pods (set once the Pods' Store exists).
+    pods: std::sync::OnceLock<Arc<dyn pod_security::dry_run::PodLister>>,
 }
 
 impl Admission {
@@ -233,11 +237,14 @@ impl Admission {
     /// applies to kubestore's kinds), reading `namespaces`.
     pub fn new(namespaces: Arc<namespaces::Namespaces>, settings: &config::Settings) -> Self {
         let mut plugins: Vec<Arc<dyn Plugin>> = Vec::new();
-        if let Some(c) = &settings.pod_security {
-            plugins.push(Arc::new(pod_security::PodSecurity::new(
+        let pod_security = settings.pod_security.as_ref().map(|c| {
+            Arc::new(pod_security::PodSecurity::new(
                 namespaces.clone(),
                 c.clone(),
-            )));
+            ))
+        });
+        if let Some(p) = &pod_security {
+            plugins.push(p.clone());
         }
         let metrics = Arc::new(metrics::AdmissionMetrics::default());
         let policies = Arc::new(policy::Policies::new(namespaces.clone(), metrics.clone()));
@@ -254,7 +261,27 @@ impl Admission {
             quotas: Arc::default(),
             resource_quota: settings.resource_quota,
             metrics,
+            pod_security,
+            pods: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives `PodSecurity` the Pods of a namespace whose enforce label gets stricter.
+    pub fn start_pods(&self, pods: Arc<dyn pod_security::dry_run::PodLister>) {
+        let _ = self.pods.set(pods);
+    }
+
+    /// `PodSecurity`'s check of a namespace's Pods, when `request` may need it.
+    fn pod_dry_run(
+        &self,
+        request: &Request<'_>,
+    ) -> Option<(
+        &pod_security::PodSecurity,
+        &dyn pod_security::dry_run::PodLister,
+    )> {
+        let p = self.pod_security.as_deref()?;
+        let pods = self.pods.get()?;
+        p.dry_run_interested(request).then_some((p, pods.as_ref()))
     }
 
     /// Whether a mutating webhook may want `request` (then its object is wanted in JSON).
@@ -290,11 +317,12 @@ impl Admission {
     pub fn waiting_interested(&self, request: &Request<'_>) -> bool {
         (self.validating_webhooks && self.webhooks.validating_interested(request))
             || (self.resource_quota && self.quotas.interested(request))
+            || self.pod_dry_run(request).is_some()
     }
 
-    /// The validating plugins that wait, after [`Self::validate`]'s, in upstream's order: the
-    /// validating webhooks, then `ResourceQuota` (last, so that nothing refuses a request it
-    /// charged).
+    /// The validating plugins that wait, after [`Self::validate`]'s, in upstream's order:
+    /// `PodSecurity`'s check of a namespace's Pods (warnings only), the validating webhooks,
+    /// then `ResourceQuota` (last, so that nothing refuses a request it charged).
     pub async fn validate_waiting(
         &self,
         request: &Request<'_>,
@@ -305,6 +333,24 @@ impl Admission {
         let started = Instant::now();
         let op = request.operation.as_str();
         let result = async {
+            if let Some((plugin, pods)) = self.pod_dry_run(request) {
+                let t = Instant::now();
+                let warnings = tracing::Instrument::instrument(
+                    plugin.dry_run(request, object, old, pods, crate::store::deadline()),
+                    tracing::info_span!("Admit", plugin = "PodSecurity"),
+                )
+                .await;
+                deliver(
+                    Outcome {
+                        warnings,
+                        annotations: Vec::new(),
+                    },
+                    caller,
+                );
+                let secs = t.elapsed().as_secs_f64();
+                self.metrics
+                    .controller("PodSecurity", op, "validate", false, secs);
+            }
             if self.validating_webhooks && self.webhooks.validating_interested(request) {
                 let t = Instant::now();
                 let mut outcome = Outcome::default();

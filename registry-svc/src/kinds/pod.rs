@@ -287,6 +287,38 @@ impl Strategy<Pod> for PodStrategy {
     }
 }
 
+/// The Pods of a namespace, for PodSecurity's check of them when the namespace's enforce label
+/// gets stricter (`admission::pod_security::dry_run`): one page of at most `limit`, read as the
+/// registry itself, and the namespace's count from the page's `remainingItemCount`.
+pub struct NamespacePods(pub crate::store::Store<Pod>);
+
+#[tonic::async_trait]
+impl crate::admission::pod_security::dry_run::PodLister for NamespacePods {
+    async fn pods(
+        &self,
+        namespace: &str,
+        limit: usize,
+    ) -> Result<(Vec<serde_json::Value>, usize), crate::error::ApiError> {
+        use crate::resource::Resource;
+        let options = kubestore_proto::meta::v1::ListOptions {
+            limit: i64::try_from(limit).unwrap_or(i64::MAX),
+            ..Default::default()
+        };
+        let ctx = crate::store::Ctx::within(crate::admission::pod_security::dry_run::TIMEOUT);
+        let (meta, items) = self.0.list(ctx, namespace, Some(options)).await?;
+        let more = meta
+            .remaining_item_count
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0);
+        let total = items.len() + more;
+        let items = items
+            .iter()
+            .map(Resource::as_json)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((items, total))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,9 +57,9 @@ const IGNORED_SUBRESOURCES: &[&str] = &[
 
 /// A level at a version, as upstream prints it: `baseline:latest`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Policy {
-    level: Level,
-    version: Version,
+pub(super) struct Policy {
+    pub(super) level: Level,
+    pub(super) version: Version,
 }
 
 impl Policy {
@@ -67,7 +67,7 @@ impl Policy {
         Self { level, version }
     }
 
-    fn text(self) -> String {
+    pub(super) fn text(self) -> String {
         format!(
             "{}:{}",
             self.level.as_str(),
@@ -79,11 +79,11 @@ impl Policy {
 /// The three modes' policies of a namespace, and the labels that did not parse (upstream's
 /// field errors, in its words).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Modes {
-    enforce: Policy,
+pub(super) struct Modes {
+    pub(super) enforce: Policy,
     audit: Policy,
     warn: Policy,
-    errors: Vec<String>,
+    pub(super) errors: Vec<String>,
 }
 
 impl Modes {
@@ -197,11 +197,11 @@ impl PodSecurity {
         Self { namespaces, config }
     }
 
-    fn modes(&self, labels: &BTreeMap<String, String>) -> Modes {
+    pub(super) fn modes(&self, labels: &BTreeMap<String, String>) -> Modes {
         Modes::of(labels, &self.config.defaults)
     }
 
-    fn exempt_namespace(&self, ns: &str) -> bool {
+    pub(super) fn exempt_namespace(&self, ns: &str) -> bool {
         self.config.exemptions.namespaces.iter().any(|n| n == ns)
     }
 
@@ -303,8 +303,8 @@ impl PodSecurity {
 
     /// A Namespace's create or update (upstream's `ValidateNamespace`): labels that do not
     /// parse are refused when they are new; an exempt namespace given a policy is warned that
-    /// it is ignored. (Upstream also warns, on a stricter enforce label, about the namespace's
-    /// Pods that violate it; kubestore does not yet.)
+    /// it is ignored. A stricter enforce label's check of the namespace's Pods waits
+    /// on a list, so it runs among the waiting plugins (`dry_run`).
     fn namespace(
         &self,
         r: &Request<'_>,
