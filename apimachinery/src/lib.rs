@@ -16,6 +16,7 @@
 //! - [`yaml`]: YAML bodies as JSON, with alias expansion bounded.
 
 pub mod descriptors;
+pub mod gotext;
 pub mod json;
 pub mod jsonpath;
 pub mod patch;

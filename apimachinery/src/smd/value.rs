@@ -121,39 +121,7 @@ pub fn equals(lhs: &Value, rhs: &Value) -> bool {
     }
 }
 
-/// Go's `%q` of a string (`strconv.Quote`): double quotes, backslash escapes for quotes,
-/// backslashes and control characters.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() => {
-                let n = c as u32;
-                if n > 0xffff {
-                    out.push_str(&format!("\\U{n:08x}"));
-                } else {
-                    out.push_str(&format!("\\u{n:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use crate::gotext::go_quote;
 
 /// Go's `%v` of a `float64` (`strconv.FormatFloat(f, 'g', -1, 64)`): the shortest digits
 /// that round-trip, in exponent form (`1e+06`, `1e-05`) when the decimal exponent is below -4

@@ -46,7 +46,9 @@ pub(super) fn library(env: &mut Env) -> Result<(), DeclarationError> {
 }
 
 /// The items of a list.
-fn items<'a, 'v>(list: &'a (dyn Val + 'v)) -> Result<Vec<&'a (dyn Val + 'v)>, ExecutionError> {
+pub(super) fn items<'a, 'v>(
+    list: &'a (dyn Val + 'v),
+) -> Result<Vec<&'a (dyn Val + 'v)>, ExecutionError> {
     let iterable = list
         .as_iterable()
         .ok_or_else(|| ExecutionError::UnexpectedType {

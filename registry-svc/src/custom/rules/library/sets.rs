@@ -11,6 +11,8 @@ use cel::{
     },
 };
 
+use super::lists::items;
+
 pub(super) fn library(env: &mut Env) -> Result<(), DeclarationError> {
     let both = || vec![LIST_TYPE, LIST_TYPE];
     env.add_overload("sets.contains", "list_sets_contains_list", both(), contains)?;
@@ -38,21 +40,6 @@ fn operands<'a, 'v>(
         return Err(ExecutionError::invalid_argument_count(2, args.len()));
     };
     Ok((items(a.as_ref())?, items(b.as_ref())?))
-}
-
-fn items<'a, 'v>(list: &'a (dyn Val + 'v)) -> Result<Vec<&'a (dyn Val + 'v)>, ExecutionError> {
-    let iterable = list
-        .as_iterable()
-        .ok_or_else(|| ExecutionError::UnexpectedType {
-            got: list.get_type().name().to_owned(),
-            want: "list".to_owned(),
-        })?;
-    let mut iter = iterable.iter();
-    let mut out = Vec::new();
-    while let Some(x) = iter.next() {
-        out.push(x);
-    }
-    Ok(out)
 }
 
 /// Whether every item of `b` is in `a`.
