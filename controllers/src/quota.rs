@@ -373,7 +373,9 @@ impl Controller {
                 return;
             }
         };
-        // What the quotas count is watched for deletes from now on.
+        // What the quotas count is watched for deletes from now on, and what discovery no
+        // longer lists is not.
+        self.replenisher.retain(&kinds);
         for key in &keys {
             if let Some(q) = self.quotas.get(key) {
                 let (hard, scopes) = (hard(q), scopes(q));
@@ -521,7 +523,7 @@ pub async fn run(ch: Ch, config: QuotaConfig, mut stop: watch::Receiver<bool>) {
     ));
     let (released, mut replenish) = mpsc::channel(QUEUED);
     let mut controller = Controller {
-        replenisher: Replenisher::new(ch.clone(), released, stop.clone()),
+        replenisher: Replenisher::new(ch.clone(), released),
         ch,
         quotas: BTreeMap::new(),
         stale: BTreeSet::new(),

@@ -4,14 +4,15 @@
 //! recomputed at once, so a charge is released within moments of the delete instead of at the
 //! next resync.
 //!
-//! A resource is watched from the first pass that finds a quota counting it, and kept watched
-//! (upstream's monitors follow every quota-able resource discovery lists; here only those some
-//! quota has named). Each watch is an informer of its own over the generic API; only its
+//! A resource is watched from the first pass that finds a quota counting it, until a pass's
+//! discovery no longer lists it (a custom kind deleted, or served at another version), or the
+//! controller stops (upstream's monitors follow every quota-able resource discovery lists; here
+//! only those some quota has named). Each watch is an informer of its own over the generic API; only its
 //! deletes and pod updates are looked at. The namespaces to recompute reach the controller
 //! through a bounded channel: when it is full the namespace is dropped, and the resync (every
 //! [`QuotaConfig::resync`](super::quota::QuotaConfig)) releases that charge instead.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kubestore_proto::registry::v1::ResourceRef;
 use serde_json::Value;
@@ -30,28 +31,55 @@ pub(crate) const QUEUED: usize = 1024;
 /// The watches of counted resources, and where they send namespaces.
 pub(crate) struct Replenisher {
     ch: Ch,
-    /// By `resource.group`.
-    watched: BTreeSet<String>,
+    /// By `group/version/resource`: what stops each watch.
+    watched: BTreeMap<String, watch::Sender<bool>>,
     tx: mpsc::Sender<String>,
-    stop: watch::Receiver<bool>,
+}
+
+/// A kind's key among the watches.
+fn key(kind: &Kind) -> String {
+    format!("{}/{}/{}", kind.group(), kind.version(), kind.resource)
+}
+
+impl Drop for Replenisher {
+    /// The controller stopped (or lost its lease): every watch stops with it.
+    fn drop(&mut self) {
+        for stop in self.watched.values() {
+            let _ = stop.send(true);
+        }
+    }
 }
 
 impl Replenisher {
     /// Watches nothing yet; namespaces to recompute go to `tx`.
-    pub(crate) fn new(ch: Ch, tx: mpsc::Sender<String>, stop: watch::Receiver<bool>) -> Self {
+    pub(crate) fn new(ch: Ch, tx: mpsc::Sender<String>) -> Self {
         Self {
             ch,
-            watched: BTreeSet::new(),
+            watched: BTreeMap::new(),
             tx,
-            stop,
         }
+    }
+
+    /// Stops the watches of what `kinds` (a discovery) no longer lists.
+    pub(crate) fn retain(&mut self, kinds: &[Kind]) {
+        let served: BTreeSet<String> = kinds.iter().map(key).collect();
+        self.watched.retain(|k, stop| {
+            let keep = served.contains(k);
+            if !keep {
+                tracing::debug!(resource = %k, "resourcequota controller: no longer watching");
+                let _ = stop.send(true);
+            }
+            keep
+        });
     }
 
     /// Watches `kind` unless it is watched already.
     pub(crate) fn watch(&mut self, kind: &Kind) {
-        if !self.watched.insert(kind.qualified()) {
+        if self.watched.contains_key(&key(kind)) {
             return;
         }
+        let (stop, stopped) = watch::channel(false);
+        self.watched.insert(key(kind), stop);
         tracing::debug!(resource = %kind.qualified(), "resourcequota controller: watching");
         let resource = ResourceRef {
             group: kind.group().to_string(),
@@ -64,7 +92,7 @@ impl Replenisher {
             resource,
             pods,
             self.tx.clone(),
-            self.stop.clone(),
+            stopped,
         ));
     }
 }

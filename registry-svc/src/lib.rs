@@ -574,6 +574,7 @@ pub async fn run_with_listeners(
         open,
         token_issuer,
     } = chain::build(&config, stores, accounts, &guard, stop.clone()).map_err(RunError::Tls)?;
+    pods.storage.admission.start_gate(gate.clone());
     // What is only ever created: the reviews, and tokens when this server issues them.
     for review in catalog::create_only::CreateOnly::reviews() {
         catalog.add_create_only(review);

@@ -230,6 +230,10 @@ pub struct Admission {
     pod_security: Option<Arc<pod_security::PodSecurity>>,
     /// Where that check lists Pods (set once the Pods' Store exists).
     pods: std::sync::OnceLock<Arc<dyn pod_security::dry_run::PodLister>>,
+    /// The server's authorizers, what a policy's `authorizer` asks (set once the chain is
+    /// built): the registry's own caller decides with an open gate, but a policy asking about
+    /// another user must get that user's real answer.
+    gate: std::sync::OnceLock<Arc<crate::authz::Gate>>,
 }
 
 impl Admission {
@@ -263,7 +267,19 @@ impl Admission {
             metrics,
             pod_security,
             pods: std::sync::OnceLock::new(),
+            gate: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives policies' `authorizer` the server's authorizers.
+    pub fn start_gate(&self, gate: Arc<crate::authz::Gate>) {
+        let _ = self.gate.set(gate);
+    }
+
+    /// The authorizers a policy's `authorizer` asks: the server's, or `caller`'s before they
+    /// are known.
+    pub fn gate_for<'a>(&'a self, caller: &'a crate::authz::Caller) -> &'a Arc<crate::authz::Gate> {
+        self.gate.get().unwrap_or(caller.gate())
     }
 
     /// Gives `PodSecurity` the Pods of a namespace whose enforce label gets stricter.

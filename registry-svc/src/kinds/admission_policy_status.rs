@@ -7,8 +7,8 @@
 //!
 //! Every registry-svc replica runs it, as every kube-apiserver does: each write is an update at
 //! the resourceVersion read, so a replica that loses the race reads again and finds the status
-//! current. A write that fails is retried after a short wait; the policy follow's relist marks
-//! every behind policy again in any case. Type checking reads schemas as `/openapi/v3` serves
+//! current. A write that fails is retried after a wait that doubles with each failure in a row
+//! (0.5 s to 5 min); the policy follow's relist marks every behind policy again in any case. Type checking reads schemas as `/openapi/v3` serves
 //! them, so a kind served after the policy was checked (a definition created later) is checked
 //! only when the policy's spec changes again, as upstream.
 
@@ -22,8 +22,11 @@ use crate::{
     store::{Ctx, Store},
 };
 
-/// How long a policy whose status could not be written waits to be tried again.
+/// How long a policy whose status could not be written first waits to be tried again; each
+/// failure in a row doubles it, up to [`MAX_RETRY`].
 const RETRY: Duration = Duration::from_millis(500);
+/// The longest wait between tries of one policy.
+const MAX_RETRY: Duration = Duration::from_secs(300);
 
 /// Runs the controller until `stop`: the policies `state` marks pending (admission's, fed by
 /// the policy follow), read and written through `policies`, with schemas from `schemas` (the
@@ -34,19 +37,36 @@ pub async fn run(
     schemas: Arc<dyn Source>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
+    // Each failing policy's next wait (a persistent failure, a status a webhook refuses, say,
+    // must not cost a write attempt twice a second forever); bounded by the number of policies.
+    let mut waits: std::collections::HashMap<String, Duration> = Default::default();
     loop {
         let names = tokio::select! {
             n = state.pending.take() => n,
             _ = stop.wait_for(|s| *s) => return,
         };
         for name in names {
-            if let Err(e) = sync(&policies, schemas.as_ref(), &name).await {
-                tracing::debug!(policy = %name, error = %e, "policy status: retrying");
-                let state = state.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(RETRY).await;
-                    state.pending.add(name);
-                });
+            if *stop.borrow() {
+                return;
+            }
+            match sync(&policies, schemas.as_ref(), &name).await {
+                Ok(()) => {
+                    waits.remove(&name);
+                }
+                Err(e) => {
+                    let wait = waits.get(&name).map_or(RETRY, |w| (*w * 2).min(MAX_RETRY));
+                    waits.insert(name.clone(), wait);
+                    if wait >= Duration::from_secs(8) {
+                        tracing::warn!(policy = %name, error = %e, retry_in = ?wait, "policy status: still failing");
+                    } else {
+                        tracing::debug!(policy = %name, error = %e, retry_in = ?wait, "policy status: retrying");
+                    }
+                    let state = state.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(wait).await;
+                        state.pending.add(name);
+                    });
+                }
             }
         }
     }

@@ -298,13 +298,14 @@ impl crate::admission::pod_security::dry_run::PodLister for NamespacePods {
         &self,
         namespace: &str,
         limit: usize,
+        timeout: std::time::Duration,
     ) -> Result<(Vec<serde_json::Value>, usize), crate::error::ApiError> {
         use crate::resource::Resource;
         let options = kubestore_proto::meta::v1::ListOptions {
             limit: i64::try_from(limit).unwrap_or(i64::MAX),
             ..Default::default()
         };
-        let ctx = crate::store::Ctx::within(crate::admission::pod_security::dry_run::TIMEOUT);
+        let ctx = crate::store::Ctx::within(timeout);
         let (meta, items) = self.0.list(ctx, namespace, Some(options)).await?;
         let more = meta
             .remaining_item_count

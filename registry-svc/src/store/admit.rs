@@ -40,7 +40,7 @@ impl<R: Resource> Store<R> {
             name,
             dry_run,
             user: &caller.user,
-            gate: Some(caller.gate()),
+            gate: Some(admission.gate_for(&caller)),
         };
         if !admission.interested(&request) {
             return Ok(());
@@ -79,7 +79,7 @@ impl<R: Resource> Store<R> {
             name,
             dry_run,
             user: &caller.user,
-            gate: Some(caller.gate()),
+            gate: Some(self.storage.admission.gate_for(caller)),
         }
     }
 

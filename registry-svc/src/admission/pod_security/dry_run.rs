@@ -36,8 +36,14 @@ pub const TIMEOUT: Duration = Duration::from_secs(1);
 /// Where a namespace's Pods come from.
 #[tonic::async_trait]
 pub trait PodLister: Send + Sync + 'static {
-    /// The Pods of `namespace`, at most `limit` of them, and how many there are in all.
-    async fn pods(&self, namespace: &str, limit: usize) -> Result<(Vec<Value>, usize), ApiError>;
+    /// The Pods of `namespace`, at most `limit` of them, and how many there are in all, read
+    /// within `timeout`.
+    async fn pods(
+        &self,
+        namespace: &str,
+        limit: usize,
+        timeout: Duration,
+    ) -> Result<(Vec<Value>, usize), ApiError>;
 }
 
 fn labels(o: Option<&Value>) -> BTreeMap<String, String> {
@@ -61,8 +67,8 @@ impl PodSecurity {
     }
 
     /// The new enforce policy the namespace's Pods are checked against, when upstream checks
-    /// them: it changed, is not privileged, is not the same version relaxed, the namespace is
-    /// not exempt, and the new labels parse (a label that does not is refused before this).
+    /// them: it changed, is not privileged, is not the same version relaxed, and the namespace
+    /// is not exempt.
     fn stricter(
         &self,
         r: &Request<'_>,
@@ -72,8 +78,9 @@ impl PodSecurity {
         let new = self.modes(&labels(object));
         let old = self.modes(&labels(old));
         let (n, o) = (new.enforce, old.enforce);
-        if !new.errors.is_empty()
-            || n == o
+        // New or changed labels that do not parse were refused before this (`plugin.rs`);
+        // unchanged ones leave enforce at `restricted`, failing closed, as upstream checks it.
+        if n == o
             || n.level == Level::Privileged
             || (n.version == o.version && n.level <= o.level)
             || self.exempt_namespace(r.name)
@@ -101,7 +108,7 @@ impl PodSecurity {
             None => TIMEOUT,
         };
         let started = std::time::Instant::now();
-        let listed = tokio::time::timeout(timeout, pods.pods(r.name, MAX_PODS)).await;
+        let listed = tokio::time::timeout(timeout, pods.pods(r.name, MAX_PODS, timeout)).await;
         let (mut items, total) = match listed {
             Ok(Ok(listed)) => listed,
             Ok(Err(e)) => {

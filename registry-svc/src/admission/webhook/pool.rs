@@ -6,7 +6,7 @@
 //! call. Opening one per call made a webhook on loopback add 22–26 ms at 64 concurrent
 //! writers, nearly all of it handshakes (BENCHMARKS.md, issue 33).
 //!
-//! A connection is put back only after its answer was read whole and found good; one that
+//! A connection is put back only after its answer was read whole with a success status; one that
 //! timed out, answered too much or failed is dropped, and dropping it aborts its driver task.
 //! The pool is bounded: [`PER_TARGET`] connections per webhook target (its address, TLS name
 //! and caBundle), [`MAX_IDLE`] in all (the target idle longest loses its connections first),
@@ -103,6 +103,20 @@ impl Pool {
             return;
         }
         let mut idle = self.lock();
+        // The target's expired or closed connections go first: they must not keep a live one
+        // out.
+        let now = Instant::now();
+        if let Some(list) = idle.targets.get_mut(&key) {
+            let before = list.len();
+            list.retain(|(c, since)| {
+                now.duration_since(*since) < IDLE_TIMEOUT && !c.sender.is_closed()
+            });
+            let (dropped, empty) = (before - list.len(), list.is_empty());
+            idle.count -= dropped;
+            if empty {
+                idle.targets.remove(&key);
+            }
+        }
         if idle
             .targets
             .get(&key)
