@@ -98,7 +98,9 @@ impl Quantity {
             let div = 10i128
                 .checked_pow((-shift) as u32)
                 .ok_or_else(|| format!("quantity is too small: {s:?}"))?;
-            v = (v + div - 1) / div; // round up
+            // Round up, without `v + div - 1`, which overflows near i128's end (a 2^67
+            // mantissa times `Ei`'s 2^60).
+            v = v / div + i128::from(v % div != 0);
         }
         if v > i128::from(i64::MAX) * NANO {
             return Err(format!("quantity is too large: {s:?}"));
@@ -281,6 +283,16 @@ mod tests {
 
     fn q(s: &str) -> Quantity {
         Quantity::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn a_value_near_the_end_of_the_range_rounds_up_without_overflowing() {
+        // A 2^67 - 1 mantissa with 28 decimals, times Ei's 2^60: near i128's end before the
+        // division (it once overflowed there, and wrapped to a negative value in release).
+        match Quantity::parse("0.0000000147573952589676412927Ei") {
+            Ok(v) => assert!(v.nanos() > 0, "{v:?}"),
+            Err(e) => assert!(e.contains("too large"), "{e}"),
+        }
     }
 
     #[test]

@@ -102,6 +102,25 @@ pub fn evaluate_as(
     authorizing: Option<&Authorizing>,
     budget: &mut Budget,
 ) -> Result<Outcome, String> {
+    // The estimator and the crate walk an expression recursively: one nested deeper than
+    // [`INLINE_DEPTH`] runs where validations run, on a thread with a large stack
+    // (`offload::validation`), as a deep expression on a worker's 2 MiB stack would abort the
+    // process; the usual shallow ones run in place, without a thread's cost.
+    if expr.compiled.depth > INLINE_DEPTH {
+        return crate::offload::validation(|| run(expr, vars, authorizing, budget))?;
+    }
+    run(expr, vars, authorizing, budget)
+}
+
+/// Expressions nested at most this deep are evaluated on the caller's stack.
+const INLINE_DEPTH: usize = 12;
+
+fn run(
+    expr: &Expression,
+    vars: &[(&str, &Value)],
+    authorizing: Option<&Authorizing>,
+    budget: &mut Budget,
+) -> Result<Outcome, String> {
     if budget.stopped() {
         return Err("validation failed due to running out of cost budget, no further validation rules will be run".into());
     }

@@ -74,6 +74,8 @@ struct Compiled {
     program: cel::Program,
     evaluated: IdedExpr,
     patterns: Arc<eval::Patterns>,
+    /// How deeply the expression nests (what its recursive walks need of the stack).
+    depth: usize,
 }
 
 /// One compiled rule.
@@ -198,7 +200,8 @@ fn compile_one(source: &str) -> Result<Compiled, String> {
     // Upstream's parser refuses expressions nested deeper than 250 (`MaxRecursionDepth`); the
     // crate's counts parentheses only, so a chain of 1,000 `+` parses into a tree as deep,
     // which evaluation, recursive, could not walk without overflowing its stack.
-    if depth(program.expression()) > MAX_DEPTH {
+    let nesting = depth(program.expression());
+    if nesting > MAX_DEPTH {
         return Err("compilation failed: max recursion depth exceeded".into());
     }
     let (evaluated, patterns) =
@@ -207,6 +210,7 @@ fn compile_one(source: &str) -> Result<Compiled, String> {
         program,
         evaluated,
         patterns: Arc::new(patterns),
+        depth: nesting,
     })
 }
 

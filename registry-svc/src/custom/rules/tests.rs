@@ -273,6 +273,21 @@ fn deep_expressions_are_refused_and_the_deepest_allowed_runs() {
 }
 
 #[test]
+fn a_deep_policy_expression_is_evaluated_off_the_callers_stack() {
+    // Policies are evaluated inside the request, on an async worker (2 MiB of stack): the
+    // deepest expression allowed must not overflow it, and runs on a validation thread.
+    let deepest = format!("1{} == {}", " + 1".repeat(MAX_DEPTH - 3), MAX_DEPTH - 2);
+    let e = super::expression::Expression::compile(&deepest).expect("compiles");
+    let out = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || super::expression::evaluate(&e, &[], &mut Budget::default()))
+        .expect("thread")
+        .join()
+        .expect("no overflow");
+    assert_eq!(out, Ok(super::expression::Outcome::Bool(true)));
+}
+
+#[test]
 fn what_the_crate_reads_is_charged() {
     // The crate's size() counts a string's characters and `in` and `[]` hash a map's key,
     // where upstream's model charges 1: on a list of 100,000 items and a string of 1 MiB, each

@@ -15,26 +15,14 @@ const NAMESPACES: [&str; 3] = ["sets", "ip", "strings"];
 
 impl<'v> Estimator<'v> {
     pub(super) fn call(&mut self, call: &CallExpr) -> (u64, Shape<'v>) {
-        // `sets.contains(a, b)`, `ip.isCanonical(s)` and `strings.quote(s)` parse as calls on
-        // an identifier; unless a variable has that name, they are the namespace's functions.
-        let qualified = match call.target.as_deref().map(|t| &t.expr) {
-            Some(Expr::Ident(ns))
-                if NAMESPACES.contains(&ns.as_str()) && self.var(ns).is_none() =>
-            {
-                Some(format!("{ns}.{}", call.func_name))
-            }
-            _ => None,
-        };
-        let name = qualified.as_deref().unwrap_or(call.func_name.as_str());
+        let name = call.func_name.as_str();
         // The operands: the target of a receiver call first.
         let operands: Vec<&IdedExpr> = call
             .target
             .iter()
-            .filter(|_| qualified.is_none())
             .map(|t| t.as_ref())
             .chain(call.args.iter())
             .collect();
-        let receiver = call.target.is_some() && qualified.is_none();
         match (name, operands.as_slice()) {
             (operators::LOGICAL_AND | operators::LOGICAL_OR, [a, b]) => {
                 let (ca, _) = self.estimate(a);
@@ -50,16 +38,48 @@ impl<'v> Estimator<'v> {
             }
             _ => {}
         }
-        let mut args_cost = 0u64;
+        // Each operand is estimated once (an estimate per interpretation below would double
+        // at each level of nesting).
+        let mut costs = Vec::with_capacity(operands.len());
         let mut shapes = Vec::with_capacity(operands.len());
         for o in &operands {
             let (c, s) = self.estimate(o);
-            args_cost = add(args_cost, c);
+            costs.push(c);
             shapes.push(s);
         }
-        let (mut own, shape) = self.call_cost(name, receiver, &operands, &shapes);
+        // `sets.contains(a, b)`, `ip.isCanonical(s)` and `strings.quote(s)` parse as calls on
+        // an identifier: the namespace's functions. When a variable (a macro's, say) has that
+        // name the crate may call either, the method when one applies to the variable's value
+        // and the function otherwise: both are estimated and the dearer one charged.
+        if let Some(Expr::Ident(ns)) = call.target.as_deref().map(|t| &t.expr)
+            && NAMESPACES.contains(&ns.as_str())
+        {
+            let qualified = format!("{ns}.{name}");
+            let (cf, sf) = self.apply(&qualified, false, &operands[1..], &costs[1..], &shapes[1..]);
+            if self.var(ns).is_none() {
+                return (cf, sf);
+            }
+            let (cm, sm) = self.apply(name, true, &operands, &costs, &shapes);
+            let shape = self.union(&sf, &sm);
+            return (cf.max(cm), shape);
+        }
+        self.apply(name, call.target.is_some(), &operands, &costs, &shapes)
+    }
+
+    /// The cost of calling `name` on operands already estimated (`costs`, `shapes`), theirs
+    /// included, and the result's shape.
+    fn apply(
+        &mut self,
+        name: &str,
+        receiver: bool,
+        operands: &[&IdedExpr],
+        costs: &[u64],
+        shapes: &[Shape<'v>],
+    ) -> (u64, Shape<'v>) {
+        let args_cost = costs.iter().fold(0u64, |a, c| add(a, *c));
+        let (mut own, shape) = self.call_cost(name, receiver, operands, shapes);
         if self.runtime() {
-            own = add(own, self.error_copies(name, &shapes));
+            own = add(own, self.error_copies(name, shapes));
         }
         (add(args_cost, own), shape)
     }

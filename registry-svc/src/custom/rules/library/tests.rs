@@ -537,6 +537,30 @@ fn no_chain_of_calls_outgrows_its_bound() {
     // Joining with a separator built by joining: bounded by the items and separators.
     let list = json!(vec!["a".repeat(1000); 100]);
     assert!(runtime_cost("s.join(s.join('')).size() > 0", &list) > PER_CALL_LIMIT);
+    // A macro's variable named after a namespace does not hide the namespace's function
+    // from the estimate: the crate calls `strings.quote` when no method of the variable
+    // applies, and each quote of backslashes doubles them.
+    let mut quoted = "strings.quote('\\\\')".to_string();
+    for _ in 0..35 {
+        quoted = format!("strings.quote({quoted})");
+    }
+    let shadowed = format!("[0].all(strings, {quoted}.size() > 0)");
+    // Deep nesting wants the stack rules run with (`offload`), not a test thread's.
+    let refused = std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || eval_with(&shadowed, &[]))
+        .expect("thread")
+        .join()
+        .expect("evaluated");
+    assert_eq!(
+        refused,
+        Err("operation cancelled: actual cost limit exceeded".into())
+    );
+    let big = json!((0..5000).collect::<Vec<_>>());
+    assert!(
+        runtime_cost("[0].all(sets, sets.intersects(s, s))", &big)
+            >= runtime_cost("sets.intersects(s, s)", &big)
+    );
     // Formatting a list prints it whole.
     let many = json!(vec!["x".repeat(100); 1000]);
     assert!(
