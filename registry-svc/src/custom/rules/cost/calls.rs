@@ -440,18 +440,23 @@ impl<'v> Estimator<'v> {
                 | "compareTo"
                 | "add"
                 | "sub"
-                | "serviceAccount"
-                | "path"
-                | "group"
-                | "resource"
-                | "subresource"
-                | "namespace"
-                | "name"
                 | "allowed"
                 | "errored"
                 | "error",
                 _,
             ) => (1, Self::scalar()),
+            // The authorizer's builders copy their strings, and the check they build so far
+            // (each is a new value): charged by what they hold, which their result carries
+            // on to whatever copies or compares it.
+            (
+                "serviceAccount" | "path" | "group" | "resource" | "subresource" | "namespace"
+                | "name",
+                _,
+            ) if receiver => {
+                let bytes = shapes.iter().fold(0u64, |b, s| add(b, self.byte_len(s)));
+                let cost = if runtime { add(1, tenth(bytes)) } else { 1 };
+                (cost, Self::string_of(bytes, bytes))
+            }
             // What an authorizer gives as its reason: short, whichever authorizer.
             ("reason", _) if receiver => (1, Self::string_of(1024, 4096)),
             // An authorization check: upstream allows two per expression.
