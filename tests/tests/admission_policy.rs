@@ -33,6 +33,38 @@ async fn namespace(c: &KubeCluster, name: &str, labels: Value) {
     post(c, "/api/v1/namespaces", &ns).await.is(201);
 }
 
+/// Defines upstream's ReplicaLimit parameter kind (`rules.example.com/v1`, `maxReplicas`) and
+/// waits until it is served.
+async fn replica_limits(c: &KubeCluster) {
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "replicalimits.rules.example.com"},
+        "spec": {"group": "rules.example.com", "scope": "Namespaced",
+                 "names": {"plural": "replicalimits", "singular": "replicalimit", "kind": "ReplicaLimit"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object",
+                         "properties": {"maxReplicas": {"type": "integer"}}}}}]}});
+    post(
+        c,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    )
+    .await
+    .is(201);
+    wait_until(Duration::from_secs(10), "the kind is served", || async {
+        call(
+            c.api,
+            "GET",
+            "/apis/rules.example.com/v1/replicalimits",
+            &[],
+            b"",
+        )
+        .await
+        .code
+            == 200
+    })
+    .await;
+}
+
 const VAP: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
 const BINDINGS: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
 
@@ -286,26 +318,8 @@ async fn a_bound_policy_denies_warns_and_audits_in_upstreams_words() {
 async fn parameters_come_from_a_custom_kind_and_from_selected_config_maps() {
     let c = KubeCluster::start().await;
     namespace(&c, "team", json!({})).await;
-    // Upstream's ReplicaLimit parameter kind.
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "replicalimits.rules.example.com"},
-        "spec": {"group": "rules.example.com", "scope": "Namespaced",
-                 "names": {"plural": "replicalimits", "singular": "replicalimit", "kind": "ReplicaLimit"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                     "schema": {"openAPIV3Schema": {"type": "object",
-                         "properties": {"maxReplicas": {"type": "integer"}}}}}]}});
-    post(
-        &c,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        &crd,
-    )
-    .await
-    .is(201);
+    replica_limits(&c).await;
     let limits = "/apis/rules.example.com/v1/namespaces/default/replicalimits";
-    wait_until(Duration::from_secs(10), "the kind is served", || async {
-        call(c.api, "GET", limits, &[], b"").await.code == 200
-    })
-    .await;
     let limit = json!({"apiVersion": "rules.example.com/v1", "kind": "ReplicaLimit",
                        "metadata": {"name": "replica-limit-test.example.com"}, "maxReplicas": 1});
     post(&c, limits, &limit).await.is(201);
@@ -546,33 +560,7 @@ async fn checked(c: &KubeCluster, name: &str, generation: i64) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn type_checking_warnings_are_written_to_the_policy_status() {
     let c = KubeCluster::start().await;
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "replicalimits.rules.example.com"},
-        "spec": {"group": "rules.example.com", "scope": "Namespaced",
-                 "names": {"plural": "replicalimits", "singular": "replicalimit", "kind": "ReplicaLimit"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                     "schema": {"openAPIV3Schema": {"type": "object",
-                         "properties": {"maxReplicas": {"type": "integer"}}}}}]}});
-    post(
-        &c,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        &crd,
-    )
-    .await
-    .is(201);
-    wait_until(Duration::from_secs(10), "the kind is served", || async {
-        call(
-            c.api,
-            "GET",
-            "/apis/rules.example.com/v1/replicalimits",
-            &[],
-            b"",
-        )
-        .await
-        .code
-            == 200
-    })
-    .await;
+    replica_limits(&c).await;
     let policy = |validations: Value| {
         json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
             "metadata": {"name": "typed"},
