@@ -56,6 +56,19 @@ impl Operation {
     }
 }
 
+/// The labels of an object in Kubernetes JSON (none when it has none; values that are not
+/// strings left out): what selectors and Pod Security read.
+pub fn labels_of(v: &Value) -> std::collections::BTreeMap<String, String> {
+    v.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, x)| Some((k.clone(), x.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A write as admission sees it (upstream's `admission.Attributes`, less the objects).
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {

@@ -24,7 +24,7 @@ use super::{
     plugin::{PodSecurity, Policy},
 };
 use crate::{
-    admission::{Operation, Request},
+    admission::{Operation, Request, labels_of},
     error::ApiError,
 };
 
@@ -47,14 +47,7 @@ pub trait PodLister: Send + Sync + 'static {
 }
 
 fn labels(o: Option<&Value>) -> BTreeMap<String, String> {
-    o.and_then(|o| o.pointer("/metadata/labels"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
+    o.map(labels_of).unwrap_or_default()
 }
 
 impl PodSecurity {

@@ -33,7 +33,7 @@ use super::{
     configuration::{Defaults, PodSecurityConfig},
 };
 use crate::{
-    admission::{Objects, Operation, Outcome, Plugin, Request, namespaces::Namespaces},
+    admission::{Objects, Operation, Outcome, Plugin, Request, labels_of, namespaces::Namespaces},
     error::ApiError,
 };
 
@@ -314,16 +314,7 @@ impl PodSecurity {
         if !r.subresource.is_empty() {
             return Ok(());
         }
-        let labels_of = |o: Option<&Value>| -> BTreeMap<String, String> {
-            o.and_then(|o| o.pointer("/metadata/labels"))
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let labels_of = |o: Option<&Value>| o.map(labels_of).unwrap_or_default();
         let labels = labels_of(objects.object()?);
         if !labels.keys().any(|k| k.starts_with(LABEL_PREFIX)) {
             return Ok(());

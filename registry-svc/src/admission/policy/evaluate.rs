@@ -13,9 +13,9 @@ use std::{
 use kubestore_proto::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
 use serde_json::{Map, Value, json};
 
-use super::{Policies, compiled, matching, params::labels_of};
+use super::{Policies, compiled, matching};
 use crate::{
-    admission::{Objects, Outcome, Request},
+    admission::{Objects, Outcome, Request, labels_of},
     authz::{Attributes, Decision as AuthzDecision, ResourceAttributes},
     custom::rules::{
         Budget,

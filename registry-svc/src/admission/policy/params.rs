@@ -87,18 +87,6 @@ fn key_of(v: &Value) -> (String, String) {
     (text("namespace"), text("name"))
 }
 
-/// The labels of a JSON object.
-pub fn labels_of(v: &Value) -> BTreeMap<String, String> {
-    v.pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, x)| Some((k.clone(), x.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Every followed parameter kind.
 #[derive(Default)]
 pub struct Params {
@@ -195,7 +183,9 @@ impl Params {
             objects
                 .range((in_namespace.to_string(), String::new())..)
                 .take_while(|((ns, _), _)| ns == in_namespace)
-                .filter(|(_, v)| crate::rbac::rules::selects(selector, &labels_of(v)))
+                .filter(|(_, v)| {
+                    crate::rbac::rules::selects(selector, &crate::admission::labels_of(v))
+                })
                 .map(|(_, v)| v.clone())
                 .collect()
         } else {

@@ -42,11 +42,7 @@ use kubestore_proto::admissionregistration::v1::{
 };
 use serde_json::{Value, json};
 
-use super::{
-    Outcome, Request,
-    namespaces::Namespaces,
-    policy::{matching, params::labels_of},
-};
+use super::{Outcome, Request, labels_of, namespaces::Namespaces, policy::matching};
 use crate::{
     custom::rules::{
         Budget,
