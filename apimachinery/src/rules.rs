@@ -88,6 +88,8 @@ const RULES: &[(&str, FieldRule)] = &[
     // meta/v1 ObjectMeta
     (".meta.v1.ObjectMeta.finalizers", MERGE_PRIMITIVES),
     (".meta.v1.ObjectMeta.owner_references", merge_by("uid")),
+    // meta/v1 ManagedFieldsEntry: FieldsV1 is JSON in Kubernetes JSON.
+    (".meta.v1.ManagedFieldsEntry.fields_v1", JSON),
     // meta/v1 OwnerReference: apiVersion, kind, name and uid have no omitempty.
     (".meta.v1.OwnerReference.api_version", ALWAYS),
     (".meta.v1.OwnerReference.kind", ALWAYS),

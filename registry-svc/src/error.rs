@@ -54,6 +54,15 @@ pub enum ApiError {
         /// What did not match.
         message: String,
     },
+    /// A server-side apply set fields other managers own, to other values (upstream's
+    /// `NewApplyConflict`: 409 Conflict, one `FieldManagerConflict` cause per field).
+    #[error("{message}")]
+    ApplyConflict {
+        /// Upstream's words (`Apply failed with 1 conflict: conflict with "kubectl" ...`).
+        message: String,
+        /// (`conflict with "<manager>"`, the field's path) per conflict.
+        causes: Vec<(String, String)>,
+    },
     /// The object fails validation; the violations are listed.
     #[error("{kind} \"{}\" is invalid: {}", shown(.name), render(.violations))]
     Invalid {
@@ -258,7 +267,7 @@ impl ApiError {
         match self {
             Self::NotFound { .. } => "NotFound",
             Self::AlreadyExists { .. } => "AlreadyExists",
-            Self::Conflict { .. } => "Conflict",
+            Self::Conflict { .. } | Self::ApplyConflict { .. } => "Conflict",
             Self::Invalid { .. } | Self::Unprocessable { .. } => "Invalid",
             Self::BadRequest(_) => "BadRequest",
             Self::MethodNotSupported(_) => "MethodNotAllowed",
@@ -281,7 +290,7 @@ impl ApiError {
     pub fn http_code(&self) -> u16 {
         match self {
             Self::NotFound { .. } => 404,
-            Self::AlreadyExists { .. } | Self::Conflict { .. } => 409,
+            Self::AlreadyExists { .. } | Self::Conflict { .. } | Self::ApplyConflict { .. } => 409,
             Self::Invalid { .. } | Self::Unprocessable { .. } => 422,
             Self::BadRequest(_) => 400,
             Self::MethodNotSupported(_) => 405,
@@ -309,7 +318,7 @@ impl ApiError {
         match self {
             Self::NotFound { .. } => Code::NotFound,
             Self::AlreadyExists { .. } => Code::AlreadyExists,
-            Self::Conflict { .. } => Code::Aborted,
+            Self::Conflict { .. } | Self::ApplyConflict { .. } => Code::Aborted,
             Self::Invalid { .. }
             | Self::Unprocessable { .. }
             | Self::BadRequest(_)
@@ -444,6 +453,14 @@ impl From<ApiError> for Status {
             | ApiError::Conflict { resource, name, .. } => {
                 put("resource", resource);
                 put("name", name);
+            }
+            ApiError::ApplyConflict { causes, .. } => {
+                details.set_bad_request(
+                    causes
+                        .iter()
+                        .map(|(message, field)| FieldViolation::new(field.clone(), message.clone()))
+                        .collect::<Vec<_>>(),
+                );
             }
             ApiError::Invalid {
                 kind,

@@ -52,6 +52,7 @@ pub mod fuzzing;
 pub mod grpc;
 pub mod kinds;
 pub mod lifecycle;
+pub mod managed;
 pub mod metrics;
 pub mod names;
 pub mod object_count;

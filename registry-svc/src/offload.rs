@@ -164,6 +164,18 @@ fn too_many() -> ApiError {
     ))
 }
 
+/// The work of reading `raw` as YAML, in bytes of input it is like: its size, except with
+/// aliases, which may expand to far more (up to the bound of `kubestore_apimachinery::yaml`,
+/// about half a second of CPU for a 15 KB body): such a body is read off the async workers
+/// whatever its size.
+pub fn yaml_size(raw: &[u8]) -> usize {
+    if raw.contains(&b'*') {
+        raw.len().max(INLINE_BYTES)
+    } else {
+        raw.len()
+    }
+}
+
 /// Runs `work`, whose input is `size` bytes: in place when small, else off the async workers
 /// with a permit, waiting for one until `deadline` (504 after it; 429 when [`MAX_WAITING`]
 /// callers wait already).

@@ -159,6 +159,13 @@ pub trait Strategy<R: Resource>: Send + Sync + 'static {
         false
     }
 
+    /// The kind's structured-merge-diff type, for managed fields and server-side apply
+    /// (`managed`): None for a built-in kind, whose type the Store reads from its message's
+    /// descriptors; a custom kind's comes from its definition's schema.
+    fn field_type(&self) -> Option<std::sync::Arc<kubestore_apimachinery::smd::ParseableType>> {
+        None
+    }
+
     /// Status update (upstream's status strategy `PrepareForUpdate`): everything but what the
     /// status subresource may write comes from `old`.
     fn prepare_for_status_update(&self, new: &mut R, old: &R) {

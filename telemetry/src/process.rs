@@ -11,6 +11,13 @@ use crate::{LogFormat, TelemetryConfig, shutdown, tls::ClientTlsArgs, tracing_se
 /// The shutdown future handed to `run`.
 pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// The stack of the runtime's threads (workers and its blocking pool), reserved, not
+/// committed: a request's futures are polled on them, nested as deep as the request's layers,
+/// and the work at the bottom (a structured-merge-diff walk of an object, a validation) adds
+/// its own. Tokio's 2 MiB default left a debug build's apply of a Pod without room; Go, which
+/// kube-apiserver runs on, grows its stacks instead.
+pub const THREAD_STACK_BYTES: usize = 8 << 20;
+
 /// Runs a service binary. With `healthcheck`, only asks the server at `listen` whether it is
 /// SERVING (exit 0) and returns: over TLS when its flags give a CA.
 pub fn main<F, Fut, E>(
@@ -29,6 +36,7 @@ where
     // usual soft limit (1,024) is a small fraction of what the hard limit allows.
     raise_nofile(None);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(THREAD_STACK_BYTES)
         .enable_all()
         .build()
     {

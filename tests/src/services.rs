@@ -65,6 +65,7 @@ impl ServiceHandle {
                 let d = dispatch.clone();
                 let runtime = tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(2)
+                    .thread_stack_size(kubestore_telemetry::process::THREAD_STACK_BYTES)
                     .thread_name(thread_name.clone())
                     .enable_all()
                     .on_thread_start(move || {

@@ -22,9 +22,9 @@ use kubestore_controllers::namespace::{FINALIZER, RECHECK, run};
 use kubestore_proto::{
     meta::v1::ListMeta,
     registry::v1::{
-        ApiResource, CreateRequest, DeleteCollectionRequest, DeleteRequest, DeleteResponse,
-        DiscoverRequest, DiscoverResponse, GetRequest, ListRequest, Object, ObjectList,
-        PatchRequest, UpdateRequest, WatchEvent, WatchRequest, WriteResponse,
+        ApiResource, ApplyRequest, CreateRequest, DeleteCollectionRequest, DeleteRequest,
+        DeleteResponse, DiscoverRequest, DiscoverResponse, GetRequest, ListRequest, Object,
+        ObjectList, PatchRequest, UpdateRequest, WatchEvent, WatchRequest, WriteResponse,
         resources_server::{Resources, ResourcesServer},
     },
 };
@@ -195,6 +195,10 @@ impl Resources for Fake {
 
     async fn patch(&self, _: Request<PatchRequest>) -> Result<Response<WriteResponse>, Status> {
         Err(Status::unimplemented("the controller patches nothing"))
+    }
+
+    async fn apply(&self, _: Request<ApplyRequest>) -> Result<Response<WriteResponse>, Status> {
+        Err(Status::unimplemented("the controller applies nothing"))
     }
 
     async fn delete(&self, r: Request<DeleteRequest>) -> Result<Response<DeleteResponse>, Status> {

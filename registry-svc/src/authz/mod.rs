@@ -338,6 +338,8 @@ pub struct Caller {
     /// Warnings for the client (admission's), sent by the transport when the request ends;
     /// none for the registry's own shared caller, which no transport drains.
     warnings: Option<Mutex<Vec<String>>>,
+    /// The request's `User-Agent`: its writes' field manager when it names none (`managed`).
+    pub user_agent: String,
 }
 
 /// Most warnings one request keeps (upstream's recorder bounds their total size; the REST
@@ -352,7 +354,14 @@ impl Caller {
             gate,
             audit: None,
             warnings: Some(Mutex::new(Vec::new())),
+            user_agent: String::new(),
         }
+    }
+
+    /// This caller, whose requests say they come from `user_agent`.
+    pub fn with_user_agent(mut self, user_agent: &str) -> Self {
+        self.user_agent = user_agent.to_string();
+        self
     }
 
     /// Adds a warning for the client (kept once per text, at most [`MAX_WARNINGS`]).
@@ -396,6 +405,9 @@ impl Caller {
                     gate: Gate::allow_all(),
                     audit: None,
                     warnings: None,
+                    // The manager of the registry's own writes, as upstream's loopback client
+                    // is `kube-apiserver`.
+                    user_agent: "registry-svc".into(),
                 })
             })
             .clone()

@@ -99,6 +99,32 @@ impl<R: Resource, S: Shape<R>> StoreEndpoint<R, S> {
         }
     }
 
+    /// A server-side apply (a PATCH of `application/apply-patch+yaml`, gRPC's Apply).
+    async fn apply(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        config: &Value,
+        part: Part,
+        options: &WriteOptions,
+    ) -> Result<Written, ApiError> {
+        let ctx = ctx.managed_by(&options.field_manager);
+        let (s, dry_run) = (&self.store, options.dry_run);
+        let apply = crate::store::update::Apply {
+            config,
+            force: options.force,
+            body_bytes: options.body_bytes,
+        };
+        s.request(&ctx, Verb::patch(part), namespace, dry_run, async {
+            let (applied, created) = s
+                .apply(ctx.clone(), namespace, name, &apply, dry_run, part)
+                .await?;
+            self.written(&ctx, &applied, Vec::new(), created)
+        })
+        .await
+    }
+
     fn handle(&self) -> Self {
         Self {
             store: self.store.clone(),
@@ -402,6 +428,7 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
         self.shape.admit_create()?;
+        let ctx = ctx.managed_by(&options.field_manager);
         let (s, dry_run) = (&self.store, options.dry_run);
         s.request(&ctx, Verb::Create, namespace, dry_run, async {
             let (obj, warnings) = self.take_in(&ctx, body, options)?;
@@ -420,6 +447,7 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         part: Part,
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
+        let ctx = ctx.managed_by(&options.field_manager);
         let (s, dry_run) = (&self.store, options.dry_run);
         s.request(&ctx, Verb::update(part), namespace, dry_run, async {
             let (obj, warnings) = self.take_in(&ctx, body, options)?;
@@ -446,6 +474,21 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         part: Part,
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
+        let ctx = ctx.managed_by(&options.field_manager);
+        if patch.patch_type == PatchType::Apply {
+            // Boxed: an apply's future stays out of every other patch's.
+            return Box::pin(self.apply(ctx, namespace, name, &patch.body, part, options)).await;
+        }
+        if options.force {
+            return Err(ApiError::invalid(
+                "",
+                "",
+                vec![(
+                    "force".to_string(),
+                    "Forbidden: may not be specified for non-apply patch".to_string(),
+                )],
+            ));
+        }
         let strategic = self.shape.strategic();
         let accepted = match patch.patch_type {
             PatchType::Apply => false,

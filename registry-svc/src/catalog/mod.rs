@@ -139,8 +139,10 @@ pub struct WriteOptions {
     pub dry_run: bool,
     /// What to do with unknown fields.
     pub field_validation: FieldValidation,
-    /// `fieldManager` (accepted and validated; no managed fields are kept yet).
+    /// `fieldManager`: the manager of the write's fields (`managed`); required by an apply.
     pub field_manager: String,
+    /// `force`: an apply takes the fields other managers own instead of conflicting.
+    pub force: bool,
     /// The size of the request's body, as it came: work on a large one (taking it in, applying
     /// it as a patch) runs off the async workers (`offload`).
     pub body_bytes: usize,

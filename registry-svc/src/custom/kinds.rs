@@ -284,6 +284,7 @@ impl CustomKinds {
             schema: Arc::new(schema),
             status: false,
             json_fields: Vec::new(),
+            fields: None,
         };
         Some(Store::with_names(
             self.storage.clone(),
@@ -353,11 +354,22 @@ impl CustomKinds {
                 .iter()
                 .filter_map(|f| selectable(&schema, &f.json_path))
                 .collect();
+            let fields = match crate::managed::types::custom(
+                crate::resource::codec().descriptors(),
+                definition::schema_json(v).as_ref(),
+            ) {
+                Ok(t) => Some(Arc::new(t)),
+                Err(e) => {
+                    tracing::warn!(definition = %store_names.resource, version = %v.name, error = %e, "no field type for the version: its objects keep no managed fields");
+                    None
+                }
+            };
             let strategy = CustomStrategy {
                 namespaced,
                 schema: schema.clone(),
                 status,
                 json_fields,
+                fields,
             };
             versions.insert(
                 v.name.clone(),

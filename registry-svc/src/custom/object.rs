@@ -68,13 +68,17 @@ impl crate::resource::Resource for CustomObject {
 }
 
 impl CustomObject {
-    /// The object from its JSON form: `metadata` parsed as ObjectMeta (unknown metadata fields,
-    /// such as managedFields, are dropped), the rest kept as it is.
+    /// The object from its JSON form: `metadata` parsed as ObjectMeta (unknown metadata fields
+    /// are dropped; managed fields' `fieldsV1` objects become the text ObjectMeta holds), the
+    /// rest kept as it is.
     pub fn from_json(mut object: Map<String, Value>) -> Result<Self, ApiError> {
         let metadata = match object.remove("metadata") {
             None | Some(Value::Null) => ObjectMeta::default(),
-            Some(m @ Value::Object(_)) => serde_json::from_value(m)
-                .map_err(|e| ApiError::BadRequest(format!("metadata does not parse: {e}")))?,
+            Some(Value::Object(mut m)) => {
+                fields_v1_as_text(&mut m);
+                serde_json::from_value(Value::Object(m))
+                    .map_err(|e| ApiError::BadRequest(format!("metadata does not parse: {e}")))?
+            }
             Some(other) => {
                 return Err(ApiError::BadRequest(format!(
                     "metadata must be an object, not {}",
@@ -140,14 +144,45 @@ pub fn metadata_json(meta: Option<&ObjectMeta>) -> Result<Value, ApiError> {
         }
         // Kubernetes writes UTC times with `Z` (RFC 3339, as Go's time.RFC3339).
         for field in ["creationTimestamp", "deletionTimestamp"] {
-            if let Some(Value::String(s)) = m.get_mut(field)
-                && let Some(utc) = s.strip_suffix("+00:00")
-            {
-                *s = format!("{utc}Z");
+            if let Some(Value::String(s)) = m.get_mut(field) {
+                utc_z(s);
+            }
+        }
+        // A managed fields entry's `fieldsV1` is the JSON its text holds.
+        if let Some(Value::Array(entries)) = m.get_mut("managedFields") {
+            for e in entries.iter_mut().filter_map(Value::as_object_mut) {
+                if let Some(Value::String(s)) = e.get_mut("time") {
+                    utc_z(s);
+                }
+                if let Some(Value::String(text)) = e.get("fieldsV1")
+                    && let Ok(v) = serde_json::from_str::<Value>(text)
+                {
+                    e.insert("fieldsV1".into(), v);
+                }
             }
         }
     }
     Ok(meta)
+}
+
+/// `s`, a UTC time, with `Z` for `+00:00`.
+fn utc_z(s: &mut String) {
+    if let Some(utc) = s.strip_suffix("+00:00") {
+        *s = format!("{utc}Z");
+    }
+}
+
+/// A metadata object's managed fields entries with `fieldsV1` as the text ObjectMeta holds
+/// (a JSON object in Kubernetes JSON).
+fn fields_v1_as_text(meta: &mut Map<String, Value>) {
+    if let Some(Value::Array(entries)) = meta.get_mut("managedFields") {
+        for e in entries.iter_mut().filter_map(Value::as_object_mut) {
+            if let Some(v) = e.get("fieldsV1").filter(|v| !v.is_string()) {
+                let text = v.to_string();
+                e.insert("fieldsV1".into(), Value::String(text));
+            }
+        }
+    }
 }
 
 /// `v` with every object's keys in sorted order.

@@ -35,6 +35,9 @@ pub struct CustomStrategy {
     pub status: bool,
     /// The version's `selectableFields`, as field selectors storage reads in the JSON.
     pub json_fields: Vec<crate::selectors::JsonField>,
+    /// The version's structured-merge-diff type (`managed::types::custom`); None: objects
+    /// keep no managed fields and cannot be applied.
+    pub fields: Option<Arc<kubestore_apimachinery::smd::ParseableType>>,
 }
 
 impl CustomStrategy {
@@ -116,6 +119,10 @@ impl Strategy<CustomObject> for CustomStrategy {
     fn allow_unconditional_update(&self) -> bool {
         // Upstream's customResourceStrategy: updates without resourceVersion are refused.
         false
+    }
+
+    fn field_type(&self) -> Option<Arc<kubestore_apimachinery::smd::ParseableType>> {
+        self.fields.clone()
     }
 
     fn prepare_for_update(&self, new: &mut CustomObject, old: &CustomObject) {

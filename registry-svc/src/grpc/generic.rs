@@ -8,11 +8,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kubestore_apimachinery::patch::{Patch, PatchType as ApplyType};
 use kubestore_proto::registry::v1::{
-    ApiResource, CreateRequest, DeleteCollectionRequest, DeleteRequest, DeleteResponse,
-    DiscoverRequest, DiscoverResponse, FieldValidation as WireValidation, GetRequest, ListRequest,
-    Object, ObjectList, Output as WireOutput, PatchRequest, PatchType, ResourceRef, UpdateRequest,
-    WatchEvent, WatchRequest, WriteOptions as WireOptions, WriteResponse,
-    resources_server::Resources,
+    ApiResource, ApplyRequest, CreateRequest, DeleteCollectionRequest, DeleteRequest,
+    DeleteResponse, DiscoverRequest, DiscoverResponse, FieldValidation as WireValidation,
+    GetRequest, ListRequest, Object, ObjectList, Output as WireOutput, PatchRequest, PatchType,
+    ResourceRef, UpdateRequest, WatchEvent, WatchRequest, WriteOptions as WireOptions,
+    WriteResponse, resources_server::Resources,
 };
 use serde_json::Value;
 use tokio_stream::StreamExt;
@@ -154,6 +154,7 @@ fn write_options(o: Option<WireOptions>, body: &str) -> WriteOptions {
             _ => FieldValidation::Warn,
         },
         field_manager: o.field_manager,
+        force: o.force,
         body_bytes: body.len(),
     }
 }
@@ -409,6 +410,40 @@ impl Resources for GenericService {
             body: body(&r.patch, &ctx)?,
         };
         let options = write_options(r.options, &r.patch);
+        let w = e
+            .patch(ctx, &r.namespace, &r.name, patch, p, &options)
+            .await?;
+        Ok(Response::new(written(w)))
+    }
+
+    async fn apply(
+        &self,
+        request: Request<ApplyRequest>,
+    ) -> Result<Response<WriteResponse>, Status> {
+        let (md, ext, r) = request.into_parts();
+        let mut ctx = ctx(&md, &ext)?;
+        let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
+        let p = part(&r.subresource)?;
+        authorize(
+            &mut ctx,
+            e.as_ref(),
+            Verb::patch(p),
+            p,
+            &r.namespace,
+            &r.name,
+        )?;
+        // YAML, of which JSON is a part; aliases are bounded by the YAML reader.
+        let deadline = Some(ctx.deadline.instant().into_std());
+        let size = crate::offload::yaml_size(r.config.as_bytes());
+        let config = crate::offload::run(size, deadline, || {
+            kubestore_apimachinery::yaml::to_json(r.config.as_bytes())
+                .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))
+        })?;
+        let patch = Patch {
+            patch_type: ApplyType::Apply,
+            body: config,
+        };
+        let options = write_options(r.options, &r.config);
         let w = e
             .patch(ctx, &r.namespace, &r.name, patch, p, &options)
             .await?;

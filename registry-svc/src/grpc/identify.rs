@@ -198,8 +198,16 @@ where
                     Ok(user) => user,
                     Err(e) => return Ok(Status::from(e).into_http()),
                 };
-                let caller =
-                    Arc::new(Caller::new(user, layer.gate.clone()).audited(record.clone()));
+                let user_agent = request
+                    .headers()
+                    .get(http::header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                let caller = Arc::new(
+                    Caller::new(user, layer.gate.clone())
+                        .audited(record.clone())
+                        .with_user_agent(user_agent),
+                );
                 served = Some(caller.clone());
                 request.extensions_mut().insert(caller);
                 inner.call(request).await

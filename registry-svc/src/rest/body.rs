@@ -95,8 +95,8 @@ pub fn work_size(content_type: &str, raw: &[u8]) -> usize {
         media(content_type).as_str(),
         "application/yaml" | "application/x-yaml" | "text/yaml"
     );
-    if yaml && raw.contains(&b'*') {
-        raw.len().max(crate::offload::INLINE_BYTES)
+    if yaml {
+        crate::offload::yaml_size(raw)
     } else {
         raw.len()
     }

@@ -249,18 +249,27 @@ async fn patch_body(
     let Some(patch_type) = PatchType::from_content_type(&content_type) else {
         return Err(unsupported());
     };
-    if patch_type == PatchType::Strategic && info.message.is_none()
-        || patch_type == PatchType::Apply
-    {
+    // An apply is YAML (JSON is YAML); CBOR, which upstream also takes, is not served.
+    let cbor = super::body::media(&content_type) == "application/apply-patch+cbor";
+    if patch_type == PatchType::Strategic && info.message.is_none() || cbor {
         return Err(unsupported());
     }
     let raw = read_raw(rest, req, ctx).await?;
     options.body_bytes = raw.len();
     let deadline = Some(ctx.deadline.instant().into_std());
-    let body: Value = crate::offload::run(raw.len(), deadline, || {
-        serde_json::from_slice(&raw)
-            .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))
-    })?;
+    let body: Value = if patch_type == PatchType::Apply {
+        // YAML's aliases may expand past the body's size: sized as a YAML body is.
+        let size = crate::offload::yaml_size(&raw);
+        crate::offload::run(size, deadline, || {
+            kubestore_apimachinery::yaml::to_json(&raw)
+                .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))
+        })?
+    } else {
+        crate::offload::run(raw.len(), deadline, || {
+            serde_json::from_slice(&raw)
+                .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))
+        })?
+    };
     Ok(Patch { patch_type, body })
 }
 
@@ -374,6 +383,7 @@ fn accepted_patch_types(endpoint: &dyn Endpoint) -> Vec<&'static str> {
     if endpoint.info().message.is_some() {
         types.push(PatchType::Strategic.content_type());
     }
+    types.push(PatchType::Apply.content_type());
     types
 }
 

@@ -295,8 +295,15 @@ impl Rest {
                 Ok(user) => user,
                 Err(e) => return error(&e),
             };
+            let user_agent = req
+                .headers()
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
             let caller = Arc::new(
-                crate::authz::Caller::new(user, self.gate.clone()).audited(record.clone()),
+                crate::authz::Caller::new(user, self.gate.clone())
+                    .audited(record.clone())
+                    .with_user_agent(user_agent),
             );
             if let Some(asked) = reviews::asked(&self.catalog, req.method(), &route) {
                 let ctx = Ctx::of(caller, Deadline::after(store::DEFAULT_REQUEST_TIMEOUT));

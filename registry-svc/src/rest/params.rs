@@ -148,10 +148,20 @@ impl Query {
                 )],
             ));
         }
+        let force = match self.get("force") {
+            None | Some("") | Some("false") | Some("0") => false,
+            Some("true") | Some("1") => true,
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "invalid value for force: {other:?}: must be true or false"
+                )));
+            }
+        };
         Ok(WriteOptions {
             dry_run,
             field_validation,
             field_manager,
+            force,
             body_bytes: 0,
         })
     }

@@ -98,6 +98,14 @@ pub fn body(e: &ApiError) -> Value {
                 format!("{kind} \"{name}\" is invalid: {listed}")
             }
         }
+        ApiError::ApplyConflict { message, causes } => {
+            let causes: Vec<Value> = causes
+                .iter()
+                .map(|(m, field)| json!({"type": "FieldManagerConflict", "message": m, "field": field}))
+                .collect();
+            details.insert("causes".into(), Value::Array(causes));
+            message.clone()
+        }
         ApiError::Unprocessable { detail } => {
             details.insert(
                 "causes".into(),

@@ -121,8 +121,11 @@ impl<R: Resource> Store<R> {
         obj: &mut R,
         dry_run: bool,
     ) -> Result<R, ApiError> {
-        // Mutating admission first, as upstream's create handler runs it before the Store.
+        // The writer's fields first, then mutating admission, as upstream's create handler
+        // runs both before the Store: neither admission's changes nor the strategy's are
+        // credited to the writer.
         let name = obj.name().to_string();
+        self.track(None, obj, &ctx.manager(), crate::store::update::Part::Main)?;
         self.mutate(Operation::Create, "", ns, &name, obj, None, dry_run)
             .await?;
         self.before_create(ns, obj)?;

@@ -5,6 +5,7 @@
 //! - [`get`], [`create`], [`update`] (Update, UpdateStatus, and Patch inside the same retried
 //!   read-modify-write), [`delete`], [`list`], [`watch`], [`collection`] (DeleteCollection);
 //! - [`admit`]: where every write is admitted (`crate::admission`);
+//! - [`managed`]: managed fields on every write, and server-side apply (`crate::managed`);
 //! - [`graceful`]: BeforeDelete (grace periods); [`finalizers`]: the collector's finalizers,
 //!   markAsDeleting, deletion during update.
 //!
@@ -22,6 +23,7 @@ pub mod finalizers;
 pub mod get;
 pub mod graceful;
 pub mod list;
+pub mod managed;
 pub mod update;
 pub mod watch;
 
@@ -95,6 +97,8 @@ pub struct Ctx {
     pub caller: Arc<Caller>,
     /// Whether the gate allowed the request ([`Ctx::authorize`]); checked by [`Store::request`].
     authorized: bool,
+    /// The request's `fieldManager` ("": none, the User-Agent names the manager).
+    pub field_manager: String,
 }
 
 impl Ctx {
@@ -105,6 +109,7 @@ impl Ctx {
             deadline: Deadline::after(timeout),
             caller: Caller::internal(),
             authorized: true,
+            field_manager: String::new(),
         }
     }
 
@@ -115,7 +120,19 @@ impl Ctx {
             deadline,
             caller,
             authorized: false,
+            field_manager: String::new(),
         }
+    }
+
+    /// This context, for a write whose `fieldManager` is `manager` ("": none).
+    pub fn managed_by(mut self, manager: &str) -> Self {
+        self.field_manager = manager.to_string();
+        self
+    }
+
+    /// The manager of this context's writes (`managed::manager_of`).
+    pub fn manager(&self) -> String {
+        crate::managed::manager_of(&self.field_manager, &self.caller.user_agent)
     }
 
     /// Asks the gate whether the caller may do `attrs`; the context is authorized if so, and
@@ -148,6 +165,8 @@ pub struct Store<R: Resource> {
     names: Arc<Names>,
     /// The kind's request metrics' handles (`crate::metrics::Series`).
     series: crate::metrics::Series,
+    /// The kind's field manager, built on first use (`managed`).
+    fields: Arc<std::sync::OnceLock<Option<crate::managed::FieldManager>>>,
 }
 
 impl<R: Resource> Clone for Store<R> {
@@ -157,6 +176,7 @@ impl<R: Resource> Clone for Store<R> {
             strategy: self.strategy.clone(),
             names: self.names.clone(),
             series: self.series.clone(),
+            fields: self.fields.clone(),
         }
     }
 }
@@ -178,6 +198,7 @@ impl<R: Resource> Store<R> {
             strategy,
             names: Arc::new(names),
             series: crate::metrics::Series::default(),
+            fields: Arc::default(),
         }
     }
 

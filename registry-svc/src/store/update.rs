@@ -85,10 +85,22 @@ impl crate::metrics::Verb {
 /// not). Called once per storage attempt, on the state that attempt read.
 pub type PatchFn<'a, R> = &'a (dyn Fn(&R) -> Result<R, ApiError> + Send + Sync);
 
-/// What an update writes: the request's object, or a patch of the stored one.
+/// What an update writes: the request's object, a patch of the stored one, or a server-side
+/// apply's configuration merged into it (which creates the object when there is none).
 enum Request<'a, R> {
     Object(&'a R),
     Patch(PatchFn<'a, R>),
+    Apply(&'a Apply<'a>),
+}
+
+/// A server-side apply, as the Store runs it (`Store::apply`).
+pub struct Apply<'a> {
+    /// The configuration, as Kubernetes JSON.
+    pub config: &'a serde_json::Value,
+    /// Take the fields other managers own (`force=true`).
+    pub force: bool,
+    /// The size of the request's body (large ones are merged off the async workers).
+    pub body_bytes: usize,
 }
 
 impl<R> Clone for Request<'_, R> {
@@ -108,6 +120,8 @@ struct UpdateCall<'a, R> {
     request_rv: u64,
     dry_run: bool,
     part: Part,
+    /// Who writes (`managed`).
+    manager: &'a str,
 }
 
 impl<R> Clone for UpdateCall<'_, R> {
@@ -234,6 +248,7 @@ impl<R: Resource> Store<R> {
                 .get_or_insert_with(Preconditions::default)
                 .resource_version = Some(rv.to_string());
         }
+        let manager = ctx.manager();
         self.run_update(
             ctx,
             &ns,
@@ -249,6 +264,7 @@ impl<R: Resource> Store<R> {
                 request_rv: rv,
                 dry_run,
                 part,
+                manager: &manager,
             },
         )
         .await
@@ -281,6 +297,7 @@ impl<R: Resource> Store<R> {
         if let Some(e) = self.impossible_name(name) {
             return Err(e);
         }
+        let manager = ctx.manager();
         self.run_update(
             ctx,
             &ns,
@@ -296,10 +313,70 @@ impl<R: Resource> Store<R> {
                 request_rv: 0,
                 dry_run,
                 part,
+                manager: &manager,
             },
         )
         .await
         .map(|(o, _)| o)
+    }
+
+    /// Server-side apply (upstream's apply patcher): `apply`'s configuration merged into the
+    /// stored object by the context's field manager (`managed`), on every state storage hands
+    /// the update, then written as a patch is; the object is created when there is none (not
+    /// through a subresource). Says whether it created the object. An apply that changes
+    /// nothing (the same configuration again) writes nothing.
+    pub async fn apply(
+        &self,
+        ctx: Ctx,
+        namespace: &str,
+        name: &str,
+        apply: &Apply<'_>,
+        dry_run: bool,
+        part: Part,
+    ) -> Result<(R, bool), ApiError> {
+        if part == Part::Status && !self.strategy.has_status() || part == Part::Finalize {
+            return Err(ApiError::BadRequest(format!(
+                "{} has no {} subresource",
+                self.resource(),
+                part.subresource()
+            )));
+        }
+        if ctx.field_manager.is_empty() {
+            return Err(ApiError::invalid(
+                "",
+                "",
+                vec![(
+                    "fieldManager".to_string(),
+                    "Required value: is required for apply patch".to_string(),
+                )],
+            ));
+        }
+        let ns = self.request_namespace(namespace, "")?.to_string();
+        let key = self.key(&ns, name)?;
+        let create = part == Part::Main;
+        if !create && let Some(e) = self.impossible_name(name) {
+            return Err(e);
+        }
+        let manager = ctx.manager();
+        self.run_update(
+            ctx,
+            &ns,
+            name,
+            key,
+            None,
+            None,
+            create,
+            UpdateCall {
+                ns: &ns,
+                name,
+                request: Request::Apply(apply),
+                request_rv: 0,
+                dry_run,
+                part,
+                manager: &manager,
+            },
+        )
+        .await
     }
 
     /// The GuaranteedUpdate of Update, UpdateStatus and Patch, within the request's deadline
@@ -461,25 +538,41 @@ impl<R: Resource> Store<R> {
             request_rv,
             dry_run,
             part,
+            manager,
         } = *call;
         creating.store(false, Ordering::Relaxed);
         let Some(existing_bytes) = state.object else {
-            let Request::Object(request) = request else {
-                return Err(ApiError::NotFound {
-                    resource: self.resource().into(),
-                    name: name.into(),
-                }
-                .into());
+            let not_found = || ApiError::NotFound {
+                resource: self.resource().into(),
+                name: name.into(),
             };
-            if part != Part::Main || !self.strategy.allow_create_on_update() {
-                return Err(ApiError::NotFound {
-                    resource: self.resource().into(),
-                    name: name.into(),
+            let mut obj = match request {
+                // Create on update, for kinds that allow it.
+                Request::Object(request)
+                    if part == Part::Main && self.strategy.allow_create_on_update() =>
+                {
+                    let mut obj = request.clone();
+                    self.track(None, &mut obj, manager, part)?;
+                    obj
                 }
-                .into());
-            }
-            // Create on update: fresh system fields, create hooks and checks.
-            let mut obj = request.clone();
+                // Create on apply, for every kind (upstream's apply patcher).
+                Request::Apply(apply) if part == Part::Main => {
+                    let mut obj = self.applied(
+                        None,
+                        apply.config,
+                        apply.force,
+                        manager,
+                        part,
+                        name,
+                        apply.body_bytes,
+                    )?;
+                    self.strategy.default_object(&mut obj);
+                    check_name(&obj, name)?;
+                    obj
+                }
+                _ => return Err(not_found().into()),
+            };
+            // Fresh system fields, create hooks and checks.
             let m = obj.meta_mut();
             m.uid = uuid::Uuid::new_v4().to_string();
             m.creation_timestamp = Some(now());
@@ -510,24 +603,37 @@ impl<R: Resource> Store<R> {
         };
         let existing = self.decode(existing_bytes)?;
         let (mut obj, request_rv) = match request {
-            Request::Object(r) => (r.clone(), request_rv),
-            Request::Patch(apply) => {
-                let mut patched = apply(&existing)?;
+            Request::Object(r) => {
+                let mut obj = r.clone();
+                self.track(Some(&existing), &mut obj, manager, part)?;
+                (obj, request_rv)
+            }
+            Request::Patch(_) | Request::Apply(_) => {
+                let mut patched = match request {
+                    Request::Apply(apply) => self.applied(
+                        Some(&existing),
+                        apply.config,
+                        apply.force,
+                        manager,
+                        part,
+                        name,
+                        apply.body_bytes,
+                    )?,
+                    Request::Patch(patch) => patch(&existing)?,
+                    Request::Object(_) => unreachable!("matched above"),
+                };
                 // Upstream defaults a patched object as it decodes it.
                 self.strategy.default_object(&mut patched);
+                if matches!(request, Request::Patch(_)) {
+                    self.track(Some(&existing), &mut patched, manager, part)?;
+                }
                 // A resourceVersion the patch sets is a precondition; else the patch applies to
                 // the version it read, which is current.
                 let rv = self.parse_resource_version(
                     name,
                     patched.meta().map_or("", |m| m.resource_version.as_str()),
                 )?;
-                if patched.name() != name {
-                    return Err(ApiError::BadRequest(format!(
-                        "the name of the object ({}) does not match the name on the URL ({name})",
-                        patched.name()
-                    ))
-                    .into());
-                }
+                check_name(&patched, name)?;
                 (patched, rv)
             }
         };
@@ -606,7 +712,9 @@ impl<R: Resource> Store<R> {
         Ok((obj, ttl))
     }
 
-    /// `rest.BeforeUpdate`: server-owned fields from the stored object, then validation.
+    /// `rest.BeforeUpdate`: server-owned fields from the stored object, then validation. The
+    /// managed fields computed for the write stay (a status strategy starts from the stored
+    /// object).
     fn before_update(
         &self,
         ns: &str,
@@ -618,11 +726,13 @@ impl<R: Resource> Store<R> {
         let old = existing.meta().cloned().unwrap_or_default();
         self.reconcile_namespace(ns, obj.meta_mut())?;
         obj.meta_mut().generation = old.generation;
+        let managed_fields = std::mem::take(&mut obj.meta_mut().managed_fields);
         match part {
             Part::Main => self.strategy.prepare_for_update(obj, existing),
             Part::Status => self.strategy.prepare_for_status_update(obj, existing),
             Part::Finalize => self.strategy.prepare_for_finalize_update(obj, existing),
         }
+        obj.meta_mut().managed_fields = managed_fields;
         let m = obj.meta_mut();
         if m.uid.is_empty() {
             m.uid = old.uid.clone();
@@ -654,4 +764,15 @@ impl<R: Resource> Store<R> {
         self.strategy.canonicalize(obj);
         Ok(())
     }
+}
+
+/// Upstream's check of a patched object's name against the URL's.
+fn check_name<R: Resource>(obj: &R, name: &str) -> Result<(), ApiError> {
+    if obj.name() != name {
+        return Err(ApiError::BadRequest(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            obj.name()
+        )));
+    }
+    Ok(())
 }

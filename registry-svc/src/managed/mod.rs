@@ -1,0 +1,375 @@
+//! The field manager (upstream's `managedfields.FieldManager`): who set which field of an
+//! object, kept in `metadata.managedFields` on every write, and server-side apply's merge.
+//!
+//! The Store calls it on every write of every kind, where upstream's handlers do: on create and
+//! inside each attempt of an update or patch, after the object is decoded and defaulted and
+//! before mutating admission and the strategy (so neither admission's changes nor the fields a
+//! strategy resets are credited to the writer), and for an apply patch in place of the patch.
+//! It works on objects as Kubernetes JSON with the kind's structured-merge-diff type
+//! ([`types`]), through `kubestore_apimachinery::smd`, as upstream's stack of managers does:
+//!
+//! - **update** (`Update`): the fields that changed go to the writer's `Update` entry (merged
+//!   with its earlier ones), and leave other managers; fields removed leave everyone; the
+//!   writer's time changes only when its fields do, so a no-op stays a no-op;
+//! - **apply** (`Apply`): the configuration is merged into the live object; the applier then
+//!   owns exactly what it sent; fields it sent before and no longer does are removed unless
+//!   another manager owns them; fields other managers own, sent with other values, are
+//!   conflicts unless forced;
+//! - the server's own metadata (name, uid, resourceVersion, ...) is owned by no one (upstream's
+//!   `stripMeta`); at most [`entries::MAX_UPDATE_MANAGERS`] update managers are kept;
+//! - kubectl's client-side apply is upgraded as upstream's `lastApplied` managers do: a
+//!   `kubectl` apply may take fields its `last-applied-configuration` annotation already said,
+//!   and keeps that annotation in step.
+//!
+//! An update never fails here (upstream's `UpdateNoErrors`): if the entries cannot be
+//! computed, the object is written without them and the failure is logged.
+
+pub mod entries;
+pub mod types;
+
+use std::sync::{Arc, OnceLock};
+
+use kubestore_apimachinery::smd::{
+    MergeError, ParseableType, PathElement, Set, Updater, VersionedSet,
+};
+use kubestore_proto::meta::v1::ManagedFieldsEntry;
+use serde_json::Value;
+
+use crate::error::ApiError;
+use entries::{APPLY, Managed, UPDATE};
+
+/// kubectl's client-side apply annotation.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The manager of applies whose client-side apply is upgraded (upstream only upgrades
+/// kubectl's own).
+const KUBECTL: &str = "kubectl";
+
+/// The manager fields set before an object's first apply are credited to when nothing
+/// manages them (upstream's `skipNonApplied` manager's `before-first-apply`).
+const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
+/// Who writes, and through what.
+#[derive(Debug, Clone, Copy)]
+pub struct Writer<'a> {
+    /// The manager: `fieldManager`, else the client's User-Agent up to its first `/`.
+    pub manager: &'a str,
+    /// The API version written (`v1`, `example.com/v1`).
+    pub api_version: &'a str,
+    /// "" for the object itself, `status`.
+    pub subresource: &'a str,
+}
+
+/// The manager of a request: its `fieldManager`, else upstream's `prefixFromUserAgent` (the
+/// User-Agent up to its first `/`: `kubectl/v1.33.0 (linux/amd64)` is `kubectl`).
+pub fn manager_of(field_manager: &str, user_agent: &str) -> String {
+    if !field_manager.is_empty() {
+        return field_manager.to_string();
+    }
+    user_agent.split('/').next().unwrap_or("").to_string()
+}
+
+/// The fields the server owns: no manager is credited with them (upstream's
+/// `stripMetaManager`).
+fn server_fields() -> &'static Set {
+    static SET: OnceLock<Set> = OnceLock::new();
+    SET.get_or_init(|| {
+        let f = |s: &str| PathElement::Field(s.to_string());
+        let meta = |s: &str| vec![f("metadata"), f(s)];
+        let mut paths = vec![vec![f("apiVersion")], vec![f("kind")], vec![f("metadata")]];
+        for m in [
+            "name",
+            "namespace",
+            "creationTimestamp",
+            "selfLink",
+            "uid",
+            "clusterName",
+            "generation",
+            "managedFields",
+            "resourceVersion",
+        ] {
+            paths.push(meta(m));
+        }
+        Set::from_paths(paths)
+    })
+}
+
+/// `v` without `metadata.managedFields` (never part of a comparison or a field set).
+fn without_entries(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(Value::Object(m)) = v.get_mut("metadata") {
+        m.remove("managedFields");
+    }
+    v
+}
+
+/// One kind's field manager.
+#[derive(Clone, Debug)]
+pub struct FieldManager {
+    ty: Arc<ParseableType>,
+}
+
+/// Why an apply failed.
+#[derive(Debug)]
+pub enum ApplyError {
+    /// Fields other managers own, to other values: upstream's 409.
+    Conflicts(ApiError),
+    /// The configuration does not fit the kind's schema: (field path, error) pairs, for the
+    /// caller's 422 naming the object.
+    Invalid(Vec<(String, String)>),
+    /// Anything else.
+    Api(ApiError),
+}
+
+impl FieldManager {
+    /// A field manager for objects of `ty`.
+    pub fn new(ty: Arc<ParseableType>) -> Self {
+        Self { ty }
+    }
+
+    fn updater(&self, ignored: &Set) -> Updater {
+        let mut u = Updater::new(ParseableType::clone(&self.ty));
+        if !ignored.is_empty() {
+            u.ignored_fields = Some(ignored.clone());
+        }
+        u
+    }
+
+    /// Upstream's `FieldManager.Update`: the entries to store with `new`, written by `w` over
+    /// `live` (`None` on create). `ignored` are the fields the strategy resets for this write
+    /// (a main update's `status`, a status update's `spec`): no one gains them. The request's
+    /// entries are taken if they decode and say anything (a client editing them), reset by one
+    /// empty entry, else the stored ones are; a subresource always keeps the stored ones.
+    pub fn update(
+        &self,
+        live: Option<(&Value, &[ManagedFieldsEntry])>,
+        new: &Value,
+        new_entries: &[ManagedFieldsEntry],
+        w: Writer<'_>,
+        ignored: &Set,
+        now: pbjson_types::Timestamp,
+    ) -> Result<Vec<ManagedFieldsEntry>, String> {
+        let live_entries = live.map_or(&[][..], |(_, e)| e);
+        let stored = || entries::decode(live_entries).unwrap_or_default();
+        let mut managed = if !w.subresource.is_empty() {
+            stored()
+        } else if entries::is_reset(new_entries) {
+            Managed::default()
+        } else {
+            match entries::decode(new_entries) {
+                Ok(m) if !m.fields.is_empty() => m,
+                _ => stored(),
+            }
+        };
+        let live_value = live.map_or(Value::Null, |(v, _)| without_entries(v));
+        let new_value = without_entries(new);
+        self.update_into(&mut managed, &live_value, &new_value, w, ignored, now)?;
+        entries::cap_update_managers(&mut managed, entries::MAX_UPDATE_MANAGERS);
+        Ok(entries::encode(&managed))
+    }
+
+    /// Upstream's `managedFieldsUpdater.Update` over the structured merge: the changed fields
+    /// go to a manager of this operation alone, then join the writer's own.
+    fn update_into(
+        &self,
+        managed: &mut Managed,
+        live: &Value,
+        new: &Value,
+        w: Writer<'_>,
+        ignored: &Set,
+        now: pbjson_types::Timestamp,
+    ) -> Result<(), String> {
+        const CURRENT: &str = "current-operation";
+        let fields = std::mem::take(&mut managed.fields);
+        let mut fields = self
+            .updater(ignored)
+            .update(live, new, w.api_version, fields, CURRENT)
+            .map_err(|e| e.to_string())?;
+        if let Some(vs) = fields.remove(CURRENT) {
+            let set = vs.set.difference(server_fields());
+            let id = entries::manager_id(w.manager, UPDATE, w.api_version, w.subresource);
+            let set = match fields.get(&id) {
+                Some(previous) => set.union(&previous.set),
+                None => set,
+            };
+            if !set.is_empty() {
+                fields.insert(id.clone(), VersionedSet::new(set, w.api_version, false));
+                managed.times.insert(id, Some(now));
+            }
+        }
+        managed.times.retain(|id, _| fields.contains_key(id));
+        managed.fields = fields;
+        Ok(())
+    }
+
+    /// Upstream's `FieldManager.Apply`: `config` applied by `w` to `live` (`None`: the object
+    /// is created), with the stored entries; the merged object and its entries.
+    pub fn apply(
+        &self,
+        live: Option<(&Value, &[ManagedFieldsEntry])>,
+        config: &Value,
+        w: Writer<'_>,
+        force: bool,
+        ignored: &Set,
+        now: pbjson_types::Timestamp,
+    ) -> Result<(Value, Vec<ManagedFieldsEntry>), ApplyError> {
+        let bad = |m: String| ApplyError::Api(ApiError::BadRequest(m));
+        let Value::Object(c) = config else {
+            return Err(bad("the apply configuration must be an object".into()));
+        };
+        let version = c.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        if version != w.api_version {
+            return Err(bad(format!(
+                "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {}",
+                w.api_version
+            )));
+        }
+        if c.get("metadata")
+            .and_then(|m| m.get("managedFields"))
+            .is_some_and(|f| !f.is_null())
+        {
+            return Err(bad("metadata.managedFields must be nil".into()));
+        }
+        let live_entries = live.map_or(&[][..], |(_, e)| e);
+        let mut managed = entries::decode(live_entries).map_err(|e| {
+            ApplyError::Api(ApiError::Internal(format!(
+                "failed to decode managed fields: {e}"
+            )))
+        })?;
+        let live_value = live.map_or(Value::Null, |(v, _)| without_entries(v));
+        // Fields of an object no one manages yet (written before managed fields were kept, or
+        // after a client reset them) belong to a manager of their own, so that a first apply
+        // conflicts with them instead of silently taking them.
+        if managed.fields.is_empty() && live.is_some() {
+            let before = Writer {
+                manager: BEFORE_FIRST_APPLY,
+                ..w
+            };
+            self.update_into(
+                &mut managed,
+                &Value::Null,
+                &live_value,
+                before,
+                ignored,
+                now,
+            )
+            .map_err(|e| ApplyError::Api(ApiError::Internal(e)))?;
+        }
+        let id = entries::manager_id(w.manager, APPLY, w.api_version, w.subresource);
+        let updater = self.updater(ignored);
+        let fields = managed.fields.clone();
+        let result = updater.apply(&live_value, config, w.api_version, fields, &id, force);
+        let result = match result {
+            Err(MergeError::Conflicts(conflicts))
+                if w.manager == KUBECTL
+                    && allowed_by_last_applied(&self.ty, &live_value).is_some_and(|allowed| {
+                        conflicts.to_set().difference(&allowed).is_empty()
+                    }) =>
+            {
+                // Upstream's `lastAppliedManager`: what kubectl's client-side apply said last
+                // is kubectl's to take.
+                updater.apply(
+                    &live_value,
+                    config,
+                    w.api_version,
+                    managed.fields.clone(),
+                    &id,
+                    true,
+                )
+            }
+            other => other,
+        };
+        let (mut merged, mut fields) = result.map_err(|e| match e {
+            MergeError::Conflicts(c) => ApplyError::Conflicts(ApiError::ApplyConflict {
+                message: c.apply_failed_message(entries::print_manager),
+                causes: c
+                    .0
+                    .iter()
+                    .map(|c| {
+                        (
+                            format!("conflict with {}", entries::print_manager(&c.manager)),
+                            c.path.to_string(),
+                        )
+                    })
+                    .collect(),
+            }),
+            MergeError::Invalid { errors, .. } => ApplyError::Invalid(
+                errors
+                    .pairs()
+                    .into_iter()
+                    .map(|(path, e)| (path.trim_start_matches('.').to_string(), e))
+                    .collect(),
+            ),
+        })?;
+        if let Some(vs) = fields.get_mut(&id) {
+            vs.set = vs.set.difference(server_fields());
+        }
+        fields.retain(|_, vs| !vs.set.is_empty());
+        if !kubestore_apimachinery::smd::value::equals(&merged, &live_value) {
+            managed.times.insert(id.clone(), Some(now));
+        }
+        managed.times.retain(|id, _| fields.contains_key(id));
+        managed.fields = fields;
+        if w.manager == KUBECTL {
+            keep_last_applied(&mut merged, config);
+        }
+        entries::cap_update_managers(&mut managed, entries::MAX_UPDATE_MANAGERS);
+        Ok((merged, entries::encode(&managed)))
+    }
+
+    /// The paths of the fields `value` sets (for tests and diagnostics).
+    pub fn fields_of(&self, value: &Value) -> Result<Set, String> {
+        self.ty
+            .to_field_set(&without_entries(value))
+            .map(|s| s.difference(server_fields()))
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Upstream's `allowedConflictsFromLastApplied`: the fields of the live object's
+/// `last-applied-configuration`, when the live object still has each of them as it says.
+fn allowed_by_last_applied(ty: &ParseableType, live: &Value) -> Option<Set> {
+    let text = live
+        .pointer("/metadata/annotations")?
+        .get(LAST_APPLIED)?
+        .as_str()?;
+    let last: Value = serde_json::from_str(text).ok()?;
+    let comparison = ty.compare(&last, live).ok()?;
+    if !comparison.modified.is_empty() || !comparison.removed.is_empty() {
+        return None;
+    }
+    ty.to_field_set(&last).ok()
+}
+
+/// Upstream's `lastAppliedUpdater`: a kubectl apply over an object that has client-side
+/// apply's annotation writes the configuration (without the annotation) into it, so that
+/// going back to client-side apply starts from what was applied last.
+fn keep_last_applied(merged: &mut Value, config: &Value) {
+    let Some(Value::Object(annotations)) = merged.pointer_mut("/metadata/annotations") else {
+        return;
+    };
+    if !annotations.contains_key(LAST_APPLIED) {
+        return;
+    }
+    let mut last = config.clone();
+    if let Some(Value::Object(a)) = last.pointer_mut("/metadata/annotations") {
+        a.remove(LAST_APPLIED);
+        if a.is_empty()
+            && let Some(Value::Object(m)) = last.get_mut("metadata")
+        {
+            m.remove("annotations");
+        }
+    }
+    annotations.insert(LAST_APPLIED.into(), Value::String(last.to_string()));
+}
+
+/// The fields a write of `subresource` to a kind that `has_status` does not write (upstream's
+/// reset fields, `GetResetFields`): a main write's `status`, a status write's `spec`.
+pub fn reset_fields(subresource: &str, has_status: bool) -> Set {
+    let field = |f: &str| [PathElement::Field(f.to_string())];
+    match subresource {
+        "" if has_status => Set::from_paths([field("status")]),
+        "status" => Set::from_paths([field("spec")]),
+        _ => Set::new(),
+    }
+}

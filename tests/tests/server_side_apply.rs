@@ -1,0 +1,666 @@
+//! Server-side apply and managed fields, as kube-apiserver answers them (issue 34), against a
+//! real etcd, storage-svc and registry-svc, with real clients:
+//!
+//! - kubectl 1.29, 1.33 and 1.37: `apply --server-side` (created, unchanged without a write,
+//!   `--field-manager`, `--force-conflicts`, `--dry-run=server`), conflicts in upstream's words,
+//!   `get -o yaml` hiding managed fields unless `--show-managed-fields`, `diff`, and the
+//!   upgrade from client-side apply;
+//! - the REST API spoken by hand: managed fields on every write (manager from `fieldManager` or
+//!   the User-Agent, Update entries merged, a no-op leaving the resourceVersion, a reset, the
+//!   cap on update managers), apply's 409 with `FieldManagerConflict` causes, `fieldManager`
+//!   required, create on apply, removal of what an applier stopped sending, shared ownership,
+//!   lists merged by their keys (a Pod's containers, a custom kind's `x-kubernetes-list-type`);
+//! - the same apply over gRPC's Apply.
+//!
+//! Tests named `upstream_*` follow kube-apiserver's `test/integration/apiserver/apply` cases of
+//! the same name, for the kinds kubestore serves.
+
+use std::net::SocketAddr;
+
+use kubestore_tests::{
+    kube::{KubeCluster, Kubectl},
+    rest::{JSON, Reply, call},
+    services::wait_system_namespaces,
+};
+use serde_json::{Value, json};
+
+const APPLY: (&str, &str) = ("Content-Type", "application/apply-patch+yaml");
+const MERGE: (&str, &str) = ("Content-Type", "application/merge-patch+json");
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+async fn started() -> KubeCluster {
+    let kube = KubeCluster::start().await;
+    wait_system_namespaces(&kube.registry_url()).await;
+    kube
+}
+
+fn path(p: &std::path::Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+async fn apply(api: SocketAddr, path: &str, manager: &str, force: bool, body: &str) -> Reply {
+    let q = if force { "&force=true" } else { "" };
+    call(
+        api,
+        "PATCH",
+        &format!("{path}?fieldManager={manager}{q}"),
+        &[APPLY],
+        body.as_bytes(),
+    )
+    .await
+}
+
+/// The managed fields of `obj` as (manager, operation, fieldsV1) triples, in their order.
+fn managers(obj: &Value) -> Vec<(String, String, Value)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    (
+                        e["manager"].as_str().unwrap_or("").to_string(),
+                        e["operation"].as_str().unwrap_or("").to_string(),
+                        e["fieldsV1"].clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn config_map(name: &str, data: Value) -> String {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_write_keeps_managed_fields() {
+    let kube = started().await;
+    let api = kube.api;
+    // A create by a client naming no manager: the User-Agent's product is the manager.
+    let created = call(
+        api,
+        "POST",
+        CMS,
+        &[JSON, ("User-Agent", "deployer/2.1 (linux/amd64)")],
+        config_map("cm", json!({"a": "1"})).as_bytes(),
+    )
+    .await
+    .is(201)
+    .json();
+    let entries = created["metadata"]["managedFields"]
+        .as_array()
+        .expect("entries");
+    assert_eq!(entries.len(), 1, "{created}");
+    let e = &entries[0];
+    assert_eq!(e["manager"], "deployer");
+    assert_eq!(e["operation"], "Update");
+    assert_eq!(e["apiVersion"], "v1");
+    assert_eq!(e["fieldsType"], "FieldsV1");
+    assert!(e["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{e}");
+    assert_eq!(e["fieldsV1"], json!({"f:data": {".": {}, "f:a": {}}}));
+    assert!(e.get("subresource").is_none(), "{e}");
+
+    // A merge patch by another manager: its field is its own, the first keeps the rest.
+    let patched = call(
+        api,
+        "PATCH",
+        &format!("{CMS}/cm?fieldManager=patcher"),
+        &[MERGE],
+        br#"{"data":{"b":"2"}}"#,
+    )
+    .await
+    .is(200)
+    .json();
+    let m = managers(&patched);
+    assert_eq!(m.len(), 2, "{patched}");
+    assert_eq!(m[0].0, "deployer");
+    assert_eq!(
+        m[1],
+        (
+            "patcher".into(),
+            "Update".into(),
+            json!({"f:data": {"f:b": {}}})
+        )
+    );
+
+    // The first manager changes `b`: it takes it from the patcher, whose entry goes; its own
+    // entry is one, merged.
+    let rv = patched["metadata"]["resourceVersion"].clone();
+    let updated = call(
+        api,
+        "PATCH",
+        &format!("{CMS}/cm?fieldManager=deployer"),
+        &[MERGE],
+        br#"{"data":{"b":"3"}}"#,
+    )
+    .await
+    .is(200)
+    .json();
+    assert_eq!(
+        managers(&updated),
+        vec![(
+            "deployer".into(),
+            "Update".into(),
+            json!({"f:data": {".": {}, "f:a": {}, "f:b": {}}})
+        )],
+        "{updated}"
+    );
+    assert_ne!(updated["metadata"]["resourceVersion"], rv);
+
+    // A write that changes nothing changes no time and writes nothing.
+    let rv = updated["metadata"]["resourceVersion"].clone();
+    let same = call(
+        api,
+        "PATCH",
+        &format!("{CMS}/cm?fieldManager=someone-else"),
+        &[MERGE],
+        br#"{"data":{"b":"3"}}"#,
+    )
+    .await
+    .is(200)
+    .json();
+    assert_eq!(same["metadata"]["resourceVersion"], rv, "{same}");
+    assert_eq!(
+        same["metadata"]["managedFields"],
+        updated["metadata"]["managedFields"]
+    );
+
+    // A client that clears them (upstream's documented reset: one empty entry) leaves none.
+    let reset = call(
+        api,
+        "PATCH",
+        &format!("{CMS}/cm"),
+        &[MERGE],
+        br#"{"metadata":{"managedFields":[{}]}}"#,
+    )
+    .await
+    .is(200)
+    .json();
+    assert!(reset["metadata"].get("managedFields").is_none(), "{reset}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eleven_update_managers_keep_ten_the_oldest_as_ancient_changes() {
+    let kube = started().await;
+    let api = kube.api;
+    call(
+        api,
+        "POST",
+        CMS,
+        &[JSON],
+        config_map("cm", json!({})).as_bytes(),
+    )
+    .await
+    .is(201);
+    let mut last = Value::Null;
+    for i in 0..12 {
+        last = call(
+            api,
+            "PATCH",
+            &format!("{CMS}/cm?fieldManager=m{i:02}"),
+            &[MERGE],
+            json!({"data": {format!("k{i}"): "v"}})
+                .to_string()
+                .as_bytes(),
+        )
+        .await
+        .is(200)
+        .json();
+    }
+    let m = managers(&last);
+    assert_eq!(m.len(), 10, "{last}");
+    assert!(m.iter().any(|(n, _, _)| n == "ancient-changes"), "{last}");
+    assert!(m.iter().any(|(n, _, _)| n == "m11"), "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_apply_conflicts_and_force() {
+    let kube = started().await;
+    let api = kube.api;
+    // Create on apply.
+    let r = apply(
+        api,
+        &format!("{CMS}/cm"),
+        "applier",
+        false,
+        &config_map("cm", json!({"key": "a"})),
+    )
+    .await;
+    let created = r.is(201).json();
+    assert_eq!(
+        managers(&created),
+        vec![(
+            "applier".into(),
+            "Apply".into(),
+            json!({"f:data": {"f:key": {}}})
+        )]
+    );
+    // Another writer changes the key by an update.
+    call(
+        api,
+        "PATCH",
+        &format!("{CMS}/cm?fieldManager=kubectl-client-side-apply"),
+        &[MERGE],
+        br#"{"data":{"key":"b"}}"#,
+    )
+    .await
+    .is(200);
+    // The applier sends its value again: a conflict, in upstream's words and causes.
+    let r = apply(
+        api,
+        &format!("{CMS}/cm"),
+        "applier",
+        false,
+        &config_map("cm", json!({"key": "a"})),
+    )
+    .await;
+    let status = r.is(409).json();
+    assert_eq!(status["reason"], "Conflict", "{status}");
+    assert_eq!(
+        status["message"],
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using v1: .data.key"
+    );
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"type": "FieldManagerConflict",
+            "message": "conflict with \"kubectl-client-side-apply\" using v1",
+            "field": ".data.key"}])
+    );
+    // Forced, the applier takes the field.
+    let forced = apply(
+        api,
+        &format!("{CMS}/cm"),
+        "applier",
+        true,
+        &config_map("cm", json!({"key": "a"})),
+    )
+    .await
+    .is(200)
+    .json();
+    assert_eq!(forced["data"]["key"], "a");
+    assert_eq!(
+        managers(&forced),
+        vec![(
+            "applier".into(),
+            "Apply".into(),
+            json!({"f:data": {"f:key": {}}})
+        )],
+        "{forced}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_apply_removes_what_an_applier_stopped_sending_unless_shared() {
+    let kube = started().await;
+    let api = kube.api;
+    let at = format!("{CMS}/cm");
+    apply(
+        api,
+        &at,
+        "one",
+        false,
+        &config_map("cm", json!({"a": "1", "b": "2", "c": "3"})),
+    )
+    .await
+    .is(201);
+    // A second applier sends `c` with the same value: shared, no conflict.
+    let shared = apply(api, &at, "two", false, &config_map("cm", json!({"c": "3"})))
+        .await
+        .is(200)
+        .json();
+    assert_eq!(managers(&shared).len(), 2, "{shared}");
+    // The first stops sending `b` and `c`: `b` goes, `c` stays (the second owns it).
+    let after = apply(api, &at, "one", false, &config_map("cm", json!({"a": "1"})))
+        .await
+        .is(200)
+        .json();
+    assert_eq!(after["data"], json!({"a": "1", "c": "3"}), "{after}");
+    // Applying the same again changes nothing and writes nothing.
+    let rv = after["metadata"]["resourceVersion"].clone();
+    let again = apply(api, &at, "one", false, &config_map("cm", json!({"a": "1"})))
+        .await
+        .is(200)
+        .json();
+    assert_eq!(again["metadata"]["resourceVersion"], rv, "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_needs_a_field_manager_and_a_matching_version() {
+    let kube = started().await;
+    let api = kube.api;
+    let body = config_map("cm", json!({"a": "1"}));
+    let r = call(
+        api,
+        "PATCH",
+        &format!("{CMS}/cm"),
+        &[APPLY],
+        body.as_bytes(),
+    )
+    .await;
+    let status = r.is(422).json();
+    assert!(
+        status["message"].as_str().is_some_and(
+            |m| m.contains("fieldManager: Required value: is required for apply patch")
+        ),
+        "{status}"
+    );
+    let wrong =
+        json!({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "cm"}}).to_string();
+    let status = apply(api, &format!("{CMS}/cm"), "m", false, &wrong)
+        .await
+        .is(400)
+        .json();
+    assert_eq!(
+        status["message"],
+        "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1"
+    );
+    // A value of the wrong type: 422 naming the field.
+    let typed = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": 1}}).to_string();
+    let status = apply(api, &format!("{CMS}/cm"), "m", false, &typed)
+        .await
+        .is(422)
+        .json();
+    assert_eq!(
+        status["details"]["causes"][0]["field"], "data.a",
+        "{status}"
+    );
+    // `force` belongs to apply.
+    let r = call(
+        api,
+        "PATCH",
+        &format!("{CMS}/cm?force=true"),
+        &[MERGE],
+        b"{}",
+    )
+    .await;
+    r.is(422);
+    let r = call(api, "GET", &format!("{CMS}/cm"), &[], b"").await;
+    r.is(404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pods_containers_merge_by_name_between_appliers() {
+    let kube = started().await;
+    let api = kube.api;
+    let pods = "/api/v1/namespaces/default/pods/web";
+    let both = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: main\n    image: nginx:1.27\n    ports:\n    - containerPort: 80\n  - name: sidecar\n    image: busybox:1.36\n";
+    apply(api, pods, "team-a", false, both).await.is(201);
+    // Team B sends one container's image: a conflict on that field alone, named by the
+    // container's key.
+    let sidecar = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: sidecar\n    image: busybox:1.37\n";
+    let status = apply(api, pods, "team-b", false, sidecar)
+        .await
+        .is(409)
+        .json();
+    assert_eq!(
+        status["message"],
+        "Apply failed with 1 conflict: conflict with \"team-a\": .spec.containers[name=\"sidecar\"].image",
+        "{status}"
+    );
+    // Forced: team B owns that image, the list is merged by name (both containers stay).
+    let pod = apply(api, pods, "team-b", true, sidecar)
+        .await
+        .is(200)
+        .json();
+    let images: Vec<&str> = pod["spec"]["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .filter_map(|c| c["image"].as_str())
+        .collect();
+    assert_eq!(images, ["nginx:1.27", "busybox:1.37"], "{pod}");
+    let m = managers(&pod);
+    let b = m.iter().find(|(n, _, _)| n == "team-b").expect("team-b");
+    assert_eq!(
+        b.2,
+        json!({"f:spec": {"f:containers": {"k:{\"name\":\"sidecar\"}": {".": {}, "f:image": {}, "f:name": {}}}}}),
+        "{pod}"
+    );
+    let a = m.iter().find(|(n, _, _)| n == "team-a").expect("team-a");
+    let a_containers = &a.2["f:spec"]["f:containers"];
+    assert!(
+        a_containers["k:{\"name\":\"main\"}"]["f:ports"]
+            .get("k:{\"containerPort\":80,\"protocol\":\"TCP\"}")
+            .is_some(),
+        "{pod}"
+    );
+    assert!(
+        a_containers["k:{\"name\":\"sidecar\"}"]
+            .get("f:image")
+            .is_none(),
+        "{pod}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_apply_server_side() {
+    let kube = started().await;
+    for (i, v) in [Kubectl::V1_29, Kubectl::V1_33, Kubectl::V1_37]
+        .into_iter()
+        .enumerate()
+    {
+        let name = format!("ssa-{i}");
+        let manifest = kube.file(
+            &format!("{name}.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  key: one\n"
+            ),
+        );
+        let r = kube
+            .kubectl(v, &["apply", "--server-side", "-f", path(&manifest)])
+            .run()
+            .ok();
+        assert_eq!(
+            r.out(),
+            format!("configmap/{name} serverside-applied"),
+            "{r}"
+        );
+        assert!(
+            r.requested(&[
+                "PATCH",
+                &format!("/api/v1/namespaces/default/configmaps/{name}?fieldManager=kubectl"),
+                "201"
+            ]),
+            "{r}"
+        );
+        let rv = kube
+            .kubectl(
+                v,
+                &[
+                    "get",
+                    "cm",
+                    &name,
+                    "-o",
+                    "jsonpath={.metadata.resourceVersion}",
+                ],
+            )
+            .run()
+            .ok()
+            .out()
+            .to_string();
+        // Applied again: unchanged, nothing written.
+        kube.kubectl(v, &["apply", "--server-side", "-f", path(&manifest)])
+            .run()
+            .ok();
+        let again = kube
+            .kubectl(
+                v,
+                &[
+                    "get",
+                    "cm",
+                    &name,
+                    "-o",
+                    "jsonpath={.metadata.resourceVersion}",
+                ],
+            )
+            .run()
+            .ok()
+            .out()
+            .to_string();
+        assert_eq!(rv, again);
+        // `get -o yaml` hides managed fields; `--show-managed-fields` shows them.
+        let yaml = kube
+            .kubectl(v, &["get", "cm", &name, "-o", "yaml"])
+            .run()
+            .ok();
+        assert!(!yaml.out().contains("managedFields"), "{yaml}");
+        let yaml = kube
+            .kubectl(
+                v,
+                &["get", "cm", &name, "-o", "yaml", "--show-managed-fields"],
+            )
+            .run()
+            .ok();
+        assert!(yaml.out().contains("manager: kubectl"), "{yaml}");
+        assert!(yaml.out().contains("operation: Apply"), "{yaml}");
+        assert!(yaml.out().contains("f:key: {}"), "{yaml}");
+
+        // Another manager changes the key; kubectl's apply conflicts, then forces.
+        kube.kubectl(
+            v,
+            &["patch", "cm", &name, "-p", r#"{"data":{"key":"two"}}"#],
+        )
+        .run()
+        .ok();
+        let r = kube
+            .kubectl(v, &["apply", "--server-side", "-f", path(&manifest)])
+            .run()
+            .fails();
+        assert!(
+            r.err()
+                .contains("conflict with \"kubectl-patch\" using v1: .data.key"),
+            "{r}"
+        );
+        let r = kube
+            .kubectl(
+                v,
+                &[
+                    "apply",
+                    "--server-side",
+                    "--force-conflicts",
+                    "-f",
+                    path(&manifest),
+                ],
+            )
+            .run()
+            .ok();
+        assert_eq!(
+            r.out(),
+            format!("configmap/{name} serverside-applied"),
+            "{r}"
+        );
+        let value = kube
+            .kubectl(v, &["get", "cm", &name, "-o", "jsonpath={.data.key}"])
+            .run()
+            .ok()
+            .out()
+            .to_string();
+        assert_eq!(value, "one");
+
+        // A dry run changes nothing.
+        let changed = kube.file(
+            &format!("{name}-2.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  key: three\n"
+            ),
+        );
+        let r = kube
+            .kubectl(
+                v,
+                &[
+                    "apply",
+                    "--server-side",
+                    "--dry-run=server",
+                    "-f",
+                    path(&changed),
+                ],
+            )
+            .run()
+            .ok();
+        assert_eq!(
+            r.out(),
+            format!("configmap/{name} serverside-applied (server dry run)"),
+            "{r}"
+        );
+        let value = kube
+            .kubectl(v, &["get", "cm", &name, "-o", "jsonpath={.data.key}"])
+            .run()
+            .ok()
+            .out()
+            .to_string();
+        assert_eq!(value, "one");
+        // `diff` shows what an apply would change.
+        let r = kube
+            .kubectl(v, &["diff", "--server-side", "-f", path(&changed)])
+            .run();
+        assert!(
+            r.out().contains("-  key: one") && r.out().contains("+  key: three"),
+            "{r}"
+        );
+        // `--field-manager` names the applier.
+        kube.kubectl(
+            v,
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=pipeline",
+                "--force-conflicts",
+                "-f",
+                path(&changed),
+            ],
+        )
+        .run()
+        .ok();
+        let managers = kube
+            .kubectl(
+                v,
+                &[
+                    "get",
+                    "cm",
+                    &name,
+                    "-o",
+                    "jsonpath={.metadata.managedFields[*].manager}",
+                ],
+            )
+            .run()
+            .ok()
+            .out()
+            .to_string();
+        assert!(managers.split(' ').any(|m| m == "pipeline"), "{managers}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_upgrades_client_side_apply() {
+    let kube = started().await;
+    let one = kube.file(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: csa\ndata:\n  key: one\n",
+    );
+    kube.k(&["apply", "-f", path(&one)]).run().ok();
+    let two = kube.file(
+        "cm2.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: csa\ndata:\n  key: two\n",
+    );
+    // The fields client-side apply set are kubectl's to change server-side: no conflict.
+    let r = kube
+        .k(&["apply", "--server-side", "-f", path(&two)])
+        .run()
+        .ok();
+    assert_eq!(r.out(), "configmap/csa serverside-applied", "{r}");
+    let got = kube
+        .k(&["get", "cm", "csa", "-o", "json"])
+        .run()
+        .ok()
+        .out()
+        .to_string();
+    let got: Value = serde_json::from_str(&got).expect("json");
+    assert_eq!(got["data"]["key"], "two");
+    // The annotation follows what was applied.
+    let last = got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+        .as_str()
+        .expect("annotation");
+    let last: Value = serde_json::from_str(last).expect("json");
+    assert_eq!(last["data"]["key"], "two");
+}
