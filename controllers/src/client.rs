@@ -145,7 +145,11 @@ pub struct Live {
 pub fn metadata_of(json: &str) -> Result<ObjectMeta, Status> {
     let object: Value = serde_json::from_str(json)
         .map_err(|e| Status::internal(format!("an object registry-svc sent is not JSON: {e}")))?;
-    serde_json::from_value(object.get("metadata").cloned().unwrap_or_else(|| json!({})))
+    let mut metadata = object.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    if let Value::Object(m) = &mut metadata {
+        kubestore_proto::managed_fields::fields_v1_as_text(m);
+    }
+    serde_json::from_value(metadata)
         .map_err(|e| Status::internal(format!("an object's metadata does not parse: {e}")))
 }
 
@@ -294,3 +298,4 @@ impl KindClient {
             .map(|_| ())
     }
 }
+

@@ -25,6 +25,7 @@ pub mod amplification;
 pub mod codec;
 pub mod depth;
 pub mod limits;
+pub mod managed_fields;
 mod manifest;
 mod meta_rv;
 

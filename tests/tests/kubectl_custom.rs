@@ -100,7 +100,7 @@ async fn custom_objects_are_patched_and_edited_without_strategic_merge() {
         .fails();
     assert_eq!(
         r.err(),
-        "error: application/strategic-merge-patch+json is not supported by stable.example.com/v1, Kind=CronTab: the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json",
+        "error: application/strategic-merge-patch+json is not supported by stable.example.com/v1, Kind=CronTab: the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
         "{r}"
     );
     assert!(r.requested(&["PATCH", "415"]), "{r}");

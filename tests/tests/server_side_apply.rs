@@ -664,3 +664,194 @@ async fn kubectl_upgrades_client_side_apply() {
     let last: Value = serde_json::from_str(last).expect("json");
     assert_eq!(last["data"]["key"], "two");
 }
+
+/// A definition whose `spec.routes` is a list keyed by `name`, `spec.tags` a set and
+/// `spec.selector` an atomic map.
+const ROUTES_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: routes.net.example.com
+spec:
+  group: net.example.com
+  scope: Namespaced
+  names: {plural: routes, singular: route, kind: Route}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              routes:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    weight: {type: integer}
+              tags:
+                type: array
+                x-kubernetes-list-type: set
+                items: {type: string}
+              selector:
+                type: object
+                x-kubernetes-map-type: atomic
+                additionalProperties: {type: string}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_custom_kinds_lists_merge_as_its_schema_says() {
+    let kube = started().await;
+    let api = kube.api;
+    let crd = kube.file("routes.yaml", ROUTES_CRD);
+    kube.k(&["apply", "-f", path(&crd)]).run().ok();
+    kube.k(&[
+        "wait",
+        "--for",
+        "condition=Established",
+        "crd/routes.net.example.com",
+    ])
+    .run()
+    .ok();
+    let at = "/apis/net.example.com/v1/namespaces/default/routes/r";
+    let one = "apiVersion: net.example.com/v1\nkind: Route\nmetadata:\n  name: r\nspec:\n  routes:\n  - {name: a, weight: 1}\n  tags: [x]\n  selector: {app: web}\n";
+    let mut created = None;
+    for _ in 0..50 {
+        let r = apply(api, at, "one", false, one).await;
+        if r.code == 201 {
+            created = Some(r.json());
+            break;
+        }
+        // The kind is served a moment after it is Established.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let created = created.expect("created by apply");
+    assert_eq!(
+        managers(&created),
+        vec![(
+            "one".into(),
+            "Apply".into(),
+            json!({"f:spec": {"f:routes": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}, "f:weight": {}}},
+                "f:selector": {}, "f:tags": {"v:\"x\"": {}}}})
+        )],
+        "{created}"
+    );
+    // A second applier adds its own route and tag: merged by key and by value.
+    let two = "apiVersion: net.example.com/v1\nkind: Route\nmetadata:\n  name: r\nspec:\n  routes:\n  - {name: b, weight: 2}\n  tags: [y]\n";
+    let merged = apply(api, at, "two", false, two).await.is(200).json();
+    assert_eq!(
+        merged["spec"]["routes"],
+        json!([{"name": "a", "weight": 1}, {"name": "b", "weight": 2}]),
+        "{merged}"
+    );
+    assert_eq!(merged["spec"]["tags"], json!(["x", "y"]), "{merged}");
+    // The atomic map is one field: another applier's different map conflicts as a whole.
+    let three = "apiVersion: net.example.com/v1\nkind: Route\nmetadata:\n  name: r\nspec:\n  selector: {app: api}\n";
+    let status = apply(api, at, "three", false, three).await.is(409).json();
+    assert_eq!(
+        status["message"], "Apply failed with 1 conflict: conflict with \"one\": .spec.selector",
+        "{status}"
+    );
+    // The first applier drops its route: only `b` is left.
+    let fewer = "apiVersion: net.example.com/v1\nkind: Route\nmetadata:\n  name: r\nspec:\n  tags: [x]\n  selector: {app: web}\n";
+    let after = apply(api, at, "one", false, fewer).await.is(200).json();
+    assert_eq!(
+        after["spec"]["routes"],
+        json!([{"name": "b", "weight": 2}]),
+        "{after}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_apply_over_grpc_gives_the_same_managed_fields() {
+    use kubestore_proto::registry::v1::{
+        ApplyRequest, ResourceRef, WriteOptions, resources_client::ResourcesClient,
+    };
+    let kube = started().await;
+    let api = kube.api;
+    let rest = apply(
+        api,
+        &format!("{CMS}/rest"),
+        "pipeline",
+        false,
+        &config_map("rest", json!({"k": "v"})),
+    )
+    .await
+    .is(201)
+    .json();
+    let mut grpc =
+        ResourcesClient::new(kubestore_tests::services::channel(&kube.registry_url()).await);
+    let request = |name: &str, value: &str, manager: &str, force: bool| ApplyRequest {
+        resource: Some(ResourceRef {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+        }),
+        namespace: "default".into(),
+        name: name.into(),
+        subresource: String::new(),
+        // YAML, as kubectl sends; JSON would do as well.
+        config: format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: {value}\n"
+        ),
+        options: Some(WriteOptions {
+            field_manager: manager.into(),
+            force,
+            ..Default::default()
+        }),
+    };
+    let w = grpc
+        .apply(request("grpc", "v", "pipeline", false))
+        .await
+        .expect("apply over gRPC")
+        .into_inner();
+    assert!(w.created);
+    let obj: Value = serde_json::from_str(&w.json).expect("json");
+    let strip = |o: &Value| {
+        let mut e = o["metadata"]["managedFields"].clone();
+        for entry in e.as_array_mut().expect("entries") {
+            entry.as_object_mut().expect("entry").remove("time");
+        }
+        e
+    };
+    assert_eq!(strip(&obj), strip(&rest), "{obj}");
+    // A conflict is ABORTED, reason Conflict, upstream's message.
+    call(
+        api,
+        "PATCH",
+        &format!("{CMS}/grpc?fieldManager=editor"),
+        &[MERGE],
+        br#"{"data":{"k":"edited"}}"#,
+    )
+    .await
+    .is(200);
+    let e = grpc
+        .apply(request("grpc", "v", "pipeline", false))
+        .await
+        .expect_err("a conflict");
+    assert_eq!(e.code(), tonic::Code::Aborted, "{e:?}");
+    assert_eq!(
+        e.message(),
+        "Apply failed with 1 conflict: conflict with \"editor\" using v1: .data.k"
+    );
+    let w = grpc
+        .apply(request("grpc", "v", "pipeline", true))
+        .await
+        .expect("forced")
+        .into_inner();
+    let obj: Value = serde_json::from_str(&w.json).expect("json");
+    assert_eq!(obj["data"]["k"], "v");
+    // No field manager: refused.
+    let e = grpc
+        .apply(request("grpc", "v", "", false))
+        .await
+        .expect_err("no manager");
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+}

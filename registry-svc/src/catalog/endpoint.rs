@@ -497,7 +497,7 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         };
         if !accepted {
             return Err(ApiError::UnsupportedMediaType(format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json{}",
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json{}, application/apply-patch+yaml",
                 if strategic.is_some() {
                     ", application/strategic-merge-patch+json"
                 } else {

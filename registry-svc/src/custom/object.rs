@@ -75,7 +75,7 @@ impl CustomObject {
         let metadata = match object.remove("metadata") {
             None | Some(Value::Null) => ObjectMeta::default(),
             Some(Value::Object(mut m)) => {
-                fields_v1_as_text(&mut m);
+                kubestore_proto::managed_fields::fields_v1_as_text(&mut m);
                 serde_json::from_value(Value::Object(m))
                     .map_err(|e| ApiError::BadRequest(format!("metadata does not parse: {e}")))?
             }
@@ -149,15 +149,11 @@ pub fn metadata_json(meta: Option<&ObjectMeta>) -> Result<Value, ApiError> {
             }
         }
         // A managed fields entry's `fieldsV1` is the JSON its text holds.
+        kubestore_proto::managed_fields::fields_v1_as_json(m);
         if let Some(Value::Array(entries)) = m.get_mut("managedFields") {
             for e in entries.iter_mut().filter_map(Value::as_object_mut) {
                 if let Some(Value::String(s)) = e.get_mut("time") {
                     utc_z(s);
-                }
-                if let Some(Value::String(text)) = e.get("fieldsV1")
-                    && let Ok(v) = serde_json::from_str::<Value>(text)
-                {
-                    e.insert("fieldsV1".into(), v);
                 }
             }
         }
@@ -169,19 +165,6 @@ pub fn metadata_json(meta: Option<&ObjectMeta>) -> Result<Value, ApiError> {
 fn utc_z(s: &mut String) {
     if let Some(utc) = s.strip_suffix("+00:00") {
         *s = format!("{utc}Z");
-    }
-}
-
-/// A metadata object's managed fields entries with `fieldsV1` as the text ObjectMeta holds
-/// (a JSON object in Kubernetes JSON).
-fn fields_v1_as_text(meta: &mut Map<String, Value>) {
-    if let Some(Value::Array(entries)) = meta.get_mut("managedFields") {
-        for e in entries.iter_mut().filter_map(Value::as_object_mut) {
-            if let Some(v) = e.get("fieldsV1").filter(|v| !v.is_string()) {
-                let text = v.to_string();
-                e.insert("fieldsV1".into(), Value::String(text));
-            }
-        }
     }
 }
 

@@ -179,6 +179,8 @@ impl OpenApi {
         if info.message.is_some() {
             patch_types.push("application/strategic-merge-patch+json");
         }
+        // Server-side apply, for every kind.
+        patch_types.push("application/apply-patch+yaml");
         let op = |action: &str, write: bool| -> Value {
             let mut o = Map::new();
             o.insert("x-kubernetes-action".into(), json!(action));
@@ -188,14 +190,15 @@ impl OpenApi {
                 json!({"200": {"description": "OK", "content": {"application/json": {"schema": body_ref}}}}),
             );
             if write {
-                o.insert(
-                    "parameters".into(),
-                    json!([
-                        {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
-                        {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
-                        {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
-                    ]),
-                );
+                let mut parameters = vec![
+                    json!({"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}}),
+                    json!({"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}}),
+                    json!({"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}}),
+                ];
+                if action == "patch" {
+                    parameters.push(json!({"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}}));
+                }
+                o.insert("parameters".into(), Value::Array(parameters));
                 let types: Vec<&str> = if action == "patch" {
                     patch_types.clone()
                 } else {
