@@ -42,6 +42,8 @@ pub struct GetOptions {
     pub watch: bool,
     /// `-o`: "", "wide", "yaml", "json", "name", `jsonpath=...`, `custom-columns=...`.
     pub output: String,
+    /// Keep `metadata.managedFields` in yaml and json (kubectl's `--show-managed-fields`).
+    pub show_managed_fields: bool,
 }
 
 impl GetOptions {
@@ -117,7 +119,17 @@ pub async fn get(
         o.namespace.as_str()
     };
     let format = Format::of(&o.output);
-    let render = |v: &Value| manifest::render(v, &o.output).map_err(Error::Client);
+    // kubectl leaves managed fields out of yaml and json unless asked (they are long and
+    // rarely what a reader wants); JSONPath and columns see them.
+    let hide = !o.show_managed_fields && matches!(o.output.as_str(), "yaml" | "json");
+    let render = |v: &Value| {
+        if hide {
+            manifest::render(&without_managed_fields(v), &o.output)
+        } else {
+            manifest::render(v, &o.output)
+        }
+        .map_err(Error::Client)
+    };
     // kubectl prints a NAMESPACE column under -A for namespaced resources only.
     let printer =
         |columns: &Value, wide: bool| Printer::new(columns, wide, o.all_namespaces && r.namespaced);
@@ -211,4 +223,19 @@ fn nothing_found(ns: &str, r: &ApiResource) -> String {
     } else {
         format!("No resources found in {ns} namespace.")
     }
+}
+
+/// `v` (an object, or a list of them) without `metadata.managedFields`.
+fn without_managed_fields(v: &Value) -> Value {
+    let mut v = v.clone();
+    let strip = |o: &mut Value| {
+        if let Some(Value::Object(m)) = o.get_mut("metadata") {
+            m.remove("managedFields");
+        }
+    };
+    strip(&mut v);
+    if let Some(Value::Array(items)) = v.get_mut("items") {
+        items.iter_mut().for_each(strip);
+    }
+    v
 }

@@ -45,6 +45,10 @@ pub enum Verb {
         /// (`'{.items[*].metadata.name}'`) or `custom-columns=NAME:.metadata.name,...`.
         #[arg(short, long, default_value = "")]
         output: String,
+        /// Keep `metadata.managedFields` in yaml and json output (left out by default, as
+        /// kubectl does).
+        #[arg(long)]
+        show_managed_fields: bool,
     },
     /// Show one object and the Events about it (kubectl-like).
     Describe {
@@ -170,6 +174,7 @@ pub async fn run(ch: &Ch, namespace: String, verb: Verb) -> ExitCode {
             field_selector,
             watch,
             output,
+            show_managed_fields,
         } => {
             if let Err(e) = crate::manifest::check_output(&output) {
                 eprintln!("error: {e}");
@@ -183,6 +188,7 @@ pub async fn run(ch: &Ch, namespace: String, verb: Verb) -> ExitCode {
                 field_selector: field_selector.unwrap_or_default(),
                 watch,
                 output,
+                show_managed_fields,
             };
             exit(get(ch, &kind, &o, |s| println!("{s}")).await)
         }

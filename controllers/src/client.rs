@@ -298,4 +298,3 @@ impl KindClient {
             .map(|_| ())
     }
 }
-

@@ -1,5 +1,5 @@
-//! Real Helm against the REST API (issue 31): Helm 3.18 and Helm 4.1 (with
-//! `--server-side=false`, until kubestore has server-side apply) install, upgrade, roll back and
+//! Real Helm against the REST API (issue 31): Helm 3.18, and Helm 4.1 both with its default
+//! (server-side apply, issue 34) and with `--server-side=false`, install, upgrade, roll back and
 //! **uninstall** a chart of a ConfigMap, a Secret, a definition (`crds/`) and an object of it
 //! (`tests/fixtures/charts/demo`), and a release's name can be used again once uninstalled.
 //!
@@ -17,14 +17,6 @@ fn chart() -> PathBuf {
 
 fn path(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
-}
-
-/// What Helm 4 needs besides (it applies server-side by default).
-fn writes(v: Helm) -> &'static [&'static str] {
-    match v {
-        Helm::V3 => &[],
-        Helm::V4 => &["--server-side=false"],
-    }
 }
 
 /// `kubectl get KIND NAME -o jsonpath=PATH`, or None when it does not exist.
@@ -61,19 +53,32 @@ fn records(c: &KubeCluster, release: &str) -> Vec<String> {
     r.out().split_whitespace().map(String::from).collect()
 }
 
-async fn life_of_a_release(v: Helm) {
+/// A release's life with Helm `v`, every write with `writes` (Helm 4's `--server-side=false`).
+async fn life_of_a_release(v: Helm, writes: &[&str]) {
     let c = KubeCluster::start().await;
     let chart = chart();
     let release = "demo";
     let helm = |args: &[&str]| {
         let mut all = args.to_vec();
-        all.extend_from_slice(writes(v));
+        all.extend_from_slice(writes);
         c.helm(v, &all).run().ok()
     };
     let r = helm(&["install", release, path(&chart)]);
     assert!(r.out().contains("STATUS: deployed"), "{r}");
     let color = || get(&c, &["configmap", "demo-settings"], "{.data.color}");
     assert_eq!(color().as_deref(), Some("blue"));
+    if v == Helm::V4 && writes.is_empty() {
+        // Applied server-side: Helm's Apply entry owns the chart's fields.
+        let managed = get(
+            &c,
+            &["configmap", "demo-settings"],
+            "{range .metadata.managedFields[*]}{.manager}/{.operation} {end}",
+        );
+        assert!(
+            managed.as_deref().is_some_and(|m| m.contains("helm/Apply")),
+            "{managed:?}"
+        );
+    }
     assert_eq!(
         get(&c, &["secret", "demo-creds"], "{.data.password}").as_deref(),
         Some("czNjcmV0")
@@ -120,10 +125,16 @@ async fn life_of_a_release(v: Helm) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn helm_3_installs_upgrades_rolls_back_and_uninstalls() {
-    life_of_a_release(Helm::V3).await;
+    life_of_a_release(Helm::V3, &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn helm_4_installs_upgrades_rolls_back_and_uninstalls() {
-    life_of_a_release(Helm::V4).await;
+    life_of_a_release(Helm::V4, &["--server-side=false"]).await;
+}
+
+/// Helm 4's default: every object applied server-side, with Helm's field manager.
+#[tokio::test(flavor = "multi_thread")]
+async fn helm_4_applies_server_side_by_default() {
+    life_of_a_release(Helm::V4, &[]).await;
 }

@@ -263,7 +263,7 @@ async fn upstream_apply_conflicts_and_force() {
     );
     assert_eq!(
         status["details"]["causes"],
-        json!([{"type": "FieldManagerConflict",
+        json!([{"reason": "FieldManagerConflict",
             "message": "conflict with \"kubectl-client-side-apply\" using v1",
             "field": ".data.key"}])
     );

@@ -148,15 +148,11 @@ impl Query {
                 )],
             ));
         }
-        let force = match self.get("force") {
-            None | Some("") | Some("false") | Some("0") => false,
-            Some("true") | Some("1") => true,
-            Some(other) => {
-                return Err(ApiError::BadRequest(format!(
-                    "invalid value for force: {other:?}: must be true or false"
-                )));
-            }
-        };
+        // Upstream's reading of a boolean query parameter: "", "0" and "false" (any case) are
+        // false, anything else true.
+        let force = self
+            .get("force")
+            .is_some_and(|f| !(f.is_empty() || f == "0" || f.eq_ignore_ascii_case("false")));
         Ok(WriteOptions {
             dry_run,
             field_validation,

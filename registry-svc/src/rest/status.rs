@@ -99,9 +99,10 @@ pub fn body(e: &ApiError) -> Value {
             }
         }
         ApiError::ApplyConflict { message, causes } => {
+            // A cause's type is `reason` in JSON (upstream's `StatusCause.Type`).
             let causes: Vec<Value> = causes
                 .iter()
-                .map(|(m, field)| json!({"type": "FieldManagerConflict", "message": m, "field": field}))
+                .map(|(m, field)| json!({"reason": "FieldManagerConflict", "message": m, "field": field}))
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
             message.clone()
