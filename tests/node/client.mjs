@@ -19,6 +19,10 @@
 //   expired RV   a list at RV (compacted away) and a watch from it: 410
 //   informer     `makeInformer` with a label selector: its cache follows creates, updates and
 //                deletes of its objects only
+//   apply        server-side apply through patchNamespacedConfigMap with
+//                PatchStrategy.ServerSideApply and `fieldManager`: created (201), an unchanged
+//                re-apply (same resourceVersion), another manager's merge patch, the next
+//                apply's 409 Conflict naming it, and `force`
 //
 // Each scenario checks as it goes and prints what it saw, one line each (no resourceVersions or
 // times: the lines are the same on every run); any failure exits 1 with what went wrong.
@@ -39,7 +43,7 @@ if (!existsSync(join(prefix, 'node_modules/@kubernetes/client-node'))) {
 const k8s = await import(pathToFileURL(createRequire(join(prefix, 'package.json')).resolve('@kubernetes/client-node')).href);
 
 const [scenario, arg] = process.argv.slice(2);
-const SCENARIOS = ['crud', 'custom', 'watch', 'expired', 'informer'];
+const SCENARIOS = ['crud', 'custom', 'watch', 'expired', 'informer', 'apply'];
 if (!SCENARIOS.includes(scenario)) fail(`unknown scenario ${JSON.stringify(scenario)}: one of ${SCENARIOS.join(', ')}`);
 if (!process.env.KUBECONFIG) fail('KUBECONFIG is not set');
 const NS = 'default';
@@ -52,6 +56,7 @@ if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify) {
 }
 const core = kc.makeApiClient(k8s.CoreV1Api);
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+const serverSideApply = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
 
 function fail(message) {
   console.error(`FAIL (${scenario}): ${message}`);
@@ -407,8 +412,50 @@ async function informer() {
   await inf.stop();
 }
 
+async function apply() {
+  const name = 'js-applied';
+  const body = cm(name, { key: 'mine' });
+  const owners = (o) => o.metadata.managedFields.map((m) => [m.manager, m.operation]);
+  const made = await core.patchNamespacedConfigMapWithHttpInfo({ name, namespace: NS, body, fieldManager: 'js' }, serverSideApply);
+  check(made.data.metadata?.uid && made.data.metadata?.resourceVersion, 'applied with a uid and a resourceVersion', made.data.metadata);
+  const entry = made.data.metadata.managedFields?.[0];
+  check(entry?.time instanceof Date, 'a managed fields time decoded as a Date', entry);
+  check(JSON.stringify(entry.fieldsV1) === '{"f:data":{"f:key":{}}}', "the applier's fields", entry.fieldsV1);
+  out(
+    'created',
+    String(made.httpStatusCode),
+    made.data.metadata.name,
+    made.data.data,
+    made.data.metadata.managedFields.map((m) => [m.manager, m.operation, m.fieldsType]),
+  );
+  const rv = made.data.metadata.resourceVersion;
+
+  const again = await core.patchNamespacedConfigMapWithHttpInfo({ name, namespace: NS, body, fieldManager: 'js' }, serverSideApply);
+  out('unchanged', String(again.httpStatusCode), String(again.data.metadata.resourceVersion === rv));
+
+  const theirs = await core.patchNamespacedConfigMap(
+    { name, namespace: NS, body: { data: { key: 'theirs' } }, fieldManager: 'other' },
+    mergePatch,
+  );
+  check(theirs.metadata.resourceVersion !== rv, "the other manager's patch changed the resourceVersion");
+  out('patched', theirs.data.key, owners(theirs));
+
+  const conflict = await apiError(
+    core.patchNamespacedConfigMap({ name, namespace: NS, body, fieldManager: 'js' }, serverSideApply),
+    "an apply of another manager's field",
+  );
+  out('conflict', String(conflict.code), conflict.body.reason, conflict.body.message);
+  out('causes', (conflict.body.details?.causes ?? []).map((c) => [c.reason, c.field]));
+  const kept = await core.readNamespacedConfigMap({ name, namespace: NS });
+  check(kept.metadata.resourceVersion === theirs.metadata.resourceVersion, 'the conflict wrote nothing', kept.metadata);
+  out('kept', kept.data.key);
+
+  const forced = await core.patchNamespacedConfigMap({ name, namespace: NS, body, fieldManager: 'js', force: true }, serverSideApply);
+  out('forced', forced.data.key, owners(forced));
+}
+
 try {
-  await { crud, custom, watch, expired, informer }[scenario]();
+  await { crud, custom, watch, expired, informer, apply }[scenario]();
   out('done', scenario);
   process.exit(0);
 } catch (e) {
