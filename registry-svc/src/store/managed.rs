@@ -6,13 +6,16 @@
 //! Work on large objects runs off the async workers (`offload`), as a patch's does.
 
 use kubestore_proto::meta::v1::ManagedFieldsEntry;
-use serde_json::Value;
 
 use crate::{
     error::ApiError,
     managed::{self, ApplyError, FieldManager, Writer},
     resource::{MetaExt, Resource},
-    store::{Store, graceful::now, update::Part},
+    store::{
+        Store,
+        graceful::now,
+        update::{Apply, Part},
+    },
 };
 
 impl<R: Resource> Store<R> {
@@ -102,17 +105,15 @@ impl<R: Resource> Store<R> {
         Ok(())
     }
 
-    /// `config`, a server-side apply's configuration, applied by `manager` through `part` to
+    /// `apply`'s configuration, a server-side apply's, applied by `manager` through `part` to
     /// `live` (`None`: the object is created): the object to write, its managed fields set.
     pub(crate) fn applied(
         &self,
         live: Option<&R>,
-        config: &Value,
-        force: bool,
+        apply: &Apply<'_>,
         manager: &str,
         part: Part,
         name: &str,
-        config_bytes: usize,
     ) -> Result<R, ApiError> {
         let fm = self.field_manager().ok_or_else(|| {
             ApiError::UnsupportedMediaType(format!(
@@ -127,7 +128,7 @@ impl<R: Resource> Store<R> {
             subresource: part.subresource(),
         };
         let reset = managed::reset_fields(part.subresource(), self.strategy.has_status());
-        let size = live.map_or(0, |l| l.encoded_len()) + config_bytes;
+        let size = live.map_or(0, |l| l.encoded_len()) + apply.body_bytes;
         crate::offload::run(size, crate::store::deadline(), || {
             let live_json = live.map(|l| l.as_json()).transpose()?;
             let live_entries = live
@@ -136,9 +137,9 @@ impl<R: Resource> Store<R> {
             let (merged, entries) = fm
                 .apply(
                     live_json.as_ref().map(|v| (v, live_entries)),
-                    config,
+                    apply.config,
                     w,
-                    force,
+                    apply.force,
                     &reset,
                     now(),
                 )

@@ -557,15 +557,7 @@ impl<R: Resource> Store<R> {
                 }
                 // Create on apply, for every kind (upstream's apply patcher).
                 Request::Apply(apply) if part == Part::Main => {
-                    let mut obj = self.applied(
-                        None,
-                        apply.config,
-                        apply.force,
-                        manager,
-                        part,
-                        name,
-                        apply.body_bytes,
-                    )?;
+                    let mut obj = self.applied(None, apply, manager, part, name)?;
                     self.strategy.default_object(&mut obj);
                     check_name(&obj, name)?;
                     obj
@@ -610,15 +602,9 @@ impl<R: Resource> Store<R> {
             }
             Request::Patch(_) | Request::Apply(_) => {
                 let mut patched = match request {
-                    Request::Apply(apply) => self.applied(
-                        Some(&existing),
-                        apply.config,
-                        apply.force,
-                        manager,
-                        part,
-                        name,
-                        apply.body_bytes,
-                    )?,
+                    Request::Apply(apply) => {
+                        self.applied(Some(&existing), apply, manager, part, name)?
+                    }
                     Request::Patch(patch) => patch(&existing)?,
                     Request::Object(_) => unreachable!("matched above"),
                 };
