@@ -109,6 +109,20 @@ impl<R: Resource, S: Shape<R>> StoreEndpoint<R, S> {
         part: Part,
         options: &WriteOptions,
     ) -> Result<Written, ApiError> {
+        // A version served by conversion (events.k8s.io/v1 over core v1 Events): managed
+        // fields are kept in the stored version only, and are not converted.
+        let stored = self.store.names();
+        if self.info.group != stored.group || self.info.version != stored.version {
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "server-side apply of {} is served in {} only (the version stored); accepted media types here include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+                self.info.qualified(),
+                if stored.group.is_empty() {
+                    stored.version.clone()
+                } else {
+                    format!("{}/{}", stored.group, stored.version)
+                }
+            )));
+        }
         let ctx = ctx.managed_by(&options.field_manager);
         let (s, dry_run) = (&self.store, options.dry_run);
         let apply = crate::store::update::Apply {

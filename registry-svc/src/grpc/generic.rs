@@ -144,9 +144,10 @@ fn output(o: i32) -> Output {
 
 /// The options of a write whose body (object or patch) is `body` (its size decides whether
 /// the work runs off the async workers).
-fn write_options(o: Option<WireOptions>, body: &str) -> WriteOptions {
+fn write_options(o: Option<WireOptions>, body: &str) -> Result<WriteOptions, ApiError> {
     let o = o.unwrap_or_default();
-    WriteOptions {
+    crate::managed::check_field_manager(&o.field_manager)?;
+    Ok(WriteOptions {
         dry_run: o.dry_run,
         field_validation: match WireValidation::try_from(o.field_validation) {
             Ok(WireValidation::Ignore) => FieldValidation::Ignore,
@@ -156,7 +157,7 @@ fn write_options(o: Option<WireOptions>, body: &str) -> WriteOptions {
         field_manager: o.field_manager,
         force: o.force,
         body_bytes: body.len(),
-    }
+    })
 }
 
 fn text(b: Bytes) -> String {
@@ -360,7 +361,7 @@ impl Resources for GenericService {
             "",
         )?;
         let obj = obj?;
-        let options = write_options(r.options, &r.json);
+        let options = write_options(r.options, &r.json)?;
         let w = e.create(ctx, &r.namespace, obj, &options).await?;
         Ok(Response::new(written(w)))
     }
@@ -377,7 +378,7 @@ impl Resources for GenericService {
         let namespace = namespace_of(&r.namespace, obj.as_ref().ok());
         authorize(&mut ctx, e.as_ref(), Verb::update(p), p, namespace, &r.name)?;
         let obj = obj?;
-        let options = write_options(r.options, &r.json);
+        let options = write_options(r.options, &r.json)?;
         let w = e
             .update(ctx, &r.namespace, &r.name, obj, p, &options)
             .await?;
@@ -409,7 +410,7 @@ impl Resources for GenericService {
             patch_type,
             body: body(&r.patch, &ctx)?,
         };
-        let options = write_options(r.options, &r.patch);
+        let options = write_options(r.options, &r.patch)?;
         let w = e
             .patch(ctx, &r.namespace, &r.name, patch, p, &options)
             .await?;
@@ -443,7 +444,7 @@ impl Resources for GenericService {
             patch_type: ApplyType::Apply,
             body: config,
         };
-        let options = write_options(r.options, &r.config);
+        let options = write_options(r.options, &r.config)?;
         let w = e
             .patch(ctx, &r.namespace, &r.name, patch, p, &options)
             .await?;

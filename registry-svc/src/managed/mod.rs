@@ -30,7 +30,7 @@ pub mod types;
 use std::sync::{Arc, OnceLock};
 
 use kubestore_apimachinery::smd::{
-    MergeError, ParseableType, PathElement, Set, Updater, VersionedSet,
+    Conflicts, MergeError, ParseableType, PathElement, Set, Updater, VersionedSet,
 };
 use kubestore_proto::meta::v1::ManagedFieldsEntry;
 use serde_json::Value;
@@ -56,6 +56,8 @@ pub struct Writer<'a> {
     pub manager: &'a str,
     /// The API version written (`v1`, `example.com/v1`).
     pub api_version: &'a str,
+    /// The kind written (`ConfigMap`): an apply's configuration must say it.
+    pub kind: &'a str,
     /// "" for the object itself, `status`.
     pub subresource: &'a str,
 }
@@ -66,7 +68,40 @@ pub fn manager_of(field_manager: &str, user_agent: &str) -> String {
     if !field_manager.is_empty() {
         return field_manager.to_string();
     }
-    user_agent.split('/').next().unwrap_or("").to_string()
+    // Upstream's `prefixFromUserAgent`: printable characters only, at most 128 bytes.
+    let mut out = String::new();
+    for c in user_agent.split('/').next().unwrap_or("").chars() {
+        if c.is_control() {
+            continue;
+        }
+        if out.len() + c.len_utf8() > MAX_MANAGER_BYTES {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The longest field manager (upstream's `FieldManagerMaxLength`).
+pub const MAX_MANAGER_BYTES: usize = 128;
+
+/// Upstream's `ValidateFieldManager` of a request's `fieldManager`: at most 128 characters,
+/// all printable (a 422 naming `fieldManager`).
+pub fn check_field_manager(field_manager: &str) -> Result<(), ApiError> {
+    let invalid =
+        |message: String| ApiError::invalid("", "", vec![("fieldManager".to_string(), message)]);
+    if field_manager.chars().count() > MAX_MANAGER_BYTES {
+        return Err(invalid(format!(
+            "Too long: may not be more than {MAX_MANAGER_BYTES} bytes, got {}",
+            field_manager.len()
+        )));
+    }
+    if let Some(c) = field_manager.chars().find(|c| c.is_control()) {
+        return Err(invalid(format!(
+            "Invalid value: {field_manager:?}: may only contain printable characters, not {c:?}"
+        )));
+    }
+    Ok(())
 }
 
 /// The fields the server owns: no manager is credited with them (upstream's
@@ -161,6 +196,12 @@ impl FieldManager {
                 _ => stored(),
             }
         };
+        // Upstream's `skipNonAppliedManager`: an object that exists and has no managed fields
+        // (stored before they were kept, or reset by a client) keeps none until it is applied,
+        // when what it has is credited to `before-first-apply`.
+        if live.is_some() && managed.fields.is_empty() {
+            return Ok(Vec::new());
+        }
         let live_value = live.map_or(Value::Null, |(v, _)| without_entries(v));
         let new_value = without_entries(new);
         self.update_into(&mut managed, &live_value, &new_value, w, ignored, now)?;
@@ -185,17 +226,18 @@ impl FieldManager {
             .updater(ignored)
             .update(live, new, w.api_version, fields, CURRENT)
             .map_err(|e| e.to_string())?;
-        if let Some(vs) = fields.remove(CURRENT) {
-            let set = vs.set.difference(server_fields());
+        // Only a change of the writer's own fields (the server's stripped) moves its time.
+        if let Some(vs) = fields.remove(CURRENT)
+            && let set = vs.set.difference(server_fields())
+            && !set.is_empty()
+        {
             let id = entries::manager_id(w.manager, UPDATE, w.api_version, w.subresource);
             let set = match fields.get(&id) {
                 Some(previous) => set.union(&previous.set),
                 None => set,
             };
-            if !set.is_empty() {
-                fields.insert(id.clone(), VersionedSet::new(set, w.api_version, false));
-                managed.times.insert(id, Some(now));
-            }
+            fields.insert(id.clone(), VersionedSet::new(set, w.api_version, false));
+            managed.times.insert(id, Some(now));
         }
         managed.times.retain(|id, _| fields.contains_key(id));
         managed.fields = fields;
@@ -222,6 +264,14 @@ impl FieldManager {
             return Err(bad(format!(
                 "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {}",
                 w.api_version
+            )));
+        }
+        // Upstream's `versionCheckManager`: the kind too.
+        let kind = c.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind != w.kind {
+            let (group, v) = version.rsplit_once('/').unwrap_or(("", version));
+            return Err(bad(format!(
+                "invalid object type: {group}/{v}, Kind={kind}"
             )));
         }
         if c.get("metadata")
@@ -260,22 +310,28 @@ impl FieldManager {
         let fields = managed.fields.clone();
         let result = updater.apply(&live_value, config, w.api_version, fields, &id, force);
         let result = match result {
-            Err(MergeError::Conflicts(conflicts))
-                if w.manager == KUBECTL
-                    && allowed_by_last_applied(&self.ty, &live_value).is_some_and(|allowed| {
-                        conflicts.to_set().difference(&allowed).is_empty()
-                    }) =>
-            {
-                // Upstream's `lastAppliedManager`: what kubectl's client-side apply said last
-                // is kubectl's to take.
-                updater.apply(
-                    &live_value,
-                    config,
-                    w.api_version,
-                    managed.fields.clone(),
-                    &id,
-                    true,
-                )
+            Err(MergeError::Conflicts(conflicts)) if w.manager == KUBECTL => {
+                // Upstream's `lastAppliedManager`: what kubectl's client-side apply said last,
+                // and the object still has, is kubectl's to take; only other conflicts stay.
+                match allowed_by_last_applied(&self.ty, &live_value) {
+                    Some(allowed) if conflicts.to_set().difference(&allowed).is_empty() => updater
+                        .apply(
+                            &live_value,
+                            config,
+                            w.api_version,
+                            managed.fields.clone(),
+                            &id,
+                            true,
+                        ),
+                    Some(allowed) => Err(MergeError::Conflicts(Conflicts(
+                        conflicts
+                            .0
+                            .into_iter()
+                            .filter(|c| !allowed.has(c.path.elements()))
+                            .collect(),
+                    ))),
+                    None => Err(MergeError::Conflicts(conflicts)),
+                }
             }
             other => other,
         };
@@ -313,7 +369,7 @@ impl FieldManager {
         if w.manager == KUBECTL {
             keep_last_applied(&mut merged, config);
         }
-        entries::cap_update_managers(&mut managed, entries::MAX_UPDATE_MANAGERS);
+        // Upstream caps update managers on updates only.
         Ok((merged, entries::encode(&managed)))
     }
 
@@ -334,11 +390,17 @@ fn allowed_by_last_applied(ty: &ParseableType, live: &Value) -> Option<Set> {
         .get(LAST_APPLIED)?
         .as_str()?;
     let last: Value = serde_json::from_str(text).ok()?;
-    let comparison = ty.compare(&last, live).ok()?;
-    if !comparison.modified.is_empty() || !comparison.removed.is_empty() {
+    if last.get("apiVersion") != live.get("apiVersion") {
         return None;
     }
-    ty.to_field_set(&last).ok()
+    let set = ty.to_field_set(&last).ok()?;
+    // Fields the object no longer has as the annotation says are not kubectl's to take.
+    let c = ty.compare(&last, live).ok()?;
+    Some(
+        set.difference(&c.modified)
+            .difference(&c.added)
+            .difference(&c.removed),
+    )
 }
 
 /// Upstream's `lastAppliedUpdater`: a kubectl apply over an object that has client-side
@@ -361,15 +423,41 @@ fn keep_last_applied(merged: &mut Value, config: &Value) {
         }
     }
     annotations.insert(LAST_APPLIED.into(), Value::String(last.to_string()));
+    // Upstream's `SetLastApplied`: past the annotations' total limit, the annotation goes
+    // rather than failing the apply.
+    let total: usize = annotations
+        .iter()
+        .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+        .sum();
+    if total > MAX_ANNOTATIONS_BYTES {
+        annotations.remove(LAST_APPLIED);
+    }
 }
 
+/// Upstream's `TotalAnnotationSizeLimitB`.
+const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+
 /// The fields a write of `subresource` to a kind that `has_status` does not write (upstream's
-/// reset fields, `GetResetFields`): a main write's `status`, a status write's `spec`.
-pub fn reset_fields(subresource: &str, has_status: bool) -> Set {
+/// reset fields, `GetResetFields`): a main write's `status`; a status write writes `status`
+/// alone (its strategy takes everything else from the stored object, metadata included), a
+/// Namespace's `finalize` its `spec` alone. `object` is the object written, whose other
+/// top-level fields are the ones reset.
+pub fn reset_fields(subresource: &str, has_status: bool, object: &Value) -> Set {
     let field = |f: &str| [PathElement::Field(f.to_string())];
+    let all_but = |kept: &str| {
+        Set::from_paths(
+            object
+                .as_object()
+                .into_iter()
+                .flat_map(|o| o.keys())
+                .filter(|k| *k != kept)
+                .map(|k| field(k)),
+        )
+    };
     match subresource {
         "" if has_status => Set::from_paths([field("status")]),
-        "status" => Set::from_paths([field("spec")]),
-        _ => Set::new(),
+        "" => Set::new(),
+        "finalize" => all_but("spec"),
+        _ => all_but("status"),
     }
 }

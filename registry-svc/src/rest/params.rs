@@ -123,31 +123,7 @@ impl Query {
             }
         };
         let field_manager = self.get("fieldManager").unwrap_or("").to_string();
-        if field_manager.chars().count() > 128 {
-            return Err(ApiError::invalid(
-                "",
-                "",
-                vec![(
-                    "fieldManager".to_string(),
-                    format!(
-                        "Too long: may not be more than 128 bytes, got {}",
-                        field_manager.len()
-                    ),
-                )],
-            ));
-        }
-        if let Some(c) = field_manager.chars().find(|c| c.is_control()) {
-            return Err(ApiError::invalid(
-                "",
-                "",
-                vec![(
-                    "fieldManager".to_string(),
-                    format!(
-                        "Invalid value: {field_manager:?}: may only contain printable characters, not {c:?}"
-                    ),
-                )],
-            ));
-        }
+        crate::managed::check_field_manager(&field_manager)?;
         // Upstream's reading of a boolean query parameter: "", "0" and "false" (any case) are
         // false, anything else true.
         let force = self

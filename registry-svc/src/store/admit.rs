@@ -122,6 +122,12 @@ impl<R: Resource> Store<R> {
         m.deletion_timestamp = kept.deletion_timestamp;
         m.deletion_grace_period_seconds = kept.deletion_grace_period_seconds;
         m.generation = kept.generation;
+        // Entries admission left undecodable are put back as they were before it (upstream's
+        // managed fields validating admission controller): a broken entry would fail every
+        // later apply of the object.
+        if crate::managed::entries::decode(&m.managed_fields).is_err() {
+            m.managed_fields = kept.managed_fields;
+        }
         self.strategy.default_object(&mut new);
         *object = new;
         Ok(())

@@ -70,13 +70,15 @@ impl<R: Resource> Store<R> {
         let w = Writer {
             manager,
             api_version: &api_version,
+            kind: self.kind(),
             subresource: part.subresource(),
         };
-        let reset = managed::reset_fields(part.subresource(), self.strategy.has_status());
         let size = obj.encoded_len() + live.map_or(0, |l| l.encoded_len());
         let computed = crate::offload::run(size, crate::store::deadline(), || {
             Ok((|| -> Result<Vec<ManagedFieldsEntry>, String> {
                 let new = obj.as_json().map_err(|e| e.to_string())?;
+                let reset =
+                    managed::reset_fields(part.subresource(), self.strategy.has_status(), &new);
                 let live_json = live
                     .map(|l| l.as_json())
                     .transpose()
@@ -125,9 +127,11 @@ impl<R: Resource> Store<R> {
         let w = Writer {
             manager,
             api_version: &api_version,
+            kind: self.kind(),
             subresource: part.subresource(),
         };
-        let reset = managed::reset_fields(part.subresource(), self.strategy.has_status());
+        let reset =
+            managed::reset_fields(part.subresource(), self.strategy.has_status(), apply.config);
         let size = live.map_or(0, |l| l.encoded_len()) + apply.body_bytes;
         crate::offload::run(size, crate::store::deadline(), || {
             let live_json = live.map(|l| l.as_json()).transpose()?;

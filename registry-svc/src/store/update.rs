@@ -122,6 +122,9 @@ struct UpdateCall<'a, R> {
     part: Part,
     /// Who writes (`managed`).
     manager: &'a str,
+    /// Why the caller may not create the object, when the write would (upstream authorizes
+    /// the create an update or an apply turns into as a create: `patch` alone does not do).
+    create_denied: Option<&'a ApiError>,
 }
 
 impl<R> Clone for UpdateCall<'_, R> {
@@ -249,6 +252,9 @@ impl<R: Resource> Store<R> {
                 .resource_version = Some(rv.to_string());
         }
         let manager = ctx.manager();
+        let create_denied = allow_create
+            .then(|| self.may_create(&ctx, &ns, &name).err())
+            .flatten();
         self.run_update(
             ctx,
             &ns,
@@ -265,6 +271,7 @@ impl<R: Resource> Store<R> {
                 dry_run,
                 part,
                 manager: &manager,
+                create_denied: create_denied.as_ref(),
             },
         )
         .await
@@ -314,6 +321,7 @@ impl<R: Resource> Store<R> {
                 dry_run,
                 part,
                 manager: &manager,
+                create_denied: None,
             },
         )
         .await
@@ -358,6 +366,9 @@ impl<R: Resource> Store<R> {
             return Err(e);
         }
         let manager = ctx.manager();
+        let create_denied = create
+            .then(|| self.may_create(&ctx, &ns, name).err())
+            .flatten();
         self.run_update(
             ctx,
             &ns,
@@ -374,6 +385,7 @@ impl<R: Resource> Store<R> {
                 dry_run,
                 part,
                 manager: &manager,
+                create_denied: create_denied.as_ref(),
             },
         )
         .await
@@ -539,6 +551,7 @@ impl<R: Resource> Store<R> {
             dry_run,
             part,
             manager,
+            create_denied,
         } = *call;
         creating.store(false, Ordering::Relaxed);
         let Some(existing_bytes) = state.object else {
@@ -564,6 +577,9 @@ impl<R: Resource> Store<R> {
                 }
                 _ => return Err(not_found().into()),
             };
+            if let Some(e) = create_denied {
+                return Err(e.clone().into());
+            }
             // Fresh system fields, create hooks and checks.
             let m = obj.meta_mut();
             m.uid = uuid::Uuid::new_v4().to_string();
@@ -749,6 +765,16 @@ impl<R: Resource> Store<R> {
         }
         self.strategy.canonicalize(obj);
         Ok(())
+    }
+}
+
+impl<R: Resource> Store<R> {
+    /// Whether `ctx`'s caller may create `ns`/`name` of this kind: asked before an update or
+    /// an apply that may turn into a create, as upstream's handlers ask.
+    fn may_create(&self, ctx: &Ctx, ns: &str, name: &str) -> Result<(), ApiError> {
+        // The gate itself: the request's audit record keeps the request's own decision.
+        let attrs = self.attributes(crate::metrics::Verb::Create, ns, name);
+        ctx.caller.gate().check(&ctx.caller.user, &attrs)
     }
 }
 
