@@ -184,12 +184,14 @@ async fn every_write_keeps_managed_fields() {
 async fn eleven_update_managers_keep_ten_the_oldest_as_ancient_changes() {
     let kube = started().await;
     let api = kube.api;
+    // Created with a field of its own: an object created with none keeps no entries until it
+    // is applied (upstream's `skipNonApplied`).
     call(
         api,
         "POST",
         CMS,
         &[JSON],
-        config_map("cm", json!({})).as_bytes(),
+        config_map("cm", json!({"seed": "x"})).as_bytes(),
     )
     .await
     .is(201);
@@ -854,4 +856,150 @@ async fn the_same_apply_over_grpc_gives_the_same_managed_fields() {
         .await
         .expect_err("no manager");
     assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+}
+
+/// An apply that would create the object needs `create`, as upstream's patch handler asks:
+/// a user who may only patch gets a 403, and may apply to an object that exists.
+#[tokio::test(flavor = "multi_thread")]
+async fn creating_by_apply_needs_create_permission() {
+    use kubestore_tests::fixtures_rbac::{ALICE, admin, cluster, until_alice};
+    let c = cluster().await;
+    admin(
+        &c,
+        "POST",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "cm-patcher"},
+               "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                          "verbs": ["get", "patch"]}]}),
+    )
+    .await
+    .is(201);
+    admin(
+        &c,
+        "POST",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "alice-patches"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-patcher"}}),
+    )
+    .await
+    .is(201);
+    admin(
+        &c,
+        "POST",
+        CMS,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "there"}}),
+    )
+    .await
+    .is(201);
+    until_alice(&c, "GET", &format!("{CMS}/there"), "", 200).await;
+    let as_alice = |name: &str| {
+        let api = c.api;
+        let path = format!("{CMS}/{name}?fieldManager=alice");
+        let body = config_map(name, json!({"k": "v"}));
+        async move { call(api, "PATCH", &path, &[APPLY, ALICE], body.as_bytes()).await }
+    };
+    let r = as_alice("new").await;
+    let status = r.is(403).json();
+    assert_eq!(
+        status["message"],
+        "configmaps \"new\" is forbidden: User \"alice\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"default\"",
+        "{status}"
+    );
+    let r = call(c.api, "GET", &format!("{CMS}/new"), &[], b"").await;
+    r.is(404);
+    as_alice("there").await.is(200);
+}
+
+/// Objects written before managed fields were kept (or reset by a client) keep none until
+/// they are applied; then what they hold belongs to `before-first-apply`, and an apply of
+/// another value conflicts with it instead of taking it silently.
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_apply_to_an_object_without_managed_fields_conflicts_with_before_first_apply() {
+    let kube = started().await;
+    let api = kube.api;
+    call(
+        api,
+        "POST",
+        CMS,
+        &[JSON],
+        config_map("old", json!({"k": "1"})).as_bytes(),
+    )
+    .await
+    .is(201);
+    let reset = call(
+        api,
+        "PATCH",
+        &format!("{CMS}/old"),
+        &[MERGE],
+        br#"{"metadata":{"managedFields":[{}]}}"#,
+    )
+    .await
+    .is(200)
+    .json();
+    assert!(reset["metadata"].get("managedFields").is_none(), "{reset}");
+    // An update keeps none.
+    let updated = call(
+        api,
+        "PATCH",
+        &format!("{CMS}/old?fieldManager=editor"),
+        &[MERGE],
+        br#"{"data":{"k":"2"}}"#,
+    )
+    .await
+    .is(200)
+    .json();
+    assert!(
+        updated["metadata"].get("managedFields").is_none(),
+        "{updated}"
+    );
+    let status = apply(
+        api,
+        &format!("{CMS}/old"),
+        "applier",
+        false,
+        &config_map("old", json!({"k": "3"})),
+    )
+    .await
+    .is(409)
+    .json();
+    assert_eq!(
+        status["message"],
+        "Apply failed with 1 conflict: conflict with \"before-first-apply\" using v1: .data.k",
+        "{status}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_checks_the_kind_and_a_converted_version_says_where_to_apply() {
+    let kube = started().await;
+    let api = kube.api;
+    let secret =
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cm"}}).to_string();
+    let status = apply(api, &format!("{CMS}/cm"), "m", false, &secret)
+        .await
+        .is(400)
+        .json();
+    assert_eq!(
+        status["message"], "invalid object type: /v1, Kind=Secret",
+        "{status}"
+    );
+    let event = "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata:\n  name: e\n";
+    let r = apply(
+        api,
+        "/apis/events.k8s.io/v1/namespaces/default/events/e",
+        "m",
+        false,
+        event,
+    )
+    .await;
+    let status = r.is(415).json();
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("served in the version stored only")),
+        "{status}"
+    );
 }

@@ -131,6 +131,10 @@ pub(crate) fn unknown_fields(
 }
 
 impl<R: Resource, V: Version<R>> Shape<R> for BuiltinShape<R, V> {
+    fn converts(&self) -> bool {
+        V::CONVERTS
+    }
+
     fn take_in(
         &self,
         body: Value,

@@ -73,6 +73,12 @@ pub trait Shape<R: Resource>: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether objects are converted between the served version and the stored one (an apply
+    /// is served in the stored version only: managed fields are not converted).
+    fn converts(&self) -> bool {
+        false
+    }
+
     /// The OpenAPI schema of a custom kind's version.
     fn openapi_schema(&self) -> Option<Value> {
         None
@@ -111,16 +117,10 @@ impl<R: Resource, S: Shape<R>> StoreEndpoint<R, S> {
     ) -> Result<Written, ApiError> {
         // A version served by conversion (events.k8s.io/v1 over core v1 Events): managed
         // fields are kept in the stored version only, and are not converted.
-        let stored = self.store.names();
-        if self.info.group != stored.group || self.info.version != stored.version {
+        if self.shape.converts() {
             return Err(ApiError::UnsupportedMediaType(format!(
-                "server-side apply of {} is served in {} only (the version stored); accepted media types here include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
-                self.info.qualified(),
-                if stored.group.is_empty() {
-                    stored.version.clone()
-                } else {
-                    format!("{}/{}", stored.group, stored.version)
-                }
+                "server-side apply of {} is served in the version stored only (core v1 for Events); accepted media types here include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+                self.info.qualified()
             )));
         }
         let ctx = ctx.managed_by(&options.field_manager);
