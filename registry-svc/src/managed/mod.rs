@@ -461,3 +461,125 @@ pub fn reset_fields(subresource: &str, has_status: bool, object: &Value) -> Set 
         _ => all_but("status"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config_maps() -> FieldManager {
+        let codec = crate::resource::codec();
+        FieldManager::new(types::builtin(codec.descriptors(), ".core.v1.ConfigMap").expect("type"))
+    }
+
+    fn writer(manager: &str) -> Writer<'_> {
+        Writer {
+            manager,
+            api_version: "v1",
+            kind: "ConfigMap",
+            subresource: "",
+        }
+    }
+
+    fn now() -> pbjson_types::Timestamp {
+        pbjson_types::Timestamp {
+            seconds: 1_800_000_000,
+            nanos: 0,
+        }
+    }
+
+    #[test]
+    fn managers_from_user_agents_are_printable_and_bounded() {
+        assert_eq!(manager_of("", "kubectl/v1.33.0 (linux/amd64)"), "kubectl");
+        assert_eq!(manager_of("mine", "kubectl/v1.33.0"), "mine");
+        assert_eq!(manager_of("", "a\u{7}b/1"), "ab");
+        assert_eq!(manager_of("", &"x".repeat(300)).len(), MAX_MANAGER_BYTES);
+        assert!(check_field_manager(&"x".repeat(129)).is_err());
+        assert!(check_field_manager("ok").is_ok());
+    }
+
+    #[test]
+    fn a_status_write_writes_status_alone() {
+        let obj = json!({"apiVersion": "v1", "metadata": {}, "spec": {}, "status": {}});
+        let reset = reset_fields("status", true, &obj);
+        let paths: Vec<String> = reset.paths().iter().map(ToString::to_string).collect();
+        assert_eq!(paths, [".apiVersion", ".metadata", ".spec"]);
+        assert_eq!(
+            reset_fields("", true, &obj).paths()[0].to_string(),
+            ".status"
+        );
+    }
+
+    /// Upstream's lastAppliedManager: kubectl takes the fields client-side apply set and the
+    /// object still has; a field changed since (`kubectl scale`) stays a conflict, alone.
+    #[test]
+    fn client_side_apply_is_upgraded_field_by_field() {
+        let fm = config_maps();
+        let last = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c"}, "data": {"a": "1", "b": "1"}});
+        let created = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "annotations": {LAST_APPLIED: last.to_string()}},
+            "data": {"a": "1", "b": "1"}});
+        let csa = fm
+            .update(
+                None,
+                &created,
+                &[],
+                writer("kubectl-client-side-apply"),
+                &Set::new(),
+                now(),
+            )
+            .expect("entries");
+        // Someone else changes `b`.
+        let mut changed = created.clone();
+        changed["data"]["b"] = json!("5");
+        let entries = fm
+            .update(
+                Some((&created, &csa)),
+                &changed,
+                &[],
+                writer("scaler"),
+                &Set::new(),
+                now(),
+            )
+            .expect("entries");
+        let config = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c"}, "data": {"a": "2", "b": "2"}});
+        let e = fm
+            .apply(
+                Some((&changed, &entries)),
+                &config,
+                writer("kubectl"),
+                false,
+                &Set::new(),
+                now(),
+            )
+            .expect_err("a conflict on b");
+        let ApplyError::Conflicts(ApiError::ApplyConflict { message, .. }) = e else {
+            panic!("a conflict expected");
+        };
+        assert_eq!(
+            message,
+            "Apply failed with 1 conflict: conflict with \"scaler\" using v1: .data.b"
+        );
+        // Without the change, kubectl takes both fields and the annotation follows.
+        let (merged, _) = fm
+            .apply(
+                Some((&created, &csa)),
+                &config,
+                writer("kubectl"),
+                false,
+                &Set::new(),
+                now(),
+            )
+            .expect("upgraded");
+        assert_eq!(merged["data"], json!({"a": "2", "b": "2"}));
+        let annotation: Value = serde_json::from_str(
+            merged["metadata"]["annotations"][LAST_APPLIED]
+                .as_str()
+                .expect("annotation"),
+        )
+        .expect("json");
+        assert_eq!(annotation["data"], json!({"a": "2", "b": "2"}));
+    }
+}
