@@ -73,8 +73,10 @@ fn config_map(name: &str, data: Value) -> String {
         .to_string()
 }
 
+/// Upstream's `TestApplyManagedFields`, `TestNoOpUpdateSameResourceVersion` and
+/// `TestClearManagedFieldsWithMergePatch`, for writes that are not applies.
 #[tokio::test(flavor = "multi_thread")]
-async fn every_write_keeps_managed_fields() {
+async fn upstream_managed_fields_on_every_write_no_op_and_clear() {
     let kube = started().await;
     let api = kube.api;
     // A create by a client naming no manager: the User-Agent's product is the manager.
@@ -180,8 +182,10 @@ async fn every_write_keeps_managed_fields() {
     assert!(reset["metadata"].get("managedFields").is_none(), "{reset}");
 }
 
+/// Upstream's `TestApplyGroupsManySeparateUpdates`: eleven update managers keep ten entries,
+/// the oldest merged into `ancient-changes`.
 #[tokio::test(flavor = "multi_thread")]
-async fn eleven_update_managers_keep_ten_the_oldest_as_ancient_changes() {
+async fn upstream_apply_groups_many_separate_updates() {
     let kube = started().await;
     let api = kube.api;
     // Created with a field of its own: an object created with none keeps no entries until it
@@ -216,8 +220,9 @@ async fn eleven_update_managers_keep_ten_the_oldest_as_ancient_changes() {
     assert!(m.iter().any(|(n, _, _)| n == "m11"), "{last}");
 }
 
+/// Upstream's `TestApplyAlsoCreates` and `TestApplyUpdateApplyConflictForced`.
 #[tokio::test(flavor = "multi_thread")]
-async fn upstream_apply_conflicts_and_force() {
+async fn upstream_apply_update_apply_conflict_forced() {
     let kube = started().await;
     let api = kube.api;
     // Create on apply.
@@ -327,8 +332,10 @@ async fn upstream_apply_removes_what_an_applier_stopped_sending_unless_shared() 
     assert_eq!(again["metadata"]["resourceVersion"], rv, "{again}");
 }
 
+/// Upstream's `TestApplyRequiresFieldManager` and `TestApplyFailsWithVersionMismatch`, and a
+/// value of the wrong type.
 #[tokio::test(flavor = "multi_thread")]
-async fn apply_needs_a_field_manager_and_a_matching_version() {
+async fn upstream_apply_requires_field_manager_and_fails_with_version_mismatch() {
     let kube = started().await;
     let api = kube.api;
     let body = config_map("cm", json!({"a": "1"}));
