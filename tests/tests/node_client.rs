@@ -13,28 +13,12 @@
 
 use std::time::Duration;
 
-use kubestore_tests::{
-    ClusterOptions,
-    kube::{KubeCluster, Run},
-};
-
-/// Runs `scenario` to its end: it succeeded and printed `done SCENARIO` last; its lines before
-/// that.
-fn scenario(c: &KubeCluster, scenario: &str, args: &[&str]) -> (Run, Vec<String>) {
-    let r = c.node(scenario, args).run().ok();
-    let mut lines: Vec<String> = r.out().lines().map(String::from).collect();
-    assert_eq!(
-        lines.pop().as_deref(),
-        Some(format!("done {scenario}").as_str()),
-        "{r}"
-    );
-    (r, lines)
-}
+use kubestore_tests::{ClusterOptions, kube::KubeCluster};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn configmaps_through_core_v1_api() {
     let c = KubeCluster::start().await;
-    let (r, lines) = scenario(&c, "crud", &[]);
+    let (r, lines) = c.node_scenario("crud", &[]);
     assert_eq!(
         lines,
         [
@@ -66,7 +50,7 @@ async fn configmaps_through_core_v1_api() {
 #[tokio::test(flavor = "multi_thread")]
 async fn custom_objects_of_a_definition_made_by_the_client() {
     let c = KubeCluster::start().await;
-    let (r, lines) = scenario(&c, "custom", &[]);
+    let (r, lines) = c.node_scenario("custom", &[]);
     assert_eq!(
         lines,
         [
@@ -111,7 +95,7 @@ async fn a_watch_from_a_listed_version_and_from_a_compacted_one() {
         ..Default::default()
     })
     .await;
-    let (r, lines) = scenario(&c, "watch", &[]);
+    let (r, lines) = c.node_scenario("watch", &[]);
     assert_eq!(
         lines,
         [
@@ -128,7 +112,7 @@ async fn a_watch_from_a_listed_version_and_from_a_compacted_one() {
     // A version etcd has compacted away: a list at it and a watch from it are 410 Expired (the
     // watch as kube-apiserver answers it: 200, then one ERROR event with the Status).
     let old = c.compacted_version().await;
-    let (r, lines) = scenario(&c, "expired", &[&old]);
+    let (r, lines) = c.node_scenario("expired", &[&old]);
     assert_eq!(
         lines,
         ["list 410 Expired", "watch ERROR 410 Expired"],
@@ -139,7 +123,7 @@ async fn a_watch_from_a_listed_version_and_from_a_compacted_one() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_informer_cache_converges() {
     let c = KubeCluster::start().await;
-    let (r, lines) = scenario(&c, "informer", &[]);
+    let (r, lines) = c.node_scenario("informer", &[]);
     assert_eq!(
         lines,
         [

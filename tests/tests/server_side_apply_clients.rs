@@ -24,7 +24,7 @@ use kube::{
     Api, Client, ResourceExt,
     api::{Patch, PatchParams, PostParams},
 };
-use kubestore_tests::kube::{KubeCluster, Run};
+use kubestore_tests::kube::KubeCluster;
 use serde_json::json;
 
 fn client(c: &KubeCluster) -> Client {
@@ -258,23 +258,10 @@ async fn python_dynamic_client_server_side_apply() {
     );
 }
 
-/// Runs `scenario` to its end: it succeeded and printed `done SCENARIO` last; its lines before
-/// that.
-fn scenario(c: &KubeCluster, scenario: &str, args: &[&str]) -> (Run, Vec<String>) {
-    let r = c.node(scenario, args).run().ok();
-    let mut lines: Vec<String> = r.out().lines().map(String::from).collect();
-    assert_eq!(
-        lines.pop().as_deref(),
-        Some(format!("done {scenario}").as_str()),
-        "{r}"
-    );
-    (r, lines)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn javascript_client_server_side_apply() {
     let c = KubeCluster::start().await;
-    let (r, lines) = scenario(&c, "apply", &[]);
+    let (r, lines) = c.node_scenario("apply", &[]);
     assert_eq!(
         lines,
         [

@@ -404,12 +404,21 @@ impl Resources for GenericService {
         let patch_type = match PatchType::try_from(r.patch_type) {
             Ok(PatchType::Json) => ApplyType::Json,
             Ok(PatchType::Strategic) => ApplyType::Strategic,
+            Ok(PatchType::Apply) => ApplyType::Apply,
             _ => ApplyType::Merge,
         };
-        let patch = Patch {
-            patch_type,
-            body: body(&r.patch, &ctx)?,
+        let body = if patch_type == ApplyType::Apply {
+            // YAML, of which JSON is a part; aliases are bounded by the YAML reader.
+            let deadline = Some(ctx.deadline.instant().into_std());
+            let size = crate::offload::yaml_size(r.patch.as_bytes());
+            crate::offload::run(size, deadline, || {
+                kubestore_apimachinery::yaml::to_json(r.patch.as_bytes())
+                    .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))
+            })?
+        } else {
+            body(&r.patch, &ctx)?
         };
+        let patch = Patch { patch_type, body };
         let options = write_options(r.options, &r.patch)?;
         let w = e
             .patch(ctx, &r.namespace, &r.name, patch, p, &options)
@@ -417,38 +426,22 @@ impl Resources for GenericService {
         Ok(Response::new(written(w)))
     }
 
+    /// A patch of type APPLY: the same request, named for what it does.
     async fn apply(
         &self,
         request: Request<ApplyRequest>,
     ) -> Result<Response<WriteResponse>, Status> {
         let (md, ext, r) = request.into_parts();
-        let mut ctx = ctx(&md, &ext)?;
-        let e = self.endpoint(&ctx, r.resource.as_ref()).await?;
-        let p = part(&r.subresource)?;
-        authorize(
-            &mut ctx,
-            e.as_ref(),
-            Verb::patch(p),
-            p,
-            &r.namespace,
-            &r.name,
-        )?;
-        // YAML, of which JSON is a part; aliases are bounded by the YAML reader.
-        let deadline = Some(ctx.deadline.instant().into_std());
-        let size = crate::offload::yaml_size(r.config.as_bytes());
-        let config = crate::offload::run(size, deadline, || {
-            kubestore_apimachinery::yaml::to_json(r.config.as_bytes())
-                .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))
-        })?;
-        let patch = Patch {
-            patch_type: ApplyType::Apply,
-            body: config,
+        let patch = PatchRequest {
+            resource: r.resource,
+            namespace: r.namespace,
+            name: r.name,
+            subresource: r.subresource,
+            patch_type: PatchType::Apply.into(),
+            patch: r.config,
+            options: r.options,
         };
-        let options = write_options(r.options, &r.config)?;
-        let w = e
-            .patch(ctx, &r.namespace, &r.name, patch, p, &options)
-            .await?;
-        Ok(Response::new(written(w)))
+        self.patch(Request::from_parts(md, ext, patch)).await
     }
 
     async fn delete(

@@ -426,6 +426,19 @@ impl KubeCluster {
         }
     }
 
+    /// Runs the JavaScript client's `scenario` to its end ([`Self::node`]): it succeeded and
+    /// printed `done SCENARIO` last; its run, and its lines before that.
+    pub fn node_scenario(&self, scenario: &str, args: &[&str]) -> (Run, Vec<String>) {
+        let r = self.node(scenario, args).run().ok();
+        let mut lines: Vec<String> = r.out().lines().map(String::from).collect();
+        assert_eq!(
+            lines.pop().as_deref(),
+            Some(format!("done {scenario}").as_str()),
+            "{r}"
+        );
+        (r, lines)
+    }
+
     /// A node agent for `node` (the `kubestore agent` binary): marks the node's pods Running
     /// and finishes their graceful deletion after `stop_delay` (or their grace period).
     pub fn agent(&self, node: &str, stop_delay: Duration) -> Child {
