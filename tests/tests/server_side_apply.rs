@@ -350,7 +350,7 @@ async fn upstream_apply_requires_field_manager_and_fails_with_version_mismatch()
     let status = r.is(422).json();
     assert!(
         status["message"].as_str().is_some_and(
-            |m| m.contains("fieldManager: Required value: is required for apply patch")
+            |m| m == "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
         ),
         "{status}"
     );

@@ -495,7 +495,7 @@ impl<R: Resource, S: Shape<R>> Endpoint for StoreEndpoint<R, S> {
         }
         if options.force {
             return Err(ApiError::invalid(
-                "",
+                "PatchOptions.meta.k8s.io",
                 "",
                 vec![(
                     "force".to_string(),

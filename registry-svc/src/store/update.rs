@@ -350,8 +350,9 @@ impl<R: Resource> Store<R> {
             )));
         }
         if ctx.field_manager.is_empty() {
+            // Upstream's words: its PatchOptions are Invalid.
             return Err(ApiError::invalid(
-                "",
+                "PatchOptions.meta.k8s.io",
                 "",
                 vec![(
                     "fieldManager".to_string(),
