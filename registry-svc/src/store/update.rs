@@ -617,27 +617,18 @@ impl<R: Resource> Store<R> {
                 self.track(Some(&existing), &mut obj, manager, part)?;
                 (obj, request_rv)
             }
-            Request::Patch(_) | Request::Apply(_) => {
-                let mut patched = match request {
-                    Request::Apply(apply) => {
-                        self.applied(Some(&existing), apply, manager, part, name)?
-                    }
-                    Request::Patch(patch) => patch(&existing)?,
-                    Request::Object(_) => unreachable!("matched above"),
-                };
+            Request::Patch(patch) => {
+                let mut patched = patch(&existing)?;
                 // Upstream defaults a patched object as it decodes it.
                 self.strategy.default_object(&mut patched);
-                if matches!(request, Request::Patch(_)) {
-                    self.track(Some(&existing), &mut patched, manager, part)?;
-                }
-                // A resourceVersion the patch sets is a precondition; else the patch applies to
-                // the version it read, which is current.
-                let rv = self.parse_resource_version(
-                    name,
-                    patched.meta().map_or("", |m| m.resource_version.as_str()),
-                )?;
-                check_name(&patched, name)?;
-                (patched, rv)
+                self.track(Some(&existing), &mut patched, manager, part)?;
+                self.with_patched_version(patched, name)?
+            }
+            // The merge sets the managed fields itself.
+            Request::Apply(apply) => {
+                let mut applied = self.applied(Some(&existing), apply, manager, part, name)?;
+                self.strategy.default_object(&mut applied);
+                self.with_patched_version(applied, name)?
             }
         };
         if request_rv == 0 {
@@ -770,6 +761,18 @@ impl<R: Resource> Store<R> {
 }
 
 impl<R: Resource> Store<R> {
+    /// A patched (or applied) object and the resourceVersion it is conditional on: one the
+    /// patch sets is a precondition; else the patch applies to the version it read, which is
+    /// current (0). Its name must be the URL's.
+    fn with_patched_version(&self, patched: R, name: &str) -> Result<(R, u64), ApiError> {
+        let rv = self.parse_resource_version(
+            name,
+            patched.meta().map_or("", |m| m.resource_version.as_str()),
+        )?;
+        check_name(&patched, name)?;
+        Ok((patched, rv))
+    }
+
     /// Whether `ctx`'s caller may create `ns`/`name` of this kind: asked before an update or
     /// an apply that may turn into a create, as upstream's handlers ask.
     fn may_create(&self, ctx: &Ctx, ns: &str, name: &str) -> Result<(), ApiError> {
